@@ -1,0 +1,37 @@
+#pragma once
+// Discovery of the local host (hwloc, CUDA + NVML, ibverbs) and, under mpirun/srun, of the
+// whole cluster: every rank discovers its host and rank 0 merges them.
+
+#include <string>
+#include <vector>
+
+#include "collkit/topo/topology.h"
+
+namespace collkit::topo {
+
+struct DiscoverOptions {
+  /// Ranks on this host when not under a launcher: 0 = one per GPU, or one per core without GPUs.
+  int ranks_per_host = 0;
+  /// Fabric spec joining hosts when several are found (see synth.h add_fabric); empty = none.
+  std::string fabric;
+};
+
+/// The local host as one topology: CPUs/NUMA nodes, PCI tree, GPUs with NVLinks, RDMA NICs.
+/// Vertex ids are "<hostname>/<local id>". Missing GPU driver or RDMA devices mean none, not an error;
+/// what could not be seen is added to notes.
+Topology discover_local(const DiscoverOptions& opt);
+
+/// Merges per-rank host topologies (index = rank; the same host may appear several times, once per
+/// rank on it) into one cluster: each host's vertices once, rank r mapped to the endpoint that rank
+/// uses (its GPU by local rank, or its CPU), then the fabric joins the hosts.
+Topology merge_hosts(const std::vector<Topology>& per_rank, const std::vector<int>& local_rank,
+                     const std::string& fabric);
+
+/// True when the process was started by mpirun/srun (OMPI_*, PMI_*, PMIX_*, SLURM_* variables).
+bool under_launcher();
+
+/// Under a launcher: every rank discovers, rank 0 returns the merged cluster; other ranks return an
+/// empty topology. Initialises and finalises MPI itself.
+Topology discover_cluster(const DiscoverOptions& opt, bool* is_root);
+
+}  // namespace collkit::topo

@@ -1,0 +1,66 @@
+#pragma once
+// Paths through the topology, with switches explicit: traffic flows only along links, and only
+// switch-like vertices (CPU root complexes, PCIe switches, NICs, NVSwitches, network switches,
+// coarse host vertices) forward it. A GPU never forwards: relaying through a GPU is an algorithm's
+// choice, written in its schedule, not a route.
+//
+// Route choice (documented in docs/topology.md):
+//  1. widest first: the largest bottleneck bandwidth any allowed path reaches;
+//  2. then fewest hops among those, then the smallest summed latency.
+// Shortest-widest is not isotone, so it is computed in two exact passes (a widest-path search,
+// then a (hops, latency) search over links at least that wide), not one lexicographic Dijkstra.
+//
+// Host confinement: a route between two vertices of one host never leaves the host; a route
+// between two hosts uses only those hosts and fabric vertices (host ""), entering the far host once.
+
+#include <cstddef>
+#include <vector>
+
+#include "collkit/topo/topology.h"
+
+namespace collkit::topo {
+
+/// One traversal of a link; `forward` is a->b as stored in the Link.
+struct Hop {
+  LinkId link;
+  bool forward;
+  /// Index of this direction as a unique resource (2*link + (forward ? 0 : 1)), for simulators.
+  std::size_t channel() const { return 2 * static_cast<std::size_t>(link) + (forward ? 0 : 1); }
+};
+
+struct Path {
+  VertexId src = 0;
+  VertexId dst = 0;
+  std::vector<Hop> hops;        ///< empty when src == dst
+  double bottleneck_gbps = 0;   ///< min link bandwidth; src == dst: the vertex's local_bw_gbps (0 = unknown)
+  double latency_us = 0;        ///< sum of link latencies
+  bool found = false;           ///< false when no allowed path exists
+  /// The vertices visited, src first.
+  std::vector<VertexId> vertices(const Topology& t) const;
+};
+
+/// Answers path queries on one topology. Cheap to build; holds a reference to the topology.
+class Router {
+ public:
+  explicit Router(const Topology& t);
+
+  /// The route from src to dst (see the rules above). Path::found is false when none exists.
+  Path route(VertexId src, VertexId dst) const;
+  Path route_ranks(Rank a, Rank b) const;
+
+  /// Routes from src to every vertex (index = destination vertex), in one pass per distinct
+  /// bottleneck bandwidth: what planners use to cost many pairs from one source.
+  std::vector<Path> routes_from(VertexId src) const;
+
+  /// Every route from src to dst that ties with route() on bottleneck and hops (ECMP: the spine
+  /// choices of a fat-tree), at most `limit`, in a deterministic order.
+  std::vector<Path> equal_cost_paths(VertexId src, VertexId dst, std::size_t limit = 64) const;
+
+ private:
+  const Topology& t_;
+};
+
+/// True for kinds that forward traffic (everything but Gpu).
+bool forwards(VertexKind kind);
+
+}  // namespace collkit::topo

@@ -1,0 +1,236 @@
+#include "collkit/topo/routing.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <queue>
+
+namespace collkit::topo {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Bandwidths equal to within this relative tolerance count as equal (JSON round trips, sums).
+constexpr double kRelTol = 1e-9;
+
+bool at_least(double bw, double threshold) { return bw >= threshold * (1 - kRelTol); }
+
+// The edge rules of routing.h, for routes that start at `src`. Factored out so that route(),
+// routes_from(), equal_cost_paths() and reachability all obey exactly the same rules.
+class Rules {
+ public:
+  Rules(const Topology& t, VertexId src) : t_(t), src_(src), src_host_(t.vertex(src).host) {}
+
+  // May a route continue from u (already reached) over to w?
+  bool step(VertexId u, VertexId w) const {
+    const Vertex& vu = t_.vertex(u);
+    const Vertex& vw = t_.vertex(w);
+    if (u != src_ && !forwards(vu.kind)) return false;
+    bool u_home = vu.host == src_host_;
+    bool u_fabric = vu.host.empty();
+    if (!u_home && !u_fabric) return vw.host == vu.host;    // inside the far host: stay there
+    if (!u_home && vw.host == src_host_ && !src_host_.empty()) return false;  // no re-entry
+    return true;
+  }
+
+ private:
+  const Topology& t_;
+  VertexId src_;
+  const std::string& src_host_;
+};
+
+// Pass 1: the widest (max bottleneck) bandwidth from src to every vertex.
+std::vector<double> widest(const Topology& t, VertexId src) {
+  Rules rules(t, src);
+  std::vector<double> best(t.num_vertices(), 0.0);
+  std::vector<char> done(t.num_vertices(), 0);
+  best[src] = kInf;
+  std::priority_queue<std::pair<double, VertexId>> heap;
+  heap.push({kInf, src});
+  while (!heap.empty()) {
+    auto [bw, u] = heap.top();
+    heap.pop();
+    if (done[u]) continue;
+    done[u] = 1;
+    for (const Adjacent& a : t.adjacent(u)) {
+      if (done[a.peer] || !rules.step(u, a.peer)) continue;
+      double nb = std::min(bw, t.link(a.link).bw_gbps);
+      if (nb > best[a.peer]) {
+        best[a.peer] = nb;
+        heap.push({nb, a.peer});
+      }
+    }
+  }
+  return best;
+}
+
+struct Label {
+  std::uint32_t hops = std::numeric_limits<std::uint32_t>::max();
+  double latency = kInf;
+  bool operator<(const Label& o) const { return hops != o.hops ? hops < o.hops : latency < o.latency; }
+};
+
+// Pass 2: fewest hops, then least latency, over links at least `threshold` wide.
+struct ShortestTree {
+  std::vector<Label> label;
+  std::vector<LinkId> parent_link;
+  std::vector<VertexId> parent;
+};
+
+ShortestTree shortest(const Topology& t, VertexId src, double threshold) {
+  Rules rules(t, src);
+  ShortestTree s;
+  std::size_t n = t.num_vertices();
+  s.label.assign(n, Label{});
+  s.parent_link.assign(n, 0);
+  s.parent.assign(n, src);
+  std::vector<char> done(n, 0);
+  s.label[src] = {0, 0.0};
+  using Item = std::pair<Label, VertexId>;
+  auto cmp = [](const Item& x, const Item& y) { return y.first < x.first || (!(x.first < y.first) && y.second < x.second); };
+  std::priority_queue<Item, std::vector<Item>, decltype(cmp)> heap(cmp);
+  heap.push({s.label[src], src});
+  while (!heap.empty()) {
+    auto [lab, u] = heap.top();
+    heap.pop();
+    if (done[u]) continue;
+    done[u] = 1;
+    for (const Adjacent& a : t.adjacent(u)) {
+      const Link& l = t.link(a.link);
+      if (done[a.peer] || !at_least(l.bw_gbps, threshold) || !rules.step(u, a.peer)) continue;
+      Label nl{lab.hops + 1, lab.latency + l.latency_us};
+      if (nl < s.label[a.peer]) {
+        s.label[a.peer] = nl;
+        s.parent[a.peer] = u;
+        s.parent_link[a.peer] = a.link;
+        heap.push({nl, a.peer});
+      }
+    }
+  }
+  return s;
+}
+
+Hop hop_from(const Topology& t, LinkId l, VertexId from) { return Hop{l, t.link(l).a == from}; }
+
+Path self_path(const Topology& t, VertexId v) {
+  Path p;
+  p.src = p.dst = v;
+  p.found = true;
+  p.bottleneck_gbps = t.vertex(v).local_bw_gbps;
+  return p;
+}
+
+Path extract(const Topology& t, const ShortestTree& s, VertexId src, VertexId dst, double bottleneck) {
+  Path p;
+  p.src = src;
+  p.dst = dst;
+  if (s.label[dst].hops == std::numeric_limits<std::uint32_t>::max()) return p;
+  p.found = true;
+  p.bottleneck_gbps = bottleneck;
+  p.latency_us = s.label[dst].latency;
+  for (VertexId v = dst; v != src; v = s.parent[v]) p.hops.push_back(hop_from(t, s.parent_link[v], s.parent[v]));
+  std::reverse(p.hops.begin(), p.hops.end());
+  return p;
+}
+
+}  // namespace
+
+bool forwards(VertexKind kind) { return kind != VertexKind::Gpu; }
+
+std::vector<VertexId> Path::vertices(const Topology& t) const {
+  std::vector<VertexId> out{src};
+  for (const Hop& h : hops) {
+    const Link& l = t.link(h.link);
+    out.push_back(h.forward ? l.b : l.a);
+  }
+  return out;
+}
+
+Router::Router(const Topology& t) : t_(t) {}
+
+Path Router::route(VertexId src, VertexId dst) const {
+  if (src == dst) return self_path(t_, src);
+  auto best = widest(t_, src);
+  if (best[dst] <= 0) {
+    Path p;
+    p.src = src;
+    p.dst = dst;
+    return p;
+  }
+  return extract(t_, shortest(t_, src, best[dst]), src, dst, best[dst]);
+}
+
+Path Router::route_ranks(Rank a, Rank b) const { return route(t_.rank_vertex(a), t_.rank_vertex(b)); }
+
+std::vector<Path> Router::routes_from(VertexId src) const {
+  auto best = widest(t_, src);
+  std::vector<Path> out(t_.num_vertices());
+  // One shortest-path pass per distinct bottleneck value; topologies have few distinct link
+  // bandwidths, so this stays a handful of passes even for 100k vertices.
+  std::vector<double> levels;
+  for (VertexId v = 0; v < best.size(); ++v)
+    if (v != src && best[v] > 0) levels.push_back(best[v]);
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end(), [](double x, double y) { return at_least(x, y) && at_least(y, x); }),
+               levels.end());
+  for (VertexId v = 0; v < out.size(); ++v) {
+    out[v].src = src;
+    out[v].dst = v;
+  }
+  for (double level : levels) {
+    ShortestTree s = shortest(t_, src, level);
+    for (VertexId v = 0; v < best.size(); ++v) {
+      if (v == src || best[v] <= 0) continue;
+      if (at_least(best[v], level) && at_least(level, best[v])) out[v] = extract(t_, s, src, v, best[v]);
+    }
+  }
+  out[src] = self_path(t_, src);
+  return out;
+}
+
+std::vector<Path> Router::equal_cost_paths(VertexId src, VertexId dst, std::size_t limit) const {
+  std::vector<Path> out;
+  if (limit == 0) return out;
+  if (src == dst) {
+    out.push_back(self_path(t_, src));
+    return out;
+  }
+  auto best = widest(t_, src);
+  if (best[dst] <= 0) return out;
+  double threshold = best[dst];
+  ShortestTree s = shortest(t_, src, threshold);
+  Rules rules(t_, src);
+  // Walk back from dst over every link that lies on some shortest (by hops) path, depth first
+  // in link-id order. A link u->w is on one iff label[u].hops + 1 == label[w].hops.
+  std::vector<Hop> stack;
+  std::function<void(VertexId)> walk = [&](VertexId w) {
+    if (out.size() >= limit) return;
+    if (w == src) {
+      Path p;
+      p.src = src;
+      p.dst = dst;
+      p.found = true;
+      p.bottleneck_gbps = threshold;
+      p.hops.assign(stack.rbegin(), stack.rend());
+      for (const Hop& h : p.hops) p.latency_us += t_.link(h.link).latency_us;
+      out.push_back(std::move(p));
+      return;
+    }
+    std::vector<Adjacent> preds(t_.adjacent(w).begin(), t_.adjacent(w).end());
+    std::sort(preds.begin(), preds.end(), [](const Adjacent& x, const Adjacent& y) { return x.link < y.link; });
+    for (const Adjacent& a : preds) {
+      VertexId u = a.peer;
+      if (s.label[u].hops == std::numeric_limits<std::uint32_t>::max()) continue;
+      if (s.label[u].hops + 1 != s.label[w].hops) continue;
+      if (!at_least(t_.link(a.link).bw_gbps, threshold) || !rules.step(u, w)) continue;
+      stack.push_back(hop_from(t_, a.link, u));
+      walk(u);
+      stack.pop_back();
+      if (out.size() >= limit) return;
+    }
+  };
+  walk(dst);
+  return out;
+}
+
+}  // namespace collkit::topo
