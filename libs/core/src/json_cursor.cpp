@@ -36,6 +36,11 @@ nlohmann::json parse(const std::string& file, const std::string& text) {
     // keep only the part after the position.
     auto pos = what.find(": syntax error");
     std::string detail = pos == std::string::npos ? what : what.substr(pos + 2);
+    // Drop the "; last read: '...'" echo of the input: it may hold newlines, and errors are one line.
+    if (auto lr = detail.find("; last read: '"); lr != std::string::npos) {
+      auto close = detail.find("'; ", lr + 14);
+      detail.erase(lr, close == std::string::npos ? std::string::npos : close + 1 - lr);
+    }
     throw InputError(file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": invalid JSON: " + detail);
   }
 }

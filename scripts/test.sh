@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test through ctest. With COLLKIT_SANITIZE=1
+# (CI sets it) the unit tests are also built and run once under AddressSanitizer + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup-deps.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+./scripts/build.sh
+(cd build && ctest --output-on-failure -j2 --timeout 300)
+
+if [ "${COLLKIT_SANITIZE:-0}" = "1" ]; then
+  echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+  COLLKIT_BUILD_DIR=build-asan COLLKIT_TARGETS="collkit_unit_tests coll-topo" \
+    ./scripts/build.sh -DCOLLKIT_SANITIZE=ON -DCOLLKIT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2 -L unit)
+fi

@@ -1,0 +1,61 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "collkit/core/error.h"
+#include "collkit/core/file.h"
+#include "collkit/core/json_cursor.h"
+#include "collkit/core/size.h"
+
+using namespace collkit;
+
+TEST_CASE("sizes take nccl-tests' 1024-based suffixes") {
+  CHECK(parse_size_bytes("64") == 64);
+  CHECK(parse_size_bytes("4K") == 4096);
+  CHECK(parse_size_bytes("1M") == 1048576);
+  CHECK(parse_size_bytes("8G") == 8ull << 30);
+  CHECK(parse_size_bytes("2gb") == 2ull << 30);
+  CHECK(format_size_bytes(4096) == "4K");
+  CHECK(format_size_bytes(1536) == "1536");
+  CHECK(format_size_bytes(8ull << 30) == "8G");
+  CHECK_THROWS_WITH_AS(parse_size_bytes("12Q"), "invalid size \"12Q\": unknown suffix (use K, M, G or T, 1024-based)", InputError);
+  CHECK_THROWS_WITH_AS(parse_size_bytes("big"), "invalid size \"big\": expected a number with an optional K, M, G or T suffix", InputError);
+  CHECK_THROWS_WITH_AS(parse_size_bytes("99999999999T"), "invalid size \"99999999999T\": too large", InputError);
+}
+
+TEST_CASE("the JSON cursor names file and pointer in every error") {
+  std::string file = "x.json";
+  auto doc = json::parse(file, R"({"a": {"b": [1, "two", -3]}, "s": "collkit.topology/1"})");
+  json::Cursor root(file, doc);
+  CHECK(root.at("a").at("b")[0].integer() == 1);
+  CHECK_THROWS_WITH_AS(root.at("a").at("b")[1].number(), "x.json: /a/b/1: expected number, got string \"two\"", InputError);
+  CHECK_THROWS_WITH_AS(root.at("a").at("b")[2].positive_number(), "x.json: /a/b/2: must be > 0, got -3", InputError);
+  CHECK_THROWS_WITH_AS(root.at("a").at("c"), "x.json: /a: missing field \"c\"", InputError);
+  CHECK_THROWS_WITH_AS(root.at("a").at("b")[7], "x.json: /a/b: index 7 out of range", InputError);
+  CHECK_THROWS_WITH_AS(json::parse(file, "{\n  \"a\": 1,\n  oops\n}"),
+                       "x.json:3:3: invalid JSON: syntax error while parsing object key - invalid literal; expected string literal",
+                       InputError);
+}
+
+TEST_CASE("files are written atomically and errors name the path") {
+  auto dir = std::filesystem::temp_directory_path() / "collkit-core-test";
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "out.json").string();
+  write_file_atomic(path, "first");
+  write_file_atomic(path, "second");
+  CHECK(read_file(path) == "second");
+  std::size_t files = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  CHECK(files == 1);  // no temporary left behind
+  CHECK_THROWS_WITH_AS(read_file((dir / "missing.json").string()), ((dir / "missing.json").string() + ": cannot open: No such file or directory").c_str(), SystemError);
+  CHECK_THROWS_AS(write_file_atomic((dir / "no-such-dir" / "x.json").string(), "x"), SystemError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("exit codes follow the error kind") {
+  CHECK(exit_code_for(InputError("x")) == 2);
+  CHECK(exit_code_for(SystemError("x")) == 3);
+  CHECK(exit_code_for(UnsupportedError("x")) == 4);
+  CHECK(exit_code_for(std::runtime_error("x")) == 1);
+}

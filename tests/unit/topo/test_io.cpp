@@ -1,0 +1,70 @@
+#include <doctest/doctest.h>
+
+#include "collkit/core/error.h"
+#include "collkit/core/file.h"
+#include "collkit/topo/io.h"
+
+using namespace collkit;
+using namespace collkit::topo;
+
+namespace {
+std::string fixture(const std::string& name) { return std::string(COLLKIT_FIXTURES) + "/topology/" + name; }
+// Errors name the file as the user gave it; fixtures are loaded by their bare name.
+std::string load_error(const std::string& name) {
+  try {
+    from_json(read_file(fixture(name)), name);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST_CASE("a topology file loads and round-trips with the same fingerprint") {
+  Topology t = load(fixture("two-gpus.json"));
+  CHECK(t.name == "two-gpus");
+  CHECK(t.num_vertices() == 3);
+  CHECK(t.num_links() == 3);
+  REQUIRE(t.num_ranks() == 2);
+  CHECK(t.vertex(t.rank_vertex(1)).id == "h0/gpu1");
+  CHECK(t.link(2).type == LinkType::NvLink);
+  CHECK(t.link(2).lanes == 4);
+  Topology again = from_json(to_json(t), "again.json");
+  CHECK(again.fingerprint() == t.fingerprint());
+  CHECK(to_json(again) == to_json(t));
+}
+
+TEST_CASE("the fingerprint changes with any link figure") {
+  Topology t = load(fixture("two-gpus.json"));
+  std::string text = to_json(t);
+  auto pos = text.find("\"bw_gbps\":100");
+  REQUIRE(pos != std::string::npos);
+  text.replace(pos, 13, "\"bw_gbps\":101");
+  CHECK(from_json(text, "edited.json").fingerprint() != t.fingerprint());
+}
+
+TEST_CASE("malformed topology files get one precise line each") {
+  CHECK(load_error("bad-syntax.json") ==
+        "bad-syntax.json:4:21: invalid JSON: syntax error while parsing object - unexpected string literal; expected '}'");
+  CHECK(load_error("bad-schema-kind.json") == "bad-schema-kind.json: /schema: expected \"collkit.topology/1\", got \"collkit.plan/1\"");
+  CHECK(load_error("bad-schema-version.json") ==
+        "bad-schema-version.json: /schema: unsupported version \"collkit.topology/2\" (this collkit reads \"collkit.topology/1\")");
+  CHECK(load_error("bad-dangling-link.json") == "bad-dangling-link.json: /links/1/b: unknown vertex \"h0/cpu9\"");
+  CHECK(load_error("bad-zero-bandwidth.json") == "bad-zero-bandwidth.json: /links/2/bw_gbps: must be > 0, got 0");
+  CHECK(load_error("bad-negative-bandwidth.json") == "bad-negative-bandwidth.json: /links/0/bw_gbps: must be > 0, got -5");
+  CHECK(load_error("bad-bandwidth-type.json") == "bad-bandwidth-type.json: /links/0/bw_gbps: expected number, got string \"fast\"");
+  CHECK(load_error("bad-missing-latency.json") == "bad-missing-latency.json: /links/0: missing field \"latency_us\"");
+  CHECK(load_error("bad-duplicate-id.json") == "bad-duplicate-id.json: /vertices/2/id: duplicate id \"h0/gpu0\" (first at /vertices/1)");
+  CHECK(load_error("bad-vertex-kind.json") ==
+        "bad-vertex-kind.json: /vertices/1/kind: unknown vertex kind \"tpu\" (expected gpu, cpu, pci_switch, nic, nvswitch, net_switch or host)");
+  CHECK(load_error("bad-link-type.json") ==
+        "bad-link-type.json: /links/0/type: unknown link type \"carrier-pigeon\" (expected nvlink, pcie, xgmi, c2c, smp, infiniband or ethernet)");
+  CHECK(load_error("bad-no-ranks.json") == "bad-no-ranks.json: /ranks: the topology has no ranks");
+  CHECK(load_error("bad-unknown-rank.json") == "bad-unknown-rank.json: /ranks/1: unknown vertex \"h0/gpu7\"");
+  CHECK(load_error("bad-disconnected.json") ==
+        "bad-disconnected.json: /ranks: rank set is not connected: rank 2 (h0/gpu2) cannot be reached from rank 0 (h0/gpu0)");
+}
+
+TEST_CASE("a missing file is a system error naming it") {
+  CHECK_THROWS_WITH_AS(load("/nonexistent/topo.json"), "/nonexistent/topo.json: cannot open: No such file or directory", SystemError);
+}

@@ -1,0 +1,112 @@
+#include <doctest/doctest.h>
+
+#include "collkit/topo/routing.h"
+#include "fixtures.h"
+
+using namespace collkit::topo;
+using collkit::topo::testing::mini_cluster;
+
+namespace {
+std::vector<std::string> ids(const Topology& t, const Path& p) {
+  std::vector<std::string> out;
+  for (VertexId v : p.vertices(t)) out.push_back(t.vertex(v).id);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("routes inside a node take the widest path, then the fewest hops") {
+  Topology t = mini_cluster(1, "");
+  Router r(t);
+  Path p = r.route_ranks(0, 3);
+  REQUIRE(p.found);
+  CHECK(ids(t, p) == std::vector<std::string>{"n0/gpu0", "n0/nvswitch", "n0/gpu3"});
+  CHECK(p.bottleneck_gbps == 450);
+  CHECK(p.latency_us == doctest::Approx(0.30));
+  // GPU to NIC on the other socket: PCIe up, across the SMP link, PCIe down.
+  Path q = r.route(t.at("n0/gpu0"), t.at("n0/nic1"));
+  CHECK(ids(t, q) == std::vector<std::string>{"n0/gpu0", "n0/pcisw0", "n0/cpu0", "n0/cpu1", "n0/pcisw1", "n0/nic1"});
+  CHECK(q.bottleneck_gbps == 60);
+  CHECK(q.latency_us == doctest::Approx(0.25 * 4 + 0.15));
+}
+
+TEST_CASE("GPUs never forward traffic") {
+  // gpu0 - gpu1 - gpu2 in a line by NVLink: gpu0 cannot reach gpu2 through gpu1.
+  Topology t;
+  for (int i = 0; i < 3; ++i) t.add_vertex(testing::vertex("gpu" + std::to_string(i), VertexKind::Gpu, "h"));
+  t.add_link({0, 1, LinkType::NvLink, 100, 0.1, 4});
+  t.add_link({1, 2, LinkType::NvLink, 100, 0.1, 4});
+  Router r(t);
+  CHECK_FALSE(r.route(0, 2).found);
+  CHECK(r.route(0, 1).found);
+  // With a PCIe switch under all three, gpu0 reaches gpu2 through it.
+  VertexId sw = t.add_vertex(testing::vertex("sw", VertexKind::PciSwitch, "h"));
+  for (VertexId g = 0; g < 3; ++g) t.add_link({g, sw, LinkType::Pcie, 31.5, 0.25, 16});
+  Path p = Router(t).route(0, 2);
+  CHECK(p.found);
+  CHECK(p.bottleneck_gbps == 31.5);
+  CHECK(p.hops.size() == 2);
+}
+
+TEST_CASE("routes between two ranks of a host never leave it, routes between hosts cross no third host") {
+  Topology t = mini_cluster(3, "single-switch");
+  Router r(t);
+  // n0/gpu0 to n0/gpu3 without the NVSwitch would be tempted by nothing outside; cut the NVSwitch
+  // path by asking for the GPU to the far NIC: it must stay inside n0.
+  Path p = r.route(t.at("n0/gpu0"), t.at("n0/nic1"));
+  for (VertexId v : p.vertices(t)) CHECK(t.vertex(v).host == "n0");
+  Path q = r.route_ranks(0, 4);  // n0/gpu0 -> n1/gpu0
+  REQUIRE(q.found);
+  CHECK(ids(t, q) == std::vector<std::string>{"n0/gpu0", "n0/pcisw0", "n0/nic0", "fabric/switch", "n1/nic0", "n1/pcisw0", "n1/gpu0"});
+  CHECK(q.bottleneck_gbps == 50);
+  for (VertexId v : q.vertices(t)) CHECK(t.vertex(v).host != "n2");
+}
+
+TEST_CASE("a route from a vertex to itself is the vertex's local copy bandwidth") {
+  Topology t = mini_cluster(1, "");
+  Path p = Router(t).route(t.at("n0/cpu1"), t.at("n0/cpu1"));
+  CHECK(p.found);
+  CHECK(p.hops.empty());
+  CHECK(p.bottleneck_gbps == 200);
+}
+
+TEST_CASE("routes_from agrees with route for every destination") {
+  Topology t = mini_cluster(4, "fat-tree:rails=2,leaf_radix=4");
+  Router r(t);
+  for (VertexId src : {t.at("n0/gpu1"), t.at("n2/nic0"), t.at("fabric/spine0")}) {
+    auto all = r.routes_from(src);
+    for (VertexId dst = 0; dst < t.num_vertices(); ++dst) {
+      Path one = r.route(src, dst);
+      CAPTURE(t.vertex(dst).id);
+      CHECK(all[dst].found == one.found);
+      CHECK(all[dst].bottleneck_gbps == one.bottleneck_gbps);
+      CHECK(all[dst].hops.size() == one.hops.size());
+      CHECK(all[dst].latency_us == doctest::Approx(one.latency_us));
+    }
+  }
+}
+
+TEST_CASE("equal-cost paths enumerate the spines of a fat-tree") {
+  // 4 hosts x 2 NICs, leaves of radix 4 (2 down, 2 up): rail 0 has 2 leaves, so n0 -> n3 on
+  // rail 0 climbs to one of the 2 spines.
+  Topology t = mini_cluster(4, "fat-tree:rails=2,leaf_radix=4");
+  Router r(t);
+  auto paths = r.equal_cost_paths(t.at("n0/nic0"), t.at("n3/nic0"));
+  REQUIRE(paths.size() == 2);
+  CHECK(ids(t, paths[0])[2] != ids(t, paths[1])[2]);
+  for (auto& p : paths) {
+    CHECK(p.hops.size() == 4);
+    CHECK(p.bottleneck_gbps == doctest::Approx(r.route(p.src, p.dst).bottleneck_gbps));
+  }
+  CHECK(r.equal_cost_paths(t.at("n0/nic0"), t.at("n3/nic0"), 1).size() == 1);
+  // Same leaf: a single path.
+  CHECK(r.equal_cost_paths(t.at("n0/nic0"), t.at("n1/nic0")).size() == 1);
+}
+
+TEST_CASE("hops name link directions as distinct channels") {
+  Topology t = mini_cluster(1, "");
+  Router r(t);
+  Path there = r.route_ranks(0, 1), back = r.route_ranks(1, 0);
+  REQUIRE(there.hops.size() == 2);
+  CHECK(there.hops[0].link == back.hops[1].link);
+  CHECK(there.hops[0].channel() != back.hops[1].channel());
+}
