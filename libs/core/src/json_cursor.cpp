@@ -130,6 +130,18 @@ bool Cursor::boolean() const {
   return value_->get<bool>();
 }
 
+void Cursor::expect_keys(std::initializer_list<std::string_view> known) const {
+  expect_object();
+  for (auto& [key, val] : value_->items()) {
+    bool ok = false;
+    for (auto k : known) ok = ok || k == key;
+    if (ok) continue;
+    std::string list;
+    for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    fail("unknown field \"" + key + "\" (expected " + list + ")");
+  }
+}
+
 void Cursor::expect_schema(std::string_view kind, int major) const {
   expect_object();
   std::string want = "collkit." + std::string(kind) + "/" + std::to_string(major);

@@ -70,7 +70,7 @@ std::string to_json(const Topology& t) {
 namespace {
 
 Vertex read_vertex(const collkit::json::Cursor& c) {
-  c.expect_object();
+  c.expect_keys({"id", "kind", "host", "label", "busid", "numa", "index", "local_bw_gbps", "port_gbps", "attrs"});
   Vertex v;
   v.id = c.at("id").string();
   if (v.id.empty()) c.at("id").fail("must not be empty");
@@ -101,6 +101,7 @@ Topology from_json(const std::string& text, const std::string& file) {
   json doc = collkit::json::parse(file, text);
   collkit::json::Cursor root(file, doc);
   root.expect_schema("topology", kTopologySchemaMajor);
+  root.expect_keys({"schema", "name", "source", "fingerprint", "notes", "vertices", "links", "ranks"});
   Topology t;
   if (auto n = root.find("name")) t.name = n->string();
   if (auto s = root.find("source")) t.source = s->string();
@@ -120,7 +121,7 @@ Topology from_json(const std::string& text, const std::string& file) {
   auto links = root.at("links");
   for (std::size_t i = 0; i < links.size(); ++i) {
     auto c = links[i];
-    c.expect_object();
+    c.expect_keys({"a", "b", "type", "bw_gbps", "latency_us", "lanes"});
     Link l;
     auto endpoint = [&](const char* key) {
       auto e = c.at(key);

@@ -136,6 +136,7 @@ NodePreset parse_node_preset(const std::string& text, const std::string& file,
   nlohmann::json doc = collkit::json::parse(file, text);
   Cursor root(file, doc);
   root.expect_schema("node", 1);
+  root.expect_keys({"schema", "name", "description", "sources", "params", "vertices", "links", "ranks"});
   NodePreset p;
   p.name = root.at("name").string();
   if (auto d = root.find("description")) p.description = d->string();
@@ -167,6 +168,7 @@ NodePreset parse_node_preset(const std::string& text, const std::string& file,
   t.name = p.name;
   auto vertices = root.at("vertices");
   for (std::size_t i = 0; i < vertices.size(); ++i) {
+    vertices[i].expect_keys({"id", "for", "if", "kind", "label", "busid", "numa", "index", "local_bw_gbps", "port_gbps", "attrs"});
     Entry e(vertices[i], env);
     const Cursor& c = e.cursor();
     for (const auto& b : e.envs()) {
@@ -193,6 +195,7 @@ NodePreset parse_node_preset(const std::string& text, const std::string& file,
 
   auto links = root.at("links");
   for (std::size_t i = 0; i < links.size(); ++i) {
+    links[i].expect_keys({"a", "b", "for", "if", "type", "bw_gbps", "latency_us", "lanes", "source"});
     Entry e(links[i], env);
     const Cursor& c = e.cursor();
     for (const auto& b : e.envs()) {
@@ -231,6 +234,7 @@ NodePreset parse_node_preset(const std::string& text, const std::string& file,
   if (ranks.value().is_array()) {
     for (std::size_t i = 0; i < ranks.size(); ++i) add_rank(ranks[i], ranks[i].string());
   } else {
+    ranks.expect_keys({"id", "for", "if"});
     Entry e(ranks, env);
     for (const auto& b : e.envs()) add_rank(ranks.at("id"), e.str("id", b));
   }
@@ -252,7 +256,10 @@ NodePreset load_node_preset(std::string_view spec_text) {
     for (auto& n : list_node_presets()) known += (known.empty() ? "" : ", ") + n;
     throw InputError("unknown node preset \"" + spec.name + "\" (known: " + (known.empty() ? "none found in " + config_dir() + "/nodes" : known) + ")");
   }
-  return parse_node_preset(read_file(path.string()), path.filename().string(), spec.params);
+  NodePreset p = parse_node_preset(read_file(path.string()), path.filename().string(), spec.params);
+  if (p.name != spec.name)
+    throw InputError(path.filename().string() + ": /name: \"" + p.name + "\" differs from the file name \"" + spec.name + "\"");
+  return p;
 }
 
 }  // namespace collkit::topo

@@ -59,6 +59,8 @@ TEST_CASE("malformed topology files get one precise line each") {
         "bad-vertex-kind.json: /vertices/1/kind: unknown vertex kind \"tpu\" (expected gpu, cpu, pci_switch, nic, nvswitch, net_switch or host)");
   CHECK(load_error("bad-link-type.json") ==
         "bad-link-type.json: /links/0/type: unknown link type \"carrier-pigeon\" (expected nvlink, pcie, xgmi, c2c, smp, infiniband or ethernet)");
+  CHECK(load_error("bad-unknown-field.json") ==
+        "bad-unknown-field.json: /links/0: unknown field \"bandwidth\" (expected a, b, type, bw_gbps, latency_us, lanes)");
   CHECK(load_error("bad-no-ranks.json") == "bad-no-ranks.json: /ranks: the topology has no ranks");
   CHECK(load_error("bad-unknown-rank.json") == "bad-unknown-rank.json: /ranks/1: unknown vertex \"h0/gpu7\"");
   CHECK(load_error("bad-disconnected.json") ==

@@ -73,6 +73,8 @@ TEST_CASE("preset errors name the file and the JSON pointer") {
   CHECK(err(with("collkit.node/1", "collkit.node/7")) ==
         "mini.json: /schema: unsupported version \"collkit.node/7\" (this collkit reads \"collkit.node/1\")");
   CHECK(err(with("\"id\": \"nvswitch\"", "\"id\": \"gpu0\"")) == "mini.json: /vertices/3/id: duplicate id \"gpu0\"");
+  CHECK(err(with("\"lanes\": 18", "\"lane\": 18")) ==
+        "mini.json: /links/4: unknown field \"lane\" (expected a, b, for, if, type, bw_gbps, latency_us, lanes, source)");
 }
 
 TEST_CASE("unknown presets list the known ones") {

@@ -4,6 +4,7 @@
 // so a loader never reads an unchecked obj["key"].
 
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -40,6 +41,8 @@ class Cursor {
 
   void expect_object() const;
   void expect_array() const;
+  /// Refuses members of this object not in `known` (a misspelt "lane" is an error, not ignored).
+  void expect_keys(std::initializer_list<std::string_view> known) const;
   /// Checks `"schema": "collkit.<kind>/<major>"` at this object.
   void expect_schema(std::string_view kind, int major) const;
 

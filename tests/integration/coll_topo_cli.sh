@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# coll-topo from the command line: synth for every preset and fabric, show, validate, and every
+# kind of bad input with its exit code and exact one-line message.
+source "$(dirname "$0")/lib.sh"
+topo=$COLLKIT_BIN/coll-topo
+fx=$COLLKIT_FIXTURES/topology
+
+# Every preset synthesises, validates and shows.
+for preset in $("$topo" presets | awk 'NF && $1 !~ /^fabrics:/ {print $1}'); do
+  if "$topo" synth --node "$preset" -o "$TMP/$preset.json" 2>/dev/null && "$topo" validate "$TMP/$preset.json" >/dev/null &&
+     "$topo" show "$TMP/$preset.json" >/dev/null && "$topo" show --dot "$TMP/$preset.json" >"$TMP/$preset.dot" &&
+     grep -q '^graph collkit {' "$TMP/$preset.dot"; then
+    ok "preset $preset"
+  else
+    bad "preset $preset"
+  fi
+done
+
+# The issue's example: 128 DGX H100 on a rail-optimised fat-tree.
+"$topo" synth --node dgx-h100 --nodes 128 --fabric fat-tree:rails=8,oversub=1 -o "$TMP/big.json" 2>/dev/null
+expect_eq "$(json_get "$TMP/big.json" 'len(j["ranks"])')" 1024 "ranks of dgx-h100 x128"
+expect_eq "$(json_get "$TMP/big.json" 'j["schema"]')" collkit.topology/1 "schema"
+expect_eq "$(json_get "$TMP/big.json" 'sum(1 for v in j["vertices"] if v["kind"]=="net_switch")')" 64 "leaves (8 rails x 4) + spines (32)"
+"$topo" show "$TMP/big.json" --count 9 > "$TMP/big.txt"
+grep -q "NV18/450" "$TMP/big.txt" && ok "matrix shows NV18/450" || bad "matrix lacks NV18/450"
+grep -q "NET/50" "$TMP/big.txt" && ok "matrix shows NET/50" || bad "matrix lacks NET/50"
+
+# Torus and single switch, stdout output.
+"$topo" synth --node mi300x --nodes 16 --fabric torus:dims=4x4 > "$TMP/torus.json" 2>/dev/null
+expect_eq "$(json_get "$TMP/torus.json" 'len(j["ranks"])')" 128 "ranks of mi300x x16 torus"
+"$topo" synth --node pcie-8gpu:gpus=2 --nodes 3 --fabric single-switch -o "$TMP/pcie.json" 2>/dev/null
+expect_eq "$(json_get "$TMP/pcie.json" 'len(j["ranks"])')" 6 "ranks of pcie-8gpu:gpus=2 x3"
+
+# The documented example validates.
+"$topo" validate "$COLLKIT_DOCS/examples/topology.json" >"$TMP/valid.txt"
+grep -q "valid collkit.topology/1, 4 ranks on 2 host(s)" "$TMP/valid.txt" && ok "docs example" || bad "docs example"
+
+# Bad input: one line, exit 2 (input), 3 (system).
+expect_fail 2 "coll-topo: error: bad-zero-bandwidth.json: /links/2/bw_gbps: must be > 0, got 0" \
+  bash -c "cd '$fx' && '$topo' validate bad-zero-bandwidth.json"
+expect_fail 2 "coll-topo: error: bad-duplicate-id.json: /vertices/2/id: duplicate id \"h0/gpu0\" (first at /vertices/1)" \
+  bash -c "cd '$fx' && '$topo' validate bad-duplicate-id.json"
+expect_fail 2 "coll-topo: error: bad-schema-kind.json: /schema: expected \"collkit.topology/1\", got \"collkit.plan/1\"" \
+  bash -c "cd '$fx' && '$topo' show bad-schema-kind.json"
+expect_fail 2 "coll-topo: error: bad-disconnected.json: /ranks: rank set is not connected: rank 2 (h0/gpu2) cannot be reached from rank 0 (h0/gpu0)" \
+  bash -c "cd '$fx' && '$topo' validate bad-disconnected.json"
+expect_fail 3 "coll-topo: error: $TMP/none.json: cannot open: No such file or directory" "$topo" validate "$TMP/none.json"
+expect_fail 2 "coll-topo: error: unknown fabric \"ring\" (known: single-switch, fat-tree, torus)" \
+  "$topo" synth --node dgx-h100 --nodes 2 --fabric ring
+expect_fail 2 "coll-topo: error: fabric torus: dims=2x2 holds 4 hosts, the cluster has 6" \
+  "$topo" synth --node dgx-h100 --nodes 6 --fabric torus:dims=2x2
+expect_fail 2 "coll-topo: error: pcie-8gpu.json: parameter gpus=x: expected an integer" \
+  "$topo" synth --node pcie-8gpu:gpus=x
+rc=0; "$topo" synth --node dgx-z900 >/dev/null 2>"$TMP/err" || rc=$?
+[ $rc = 2 ] && grep -q '^coll-topo: error: unknown node preset "dgx-z900" (known: .*dgx-h100' "$TMP/err" && ok "unknown preset" || bad "unknown preset: $rc $(cat "$TMP/err")"
+rc=0; "$topo" synth --nodes 0 >/dev/null 2>&1 || rc=$?
+[ $rc != 0 ] && ok "--nodes 0 refused ($rc)" || bad "--nodes 0 accepted"
+rc=0; "$topo" frobnicate >/dev/null 2>&1 || rc=$?
+[ $rc != 0 ] && ok "unknown subcommand refused ($rc)" || bad "unknown subcommand accepted"
+
+# Atomic output: a failed run leaves no file and no temporary behind.
+"$topo" synth --node dgx-h100 --nodes 2 --fabric ring -o "$TMP/never.json" 2>/dev/null || true
+[ ! -e "$TMP/never.json" ] && [ -z "$(ls "$TMP" | grep '\.tmp\.' || true)" ] && ok "no partial file" || bad "partial file left"
+
+finish

@@ -1,0 +1,31 @@
+# Helpers shared by the integration scripts (sourced, not run: ctest runs *.sh except this one).
+set -euo pipefail
+: "${COLLKIT_BIN:?COLLKIT_BIN must point at build/bin}"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+checks=0
+
+ok() { checks=$((checks + 1)); echo "ok: $*"; }
+bad() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
+
+# expect_fail CODE "exact stderr line" command...: the command exits with CODE and prints exactly that line.
+expect_fail() {
+  local code=$1 want=$2
+  shift 2
+  local got rc=0
+  got=$("$@" 2>&1 >/dev/null) || rc=$?
+  if [ "$rc" = "$code" ] && [ "$got" = "$want" ]; then ok "$* -> $code"; else bad "$*: exit $rc (want $code), stderr: $got (want: $want)"; fi
+}
+
+# json_get FILE EXPR: evaluates a Python expression over the parsed file bound to j.
+json_get() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+expect_eq() {
+  if [ "$1" = "$2" ]; then ok "$3 = $2"; else bad "$3: got $1, want $2"; fi
+}
+
+finish() {
+  echo "$((checks - failures)) passed, $failures failed"
+  [ "$failures" -eq 0 ]
+}
