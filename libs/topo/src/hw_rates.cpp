@@ -20,4 +20,13 @@ double pcie_gbps(double gts_per_lane, int width) {
   return gts_per_lane * efficiency / 8.0 * width;
 }
 
+const SmpRate& smp_rate(std::string_view vendor) {
+  static constexpr SmpRate kIntel{3, 62.4, "Intel: 3 UPI links x 20.8 GB/s"};
+  static constexpr SmpRate kAmd{4, 128.0, "AMD: 4 xGMI links x 32 GB/s"};
+  static constexpr SmpRate kOther{1, 50.0, "CPU vendor not Intel or AMD: a conservative figure"};
+  if (vendor == "GenuineIntel") return kIntel;
+  if (vendor == "AuthenticAMD") return kAmd;
+  return kOther;
+}
+
 }  // namespace collkit::topo::hw

@@ -5,6 +5,7 @@
 // overhead; collkit models protocol efficiency in the planner, not in the topology.
 
 #include <optional>
+#include <string_view>
 
 namespace collkit::topo::hw {
 
@@ -20,6 +21,19 @@ std::optional<double> nvlink_gbps_per_link(int sm);
 /// Gen1/2 use 8b/10b coding, Gen3-5 128b/130b, Gen6 FLIT mode (242 of 256 bytes payload).
 /// Gen4 x16 = 31.5 GB/s, Gen5 x16 = 63.0 GB/s.
 double pcie_gbps(double gts_per_lane, int width);
+
+/// Bandwidth between two CPU sockets, which neither hwloc nor NCCL's XML states. Intel: three UPI
+/// links at 10.4 GT/s, 20.8 GB/s each per direction (Xeon Scalable 1st/2nd gen datasheets), the
+/// common two-socket floor; Sapphire Rapids and later have four faster UPI 2.0 links, so this
+/// under-states them. AMD: four xGMI links x16 at 16 GT/s, 32 GB/s each (EPYC 7002/7003
+/// two-socket). Others (arm64, unknown vendor): a conservative figure below both.
+struct SmpRate {
+  int links;
+  double gbps;
+  const char* why;
+};
+/// By CPU vendor string as CPUID reports it ("GenuineIntel", "AuthenticAMD").
+const SmpRate& smp_rate(std::string_view vendor);
 
 // Default one-hop latencies (us) for links whose source states none. They are wire + switch
 // figures, not software overheads (those belong to the planner's cost model):
