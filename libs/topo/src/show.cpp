@@ -12,7 +12,7 @@ namespace collkit::topo {
 
 namespace {
 
-std::string gbps(double v) { return v > 0 ? fmt::format("{:g}", v) : "?"; }
+std::string gbps(double v) { return v > 0 ? fmt::format("{:.4g}", v) : "?"; }
 
 }  // namespace
 
