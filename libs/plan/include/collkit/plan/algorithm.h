@@ -1,0 +1,64 @@
+#pragma once
+// Collective algorithms: one per file under libs/plan/src/algorithms/, behind this interface,
+// found by name in one registry. An algorithm turns a request (and, when given, a topology) into
+// a PlanInfo whose params hold every choice it made (ring order, tree shape), then expands any
+// rank's program from that PlanInfo alone, so a plan file never needs the topology to replay.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collkit/plan/plan.h"
+
+namespace collkit::topo {
+class Topology;
+}
+
+namespace collkit::plan {
+
+/// Knobs common to algorithms; each algorithm ignores what it does not use.
+struct AlgoOptions {
+  int channels = 0;    ///< parallel channels (rings, trees); 0 = the algorithm's default
+  int pipeline = 0;    ///< chunks per rank-slice for pipelining; 0 = default
+  bool bidirectional = false;  ///< ring: half the data each way
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  /// Registry name: "ring", "tree", "rd", "rhd", "bruck", "pairwise", "direct", "hier".
+  virtual std::string_view name() const = 0;
+  /// One line: the textbook alpha-beta cost, as docs/algorithms.md states it.
+  virtual std::string_view formula(Collective c) const = 0;
+  /// Can it do this request on this topology (null: no topology)? When not, `why` says so.
+  virtual bool supports(const Request& req, const topo::Topology* topo, std::string* why) const = 0;
+  /// Chooses chunking, channels and parameters. The topology, when given, informs choices
+  /// (ring order: NVLink neighbours first, one NIC crossing per host, rails aligned).
+  virtual PlanInfo layout(const Request& req, const topo::Topology* topo, const AlgoOptions& opt) const = 0;
+  /// Rank r's program under a PlanInfo this algorithm laid out (possibly read back from a file).
+  virtual std::vector<Op> program(const PlanInfo& info, int rank) const = 0;
+};
+
+/// Every algorithm, in a fixed order.
+const std::vector<const Algorithm*>& algorithms();
+/// By name; throws InputError listing the known names.
+const Algorithm& algorithm(std::string_view name);
+
+/// A generated plan: PlanInfo + its algorithm; programs expanded on demand.
+class GeneratedPlan final : public Plan {
+ public:
+  GeneratedPlan(PlanInfo info, const Algorithm& algo) : Plan(std::move(info)), algo_(&algo) {}
+  std::vector<Op> program(int rank) const override { return algo_->program(info_, rank); }
+  bool is_explicit() const override { return false; }
+  const Algorithm& algo() const { return *algo_; }
+
+ private:
+  const Algorithm* algo_;
+};
+
+/// Lays out `name` for the request: the one-call way to get a plan.
+std::unique_ptr<Plan> generate(std::string_view name, const Request& req, const topo::Topology* topo,
+                               const AlgoOptions& opt = {});
+
+}  // namespace collkit::plan

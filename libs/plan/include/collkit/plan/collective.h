@@ -1,0 +1,50 @@
+#pragma once
+// Facts about collectives, in one table that planner, simulator and runtime all read, so their
+// byte counts and bus-bandwidth factors cannot disagree (STYLE.md rule 3).
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace collkit::plan {
+
+enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, AlltoAll, Broadcast, Reduce };
+
+std::string_view to_string(Collective c);
+/// Accepts "allreduce", "all_reduce", "all-reduce", "AllReduce" and so on.
+std::optional<Collective> parse_collective(std::string_view text);
+
+/// What a collective needs. `bytes` follows nccl-tests' size column: the larger of a rank's input
+/// and output buffers (AllReduce: the vector; AllGather: the gathered output; ReduceScatter: the
+/// input before scattering; AlltoAll: one rank's whole send buffer).
+struct Request {
+  Collective coll = Collective::AllReduce;
+  std::uint64_t bytes = 0;
+  int nranks = 0;
+  int root = 0;  ///< Broadcast and Reduce only
+};
+
+/// Per-collective facts.
+struct CollectiveFacts {
+  Collective coll;
+  std::string_view name;  ///< "allreduce"
+  bool has_root;          ///< Broadcast, Reduce
+  bool reduces;           ///< AllReduce, ReduceScatter, Reduce
+};
+const CollectiveFacts& facts(Collective c);
+
+/// A rank's input buffer in bytes (AllGather: bytes / nranks).
+std::uint64_t input_bytes(const Request& r);
+/// A rank's output buffer in bytes (ReduceScatter: bytes / nranks).
+std::uint64_t output_bytes(const Request& r);
+/// nccl-tests' bus bandwidth factor: busbw = algbw x factor. AllReduce 2(n-1)/n; ReduceScatter,
+/// AllGather, AlltoAll (n-1)/n; Broadcast, Reduce 1.
+double busbw_factor(Collective c, int nranks);
+/// algbw in GB/s for `bytes` moved in `time_us` (nccl-tests: size / time).
+double algbw_gbps(std::uint64_t bytes, double time_us);
+
+/// Checks a request (ranks >= 1, root in range, bytes divisible as the collective needs it);
+/// throws InputError with the reason.
+void check(const Request& r);
+
+}  // namespace collkit::plan

@@ -1,0 +1,116 @@
+#pragma once
+// The plan IR (collkit.plan/1): every rank's program of chunk operations. Enough for an executor
+// to run a collective with no other knowledge of the algorithm. docs/plan.md states the semantics;
+// in short:
+//  - Each rank's buffers (input, output, scratch) are split into equal chunks (chunk i of a
+//    B-byte buffer of C chunks covers bytes [i*B/C, (i+1)*B/C), rounded down).
+//  - Ops of one (rank, channel) run in program order; an op also waits for its explicit `deps`
+//    (earlier ops of the same rank, usually on other channels). Channels run concurrently.
+//  - The k-th Send from a to b on channel c matches the k-th Recv/RecvReduce on b from a on c,
+//    with equal byte counts. Sends are eager: a send completes when its data has arrived at the
+//    peer, whether or not the peer has reached the matching receive yet (the transport buffers
+//    it); a receive completes when its data has arrived and it has been reached.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collkit/plan/collective.h"
+
+namespace collkit::plan {
+
+enum class OpType : std::uint8_t {
+  Send,        ///< send src[count] to peer
+  Recv,        ///< receive count chunks from peer into dst
+  RecvReduce,  ///< receive from peer; dst = src (+) received
+  Copy,        ///< dst = src, locally
+  Reduce,      ///< dst = dst (+) src, locally
+};
+enum class Buf : std::uint8_t { Input, Output, Scratch };
+
+std::string_view to_string(OpType t);
+std::string_view to_string(Buf b);
+
+struct ChunkRef {
+  Buf buf = Buf::Input;
+  std::uint32_t chunk = 0;
+  bool operator==(const ChunkRef&) const = default;
+};
+
+inline constexpr std::uint32_t kNoDep = 0xffffffffu;
+inline constexpr std::size_t kMaxDeps = 4;
+
+struct Op {
+  OpType type = OpType::Send;
+  std::int32_t peer = -1;     ///< Send / Recv / RecvReduce
+  ChunkRef src;               ///< Send, RecvReduce, Copy, Reduce: what is read
+  ChunkRef dst;               ///< Recv, RecvReduce, Copy, Reduce: what is written
+  std::uint32_t count = 1;    ///< consecutive chunks from src.chunk / dst.chunk
+  std::uint16_t channel = 0;
+  std::array<std::uint32_t, kMaxDeps> deps{kNoDep, kNoDep, kNoDep, kNoDep};  ///< op indices on this rank
+
+  /// Adds a dependency on op `index` (an earlier op of the same rank); throws past kMaxDeps.
+  void depend_on(std::uint32_t index);
+  std::size_t num_deps() const;
+};
+
+/// Everything about a plan except the programs.
+struct PlanInfo {
+  Request req;
+  std::string algorithm;                      ///< registry name: "ring", "rhd", ... or "explicit"
+  std::map<std::string, std::string> params;  ///< what program() needs to regenerate a rank: ring order, ...
+  std::uint32_t in_chunks = 1;
+  std::uint32_t out_chunks = 1;
+  std::uint32_t scratch_chunks = 0;
+  std::uint64_t scratch_bytes = 0;             ///< per rank; 0 when no scratch is used
+  std::uint16_t channels = 1;
+  std::string topo_name;         ///< the topology the plan was made for
+  std::string topo_fingerprint;  ///< its fingerprint_hex()
+  double predicted_us = 0;       ///< simulator's prediction when planned with a topology (0 = none)
+  double bound_us = 0;           ///< lower bound on that topology (0 = none)
+};
+
+/// A plan: an explicit one holds every program; a generated one expands a rank's program on
+/// demand from its algorithm and parameters, so a 16k-rank plan is a small file.
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  const PlanInfo& info() const { return info_; }
+  PlanInfo& mutable_info() { return info_; }
+  int nranks() const { return info_.req.nranks; }
+  /// Rank r's program.
+  virtual std::vector<Op> program(int rank) const = 0;
+  /// True when every program is stored (hand-made or synthesised plans).
+  virtual bool is_explicit() const = 0;
+
+ protected:
+  explicit Plan(PlanInfo info) : info_(std::move(info)) {}
+  PlanInfo info_;
+};
+
+/// Every op written out.
+class ExplicitPlan final : public Plan {
+ public:
+  ExplicitPlan(PlanInfo info, std::vector<std::vector<Op>> programs);
+  std::vector<Op> program(int rank) const override { return programs_.at(static_cast<std::size_t>(rank)); }
+  const std::vector<Op>& program_ref(int rank) const { return programs_.at(static_cast<std::size_t>(rank)); }
+  std::vector<Op>& mutable_program(int rank) { return programs_.at(static_cast<std::size_t>(rank)); }
+  bool is_explicit() const override { return true; }
+
+ private:
+  std::vector<std::vector<Op>> programs_;
+};
+
+/// Expands every program of `plan` into an explicit plan (for tests, mutation, export).
+ExplicitPlan materialize(const Plan& plan);
+
+/// Bytes of chunk range [chunk, chunk+count) of a buffer of `buffer_bytes` split in `chunks`.
+std::uint64_t chunk_bytes(std::uint64_t buffer_bytes, std::uint32_t chunks, std::uint32_t chunk, std::uint32_t count);
+/// Size of each buffer of a rank under this plan.
+std::uint64_t buffer_bytes(const PlanInfo& info, Buf b);
+std::uint32_t buffer_chunks(const PlanInfo& info, Buf b);
+
+}  // namespace collkit::plan

@@ -1,0 +1,45 @@
+#pragma once
+// Event-driven simulation of a plan on a topology: every transfer follows its route, paying per
+// hop latency plus size over bandwidth, with links shared between concurrent transfers.
+
+#include <string>
+#include <vector>
+
+#include "collkit/plan/plan.h"
+#include "collkit/topo/topology.h"
+
+namespace collkit::plan {
+
+enum class LinkModel : std::uint8_t {
+  Queue,    ///< fast: each link direction serves transfers first come, first served (store and forward per hop)
+  MaxMin,   ///< max-min fair sharing of every link direction among the flows crossing it
+};
+
+struct SimOptions {
+  LinkModel model = LinkModel::Queue;
+  double per_message_us = 0.0;  ///< fixed software overhead per send (NCCL/MPI launch), added once per transfer
+  double reduce_gbps = 0.0;     ///< local reduction throughput; 0 = free
+  std::size_t top_links = 5;    ///< how many busiest links to report
+};
+
+struct LinkLoad {
+  topo::LinkId link;
+  bool forward;
+  std::uint64_t bytes;
+  double busy_us;
+};
+
+struct SimResult {
+  double time_us = 0;
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+  std::size_t events = 0;          ///< transfers + local ops simulated
+  std::vector<LinkLoad> busiest;   ///< by busy time
+  std::vector<std::string> critical_path;  ///< the chain of ops that ended last, described
+};
+
+/// Simulates; throws InputError when the plan's rank count exceeds the topology's ranks or a route
+/// is missing, and when the plan deadlocks.
+SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOptions& opt = {});
+
+}  // namespace collkit::plan

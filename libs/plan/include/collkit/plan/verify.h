@@ -1,0 +1,25 @@
+#pragma once
+// Symbolic verification: executes a plan on symbols instead of data and proves it computes its
+// collective for any input. Per rank and chunk it tracks which contributions (rank, input chunk)
+// a buffer holds; it rejects a reduction that counts a contribution twice, a read of a chunk
+// that holds nothing yet, a send/receive mismatch, a result missing at the end, and an order of
+// sends and receives that cannot complete (deadlock).
+
+#include <string>
+#include <vector>
+
+#include "collkit/plan/plan.h"
+
+namespace collkit::plan {
+
+struct VerifyResult {
+  bool ok = false;
+  std::string error;       ///< first problem, one line: "rank 3 op 12 (recv from 2, ch 0): ..."
+  std::size_t ops = 0;     ///< ops executed
+  std::size_t transfers = 0;
+};
+
+/// Verifies the plan. Never throws for a wrong plan: the result says what is wrong.
+VerifyResult verify(const Plan& plan);
+
+}  // namespace collkit::plan

@@ -1,0 +1,51 @@
+#include "common.h"
+
+#include <charconv>
+
+#include "collkit/core/error.h"
+
+namespace collkit::plan::algo {
+
+int param_int(const PlanInfo& info, const std::string& key, int fallback) {
+  auto it = info.params.find(key);
+  if (it == info.params.end()) return fallback;
+  int v = 0;
+  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || p != it->second.data() + it->second.size())
+    throw InputError("plan parameter " + key + "=\"" + it->second + "\": expected an integer");
+  return v;
+}
+
+std::vector<int> param_order(const PlanInfo& info, const std::string& key, int n) {
+  std::vector<int> order;
+  auto it = info.params.find(key);
+  if (it == info.params.end() || it->second.empty()) {
+    for (int i = 0; i < n; ++i) order.push_back(i);
+    return order;
+  }
+  const std::string& s = it->second;
+  std::vector<char> seen(static_cast<std::size_t>(n), 0);
+  const char* p = s.data();
+  const char* end = s.data() + s.size();
+  while (p < end) {
+    int v = 0;
+    auto [q, ec] = std::from_chars(p, end, v);
+    if (ec != std::errc() || v < 0 || v >= n || seen[static_cast<std::size_t>(v)])
+      throw InputError("plan parameter " + key + ": not a permutation of 0.." + std::to_string(n - 1));
+    seen[static_cast<std::size_t>(v)] = 1;
+    order.push_back(v);
+    p = q;
+    if (p < end && *p == ',') ++p;
+  }
+  if (static_cast<int>(order.size()) != n)
+    throw InputError("plan parameter " + key + ": not a permutation of 0.." + std::to_string(n - 1));
+  return order;
+}
+
+std::string format_order(const std::vector<int>& order) {
+  std::string s;
+  for (std::size_t i = 0; i < order.size(); ++i) s += (i ? "," : "") + std::to_string(order[i]);
+  return s;
+}
+
+}  // namespace collkit::plan::algo

@@ -1,0 +1,71 @@
+#pragma once
+// Small helpers shared by the algorithm files: building ops, reading params.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collkit/plan/plan.h"
+
+namespace collkit::plan::algo {
+
+inline Op send(int peer, ChunkRef src, std::uint32_t count, std::uint16_t channel) {
+  Op o;
+  o.type = OpType::Send;
+  o.peer = peer;
+  o.src = src;
+  o.count = count;
+  o.channel = channel;
+  return o;
+}
+inline Op recv(int peer, ChunkRef dst, std::uint32_t count, std::uint16_t channel) {
+  Op o;
+  o.type = OpType::Recv;
+  o.peer = peer;
+  o.dst = dst;
+  o.count = count;
+  o.channel = channel;
+  return o;
+}
+/// dst = src (+) received.
+inline Op recv_reduce(int peer, ChunkRef src, ChunkRef dst, std::uint32_t count, std::uint16_t channel) {
+  Op o;
+  o.type = OpType::RecvReduce;
+  o.peer = peer;
+  o.src = src;
+  o.dst = dst;
+  o.count = count;
+  o.channel = channel;
+  return o;
+}
+inline Op copy(ChunkRef src, ChunkRef dst, std::uint32_t count, std::uint16_t channel) {
+  Op o;
+  o.type = OpType::Copy;
+  o.src = src;
+  o.dst = dst;
+  o.count = count;
+  o.channel = channel;
+  return o;
+}
+/// dst = dst (+) src.
+inline Op reduce(ChunkRef src, ChunkRef dst, std::uint32_t count, std::uint16_t channel) {
+  Op o;
+  o.type = OpType::Reduce;
+  o.src = src;
+  o.dst = dst;
+  o.count = count;
+  o.channel = channel;
+  return o;
+}
+
+inline ChunkRef in(std::uint32_t c) { return {Buf::Input, c}; }
+inline ChunkRef out(std::uint32_t c) { return {Buf::Output, c}; }
+inline ChunkRef scratch(std::uint32_t c) { return {Buf::Scratch, c}; }
+
+/// An integer parameter of a PlanInfo, with a default; InputError naming the key when malformed.
+int param_int(const PlanInfo& info, const std::string& key, int fallback);
+/// A rank permutation stored as "3,1,0,2"; empty or absent = identity of `n`. Checks it is one.
+std::vector<int> param_order(const PlanInfo& info, const std::string& key, int n);
+std::string format_order(const std::vector<int>& order);
+
+}  // namespace collkit::plan::algo

@@ -1,0 +1,242 @@
+// Ring: the bandwidth-optimal algorithm of NCCL and Open MPI for large messages.
+//
+// AllReduce = ReduceScatter ring + AllGather ring (Patarasuk & Yuan 2009):
+//   T = 2(p-1)a + 2((p-1)/p) n b + ((p-1)/p) n g
+// ReduceScatter, AllGather: (p-1)a + ((p-1)/p) n b (+ g for RS); Broadcast / Reduce as a
+// pipelined chain of k chunks: (p-1+k-1)(a + (n/k) b).
+//
+// The buffer is split over C channels (each an independent ring carrying 1/C of the data, odd
+// ones reversed when bidirectional) and, within a channel, into p slices of k chunks. Slice q of
+// a channel belongs to ring position q; the rank at position q ends the reduce-scatter phase
+// holding slice q fully reduced. Ring orders come from params "order<c>" or "order" (identity by
+// default); the topology-aware choice is in ring_order.cpp.
+
+#include <algorithm>
+
+#include "collkit/core/error.h"
+#include "collkit/plan/algorithm.h"
+#include "common.h"
+#include "ring_order.h"
+
+namespace collkit::plan {
+
+namespace {
+
+using namespace algo;
+
+struct Ring {
+  std::vector<int> order;  // position -> rank
+  int pos = 0;             // this rank's position
+  int next = 0, prev = 0;  // ranks
+};
+
+Ring ring_for(const PlanInfo& info, int rank, int channel, bool reversed) {
+  int p = info.req.nranks;
+  std::string key = "order" + std::to_string(channel);
+  Ring r;
+  r.order = param_order(info, info.params.count(key) ? key : "order", p);
+  if (reversed) std::reverse(r.order.begin(), r.order.end());
+  for (int q = 0; q < p; ++q)
+    if (r.order[static_cast<std::size_t>(q)] == rank) r.pos = q;
+  r.next = r.order[static_cast<std::size_t>((r.pos + 1) % p)];
+  r.prev = r.order[static_cast<std::size_t>((r.pos + p - 1) % p)];
+  return r;
+}
+
+int mod(int a, int p) { return ((a % p) + p) % p; }
+
+class RingAlgorithm final : public Algorithm {
+ public:
+  std::string_view name() const override { return "ring"; }
+
+  std::string_view formula(Collective c) const override {
+    switch (c) {
+      case Collective::AllReduce: return "2(p-1)a + 2((p-1)/p)nb + ((p-1)/p)ng";
+      case Collective::ReduceScatter: return "(p-1)a + ((p-1)/p)n(b+g)";
+      case Collective::AllGather: return "(p-1)a + ((p-1)/p)nb";
+      case Collective::Broadcast:
+      case Collective::Reduce: return "(p+k-2)(a + (n/k)b), pipelined chain of k chunks";
+      default: return "not applicable";
+    }
+  }
+
+  bool supports(const Request& req, const topo::Topology*, std::string* why) const override {
+    if (req.coll == Collective::AlltoAll) {
+      if (why) *why = "a ring does not do AlltoAll (use pairwise, bruck or direct)";
+      return false;
+    }
+    return true;
+  }
+
+  PlanInfo layout(const Request& req, const topo::Topology* topo, const AlgoOptions& opt) const override {
+    PlanInfo info;
+    info.req = req;
+    int p = req.nranks;
+    int channels = opt.channels > 0 ? opt.channels : (opt.bidirectional ? 2 : 1);
+    bool chain = req.coll == Collective::Broadcast || req.coll == Collective::Reduce;
+    // Chains pipeline over k chunks to fill the p-1 hops; rings move whole slices per step.
+    int k = opt.pipeline > 0 ? opt.pipeline : (chain ? 8 : 1);
+    info.channels = static_cast<std::uint16_t>(channels);
+    info.params["channels"] = std::to_string(channels);
+    info.params["pipeline"] = std::to_string(k);
+    info.params["bidirectional"] = opt.bidirectional ? "1" : "0";
+    auto uc = static_cast<std::uint32_t>(channels), uk = static_cast<std::uint32_t>(k), up = static_cast<std::uint32_t>(p);
+    switch (req.coll) {
+      case Collective::AllReduce: info.in_chunks = info.out_chunks = uc * up * uk; break;
+      case Collective::ReduceScatter:
+        info.in_chunks = uc * up * uk;
+        info.out_chunks = uc * uk;
+        info.scratch_chunks = info.in_chunks;
+        info.scratch_bytes = input_bytes(req);
+        break;
+      case Collective::AllGather:
+        info.in_chunks = uc * uk;
+        info.out_chunks = uc * up * uk;
+        break;
+      default: info.in_chunks = info.out_chunks = uc * uk; break;
+    }
+    // Chains start at the root (Broadcast) or end there (Reduce): rotate the order.
+    for (int c = 0; c < channels; ++c) {
+      std::vector<int> order = ring_order(req, topo, c);
+      if (chain) {
+        auto it = std::find(order.begin(), order.end(), req.root);
+        std::rotate(order.begin(), it, order.end());
+        if (req.coll == Collective::Reduce) std::rotate(order.begin(), order.begin() + 1, order.end());
+      }
+      bool identity = true;
+      for (int q = 0; q < p; ++q) identity = identity && order[static_cast<std::size_t>(q)] == q;
+      if (!identity) info.params["order" + std::to_string(c)] = format_order(order);
+    }
+    return info;
+  }
+
+  std::vector<Op> program(const PlanInfo& info, int rank) const override {
+    int p = info.req.nranks;
+    int channels = param_int(info, "channels", 1);
+    int k = param_int(info, "pipeline", 1);
+    bool bidir = param_int(info, "bidirectional", 0) != 0;
+    std::vector<Op> ops;
+    if (p == 1) return single_rank(info, channels, k);
+    for (int c = 0; c < channels; ++c) {
+      Ring r = ring_for(info, rank, c, bidir && c % 2 == 1);
+      auto ch = static_cast<std::uint16_t>(c);
+      switch (info.req.coll) {
+        case Collective::AllReduce: all_reduce(ops, r, p, c, k, ch); break;
+        case Collective::ReduceScatter: reduce_scatter(ops, r, p, c, k, ch); break;
+        case Collective::AllGather: all_gather(ops, r, p, c, k, ch); break;
+        case Collective::Broadcast: broadcast(ops, r, p, c, k, ch); break;
+        case Collective::Reduce: reduce_chain(ops, r, p, c, k, ch); break;
+        case Collective::AlltoAll: throw InputError("ring: AlltoAll is not supported");
+      }
+    }
+    return ops;
+  }
+
+ private:
+  // Chunk index of chunk j of slice q in channel c (AllReduce / ReduceScatter input layout).
+  static std::uint32_t slice(int c, int p, int k, int q, int j) { return static_cast<std::uint32_t>((c * p + q) * k + j); }
+  static std::uint32_t local(int c, int k, int j) { return static_cast<std::uint32_t>(c * k + j); }
+
+  // One rank: the result is the input (AllGather / ReduceScatter / AllReduce / chains alike).
+  static std::vector<Op> single_rank(const PlanInfo& info, int channels, int k) {
+    std::vector<Op> ops;
+    for (int c = 0; c < channels; ++c)
+      ops.push_back(copy(in(local(c, k, 0)), out(local(c, k, 0)), static_cast<std::uint32_t>(k * (info.out_chunks / static_cast<std::uint32_t>(channels * k))), static_cast<std::uint16_t>(c)));
+    return ops;
+  }
+
+  // Reduce-scatter steps t = 0..p-2: send slice pos-t-1, receive slice pos-t-2 and reduce; the
+  // last receive completes slice pos. `acc` is where partial sums live.
+  static void rs_phase(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch, Buf acc,
+                       bool final_to_output_local) {
+    for (int t = 0; t <= p - 2; ++t) {
+      int qs = mod(r.pos - t - 1, p), qr = mod(r.pos - t - 2, p);
+      for (int j = 0; j < k; ++j) {
+        ChunkRef from = t == 0 ? in(slice(c, p, k, qs, j)) : ChunkRef{acc, slice(c, p, k, qs, j)};
+        ops.push_back(send(r.next, from, 1, ch));
+        ChunkRef into{acc, slice(c, p, k, qr, j)};
+        if (t == p - 2 && final_to_output_local) into = out(local(c, k, j));
+        ops.push_back(recv_reduce(r.prev, in(slice(c, p, k, qr, j)), into, 1, ch));
+      }
+    }
+  }
+
+  // All-gather steps t = 0..p-2 over output slices indexed by `slot(q)`: send slice pos-t,
+  // receive slice pos-t-1. The first send reads `first_src(j)`.
+  template <class Slot, class First>
+  static void ag_phase(std::vector<Op>& ops, const Ring& r, int p, int k, std::uint16_t ch, Slot slot, First first_src) {
+    for (int t = 0; t <= p - 2; ++t) {
+      int qs = mod(r.pos - t, p), qr = mod(r.pos - t - 1, p);
+      for (int j = 0; j < k; ++j) {
+        ops.push_back(send(r.next, t == 0 ? first_src(j) : out(slot(qs, j)), 1, ch));
+        ops.push_back(recv(r.prev, out(slot(qr, j)), 1, ch));
+      }
+    }
+  }
+
+  static void all_reduce(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
+    rs_phase(ops, r, p, c, k, ch, Buf::Output, false);
+    auto slot = [&](int q, int j) { return slice(c, p, k, q, j); };
+    ag_phase(ops, r, p, k, ch, slot, [&](int j) { return out(slice(c, p, k, r.pos, j)); });
+  }
+
+  static void reduce_scatter(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
+    // Slices are laid out by rank, not position: rank r's output is input slice r. Map the
+    // position-indexed phase onto rank-indexed chunks by renaming slice q -> order[q].
+    std::vector<Op> tmp;
+    rs_phase(tmp, r, p, c, k, ch, Buf::Scratch, true);
+    for (Op& o : tmp) {
+      auto rename = [&](ChunkRef& x) {
+        if (x.buf == Buf::Output) return;
+        std::uint32_t rel = x.chunk - static_cast<std::uint32_t>(c * p * k);
+        int q = static_cast<int>(rel) / k, j = static_cast<int>(rel) % k;
+        x.chunk = slice(c, p, k, r.order[static_cast<std::size_t>(q)], j);
+      };
+      if (o.type != OpType::Recv) rename(o.src);
+      if (o.type != OpType::Send) rename(o.dst);
+      ops.push_back(o);
+    }
+  }
+
+  static void all_gather(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
+    auto slot = [&](int q, int j) { return slice(c, p, k, r.order[static_cast<std::size_t>(q)], j); };
+    for (int j = 0; j < k; ++j) ops.push_back(copy(in(local(c, k, j)), out(slot(r.pos, j)), 1, ch));
+    ag_phase(ops, r, p, k, ch, slot, [&](int j) { return in(local(c, k, j)); });
+  }
+
+  // Chain from position 0 (the root) to position p-1, k chunks in flight.
+  static void broadcast(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
+    for (int j = 0; j < k; ++j) {
+      auto x = local(c, k, j);
+      if (r.pos == 0) {
+        ops.push_back(copy(in(x), out(x), 1, ch));
+        ops.push_back(send(r.next, in(x), 1, ch));
+      } else {
+        ops.push_back(recv(r.prev, out(x), 1, ch));
+        if (r.pos < p - 1) ops.push_back(send(r.next, out(x), 1, ch));
+      }
+    }
+  }
+
+  // Chain from position 0 to the root at position p-1, reducing on the way.
+  static void reduce_chain(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
+    for (int j = 0; j < k; ++j) {
+      auto x = local(c, k, j);
+      if (r.pos == 0) {
+        ops.push_back(send(r.next, in(x), 1, ch));
+      } else {
+        ops.push_back(recv_reduce(r.prev, in(x), out(x), 1, ch));
+        if (r.pos < p - 1) ops.push_back(send(r.next, out(x), 1, ch));
+      }
+    }
+  }
+};
+
+}  // namespace
+
+const Algorithm* make_ring() {
+  static const RingAlgorithm a;
+  return &a;
+}
+
+}  // namespace collkit::plan
