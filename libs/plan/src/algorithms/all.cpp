@@ -5,6 +5,13 @@ namespace collkit::plan {
 std::vector<AlgorithmFactory> algorithm_factories() {
   return {
       make_ring,
+      make_hier,
+      make_tree,
+      make_rd,
+      make_rhd,
+      make_bruck,
+      make_pairwise,
+      make_direct,
   };
 }
 

@@ -11,6 +11,13 @@ namespace collkit::plan {
 using AlgorithmFactory = const Algorithm* (*)();
 
 const Algorithm* make_ring();
+const Algorithm* make_hier();
+const Algorithm* make_tree();
+const Algorithm* make_rd();
+const Algorithm* make_rhd();
+const Algorithm* make_bruck();
+const Algorithm* make_pairwise();
+const Algorithm* make_direct();
 
 /// Every factory, in the registry's order.
 std::vector<AlgorithmFactory> algorithm_factories();

@@ -15,6 +15,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
+#include "collkit/topo/topology.h"
 #include "common.h"
 #include "ring_order.h"
 
@@ -25,6 +26,7 @@ namespace {
 using namespace algo;
 
 struct Ring {
+  int C = 1;               // channels of the plan
   std::vector<int> order;  // position -> rank
   int pos = 0;             // this rank's position
   int next = 0, prev = 0;  // ranks
@@ -34,8 +36,14 @@ Ring ring_for(const PlanInfo& info, int rank, int channel, bool reversed) {
   int p = info.req.nranks;
   std::string key = "order" + std::to_string(channel);
   Ring r;
+  r.C = param_int(info, "channels", 1);
   r.order = param_order(info, info.params.count(key) ? key : "order", p);
-  if (reversed) std::reverse(r.order.begin(), r.order.end());
+  if (reversed) {
+    std::reverse(r.order.begin(), r.order.end());
+    // A chain keeps its ends when reversed: Broadcast starts at the root, Reduce ends there.
+    if (info.req.coll == Collective::Broadcast) std::rotate(r.order.begin(), r.order.end() - 1, r.order.end());
+    if (info.req.coll == Collective::Reduce) std::rotate(r.order.begin(), r.order.begin() + 1, r.order.end());
+  }
   for (int q = 0; q < p; ++q)
     if (r.order[static_cast<std::size_t>(q)] == rank) r.pos = q;
   r.next = r.order[static_cast<std::size_t>((r.pos + 1) % p)];
@@ -72,7 +80,7 @@ class RingAlgorithm final : public Algorithm {
     PlanInfo info;
     info.req = req;
     int p = req.nranks;
-    int channels = opt.channels > 0 ? opt.channels : (opt.bidirectional ? 2 : 1);
+    int channels = opt.channels > 0 ? opt.channels : default_channels(req, topo, opt.bidirectional);
     bool chain = req.coll == Collective::Broadcast || req.coll == Collective::Reduce;
     // Chains pipeline over k chunks to fill the p-1 hops; rings move whole slices per step.
     int k = opt.pipeline > 0 ? opt.pipeline : (chain ? 8 : 1);
@@ -110,20 +118,37 @@ class RingAlgorithm final : public Algorithm {
     return info;
   }
 
+  // One ring leaves each host through one NIC; a cluster's hosts have several (one per rail), so
+  // by default there is one channel per NIC of the first rank's host, each ring entering and
+  // leaving hosts on its own rail (ring_order), as NCCL spreads its channels over NICs.
+  static int default_channels(const Request& req, const topo::Topology* topo, bool bidirectional) {
+    int base = bidirectional ? 2 : 1;
+    if (!topo || req.nranks < 2 || topo->num_ranks() == 0) return base;
+    const std::string& host = topo->host_of(0);
+    bool multi_host = false;
+    for (int r = 1; r < req.nranks && !multi_host; ++r) multi_host = topo->host_of(static_cast<topo::Rank>(r)) != host;
+    if (!multi_host || host.empty()) return base;
+    int nics = 0;
+    for (const auto& v : topo->vertices())
+      if (v.kind == topo::VertexKind::Nic && v.host == host) ++nics;
+    return std::clamp(nics, base, 16);
+  }
+
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
     int p = info.req.nranks;
     int channels = param_int(info, "channels", 1);
     int k = param_int(info, "pipeline", 1);
     bool bidir = param_int(info, "bidirectional", 0) != 0;
     std::vector<Op> ops;
+    ops.reserve(static_cast<std::size_t>(channels) * static_cast<std::size_t>(k) * 4 * static_cast<std::size_t>(p));
     if (p == 1) return single_rank(info, channels, k);
     for (int c = 0; c < channels; ++c) {
       Ring r = ring_for(info, rank, c, bidir && c % 2 == 1);
       auto ch = static_cast<std::uint16_t>(c);
       switch (info.req.coll) {
         case Collective::AllReduce: all_reduce(ops, r, p, c, k, ch); break;
-        case Collective::ReduceScatter: reduce_scatter(ops, r, p, c, k, ch); break;
-        case Collective::AllGather: all_gather(ops, r, p, c, k, ch); break;
+        case Collective::ReduceScatter: reduce_scatter(ops, r, p, c, channels, k, ch); break;
+        case Collective::AllGather: all_gather(ops, r, p, c, channels, k, ch); break;
         case Collective::Broadcast: broadcast(ops, r, p, c, k, ch); break;
         case Collective::Reduce: reduce_chain(ops, r, p, c, k, ch); break;
         case Collective::AlltoAll: throw InputError("ring: AlltoAll is not supported");
@@ -133,8 +158,10 @@ class RingAlgorithm final : public Algorithm {
   }
 
  private:
-  // Chunk index of chunk j of slice q in channel c (AllReduce / ReduceScatter input layout).
-  static std::uint32_t slice(int c, int p, int k, int q, int j) { return static_cast<std::uint32_t>((c * p + q) * k + j); }
+  // Chunk index of piece j of slice q in channel c. Slice-major (q, then c, then j), so that a
+  // rank's slice is contiguous: ReduceScatter's rank r output and AllGather's rank r input are
+  // chunks [r*C*k, (r+1)*C*k) of the full buffer whatever the channel count.
+  static std::uint32_t slice(int C, int c, int k, int q, int j) { return static_cast<std::uint32_t>((q * C + c) * k + j); }
   static std::uint32_t local(int c, int k, int j) { return static_cast<std::uint32_t>(c * k + j); }
 
   // One rank: the result is the input (AllGather / ReduceScatter / AllReduce / chains alike).
@@ -152,11 +179,11 @@ class RingAlgorithm final : public Algorithm {
     for (int t = 0; t <= p - 2; ++t) {
       int qs = mod(r.pos - t - 1, p), qr = mod(r.pos - t - 2, p);
       for (int j = 0; j < k; ++j) {
-        ChunkRef from = t == 0 ? in(slice(c, p, k, qs, j)) : ChunkRef{acc, slice(c, p, k, qs, j)};
+        ChunkRef from = t == 0 ? in(slice(r.C, c, k, qs, j)) : ChunkRef{acc, slice(r.C, c, k, qs, j)};
         ops.push_back(send(r.next, from, 1, ch));
-        ChunkRef into{acc, slice(c, p, k, qr, j)};
+        ChunkRef into{acc, slice(r.C, c, k, qr, j)};
         if (t == p - 2 && final_to_output_local) into = out(local(c, k, j));
-        ops.push_back(recv_reduce(r.prev, in(slice(c, p, k, qr, j)), into, 1, ch));
+        ops.push_back(recv_reduce(r.prev, in(slice(r.C, c, k, qr, j)), into, 1, ch));
       }
     }
   }
@@ -176,11 +203,11 @@ class RingAlgorithm final : public Algorithm {
 
   static void all_reduce(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
     rs_phase(ops, r, p, c, k, ch, Buf::Output, false);
-    auto slot = [&](int q, int j) { return slice(c, p, k, q, j); };
-    ag_phase(ops, r, p, k, ch, slot, [&](int j) { return out(slice(c, p, k, r.pos, j)); });
+    auto slot = [&](int q, int j) { return slice(r.C, c, k, q, j); };
+    ag_phase(ops, r, p, k, ch, slot, [&](int j) { return out(slice(r.C, c, k, r.pos, j)); });
   }
 
-  static void reduce_scatter(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
+  static void reduce_scatter(std::vector<Op>& ops, const Ring& r, int p, int c, int C, int k, std::uint16_t ch) {
     // Slices are laid out by rank, not position: rank r's output is input slice r. Map the
     // position-indexed phase onto rank-indexed chunks by renaming slice q -> order[q].
     std::vector<Op> tmp;
@@ -188,9 +215,8 @@ class RingAlgorithm final : public Algorithm {
     for (Op& o : tmp) {
       auto rename = [&](ChunkRef& x) {
         if (x.buf == Buf::Output) return;
-        std::uint32_t rel = x.chunk - static_cast<std::uint32_t>(c * p * k);
-        int q = static_cast<int>(rel) / k, j = static_cast<int>(rel) % k;
-        x.chunk = slice(c, p, k, r.order[static_cast<std::size_t>(q)], j);
+        int q = static_cast<int>(x.chunk) / (C * k), j = static_cast<int>(x.chunk) % k;
+        x.chunk = slice(C, c, k, r.order[static_cast<std::size_t>(q)], j);
       };
       if (o.type != OpType::Recv) rename(o.src);
       if (o.type != OpType::Send) rename(o.dst);
@@ -198,8 +224,8 @@ class RingAlgorithm final : public Algorithm {
     }
   }
 
-  static void all_gather(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
-    auto slot = [&](int q, int j) { return slice(c, p, k, r.order[static_cast<std::size_t>(q)], j); };
+  static void all_gather(std::vector<Op>& ops, const Ring& r, int p, int c, int C, int k, std::uint16_t ch) {
+    auto slot = [&](int q, int j) { return slice(C, c, k, r.order[static_cast<std::size_t>(q)], j); };
     for (int j = 0; j < k; ++j) ops.push_back(copy(in(local(c, k, j)), out(slot(r.pos, j)), 1, ch));
     ag_phase(ops, r, p, k, ch, slot, [&](int j) { return in(local(c, k, j)); });
   }

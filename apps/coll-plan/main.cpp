@@ -1,0 +1,260 @@
+// coll-plan: generate, verify, simulate, sweep, export and show collective plans.
+// Argument parsing and printing only; everything else is libs/plan.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "collkit/core/error.h"
+#include "collkit/core/file.h"
+#include "collkit/core/size.h"
+#include "collkit/plan/export.h"
+#include "collkit/plan/io.h"
+#include "collkit/plan/planner.h"
+#include "collkit/plan/show.h"
+#include "collkit/plan/verify.h"
+#include "collkit/topo/io.h"
+
+namespace plan = collkit::plan;
+namespace topo = collkit::topo;
+
+namespace {
+
+struct Options {
+  std::string topo_file;
+  std::string coll = "allreduce";
+  std::string size = "1M";
+  std::string algo = "auto";
+  int nranks = 0;
+  int root = 0;
+  int channels = 0;
+  int pipeline = 0;
+  bool bidirectional = false;
+  bool explicit_programs = false;
+  std::string output;
+  std::string plan_file;
+  std::string model = "queue";
+  double per_message_us = 0;
+  std::string min_size = "1K", max_size = "1G", factor = "4";
+  std::string json_out;
+  std::string format = "msccl-xml";
+  std::string proto = "Simple";
+  int first_rank = 0;
+  int rank_count = 1;
+};
+
+plan::Collective collective(const std::string& s) {
+  auto c = plan::parse_collective(s);
+  if (!c) throw collkit::InputError("unknown collective \"" + s + "\" (expected allreduce, reducescatter, allgather, alltoall, broadcast or reduce)");
+  return *c;
+}
+
+plan::SimOptions sim_options(const Options& o) {
+  plan::SimOptions s;
+  if (o.model == "queue") s.model = plan::LinkModel::Queue;
+  else if (o.model == "maxmin") s.model = plan::LinkModel::MaxMin;
+  else throw collkit::InputError("unknown link model \"" + o.model + "\" (expected queue or maxmin)");
+  s.per_message_us = o.per_message_us;
+  return s;
+}
+
+plan::AlgoOptions algo_options(const Options& o) { return {o.channels, o.pipeline, o.bidirectional}; }
+
+std::string us(double v) { return fmt::format("{:.2f}", v); }
+
+void print_prediction(const plan::PlanInfo& i) {
+  if (i.predicted_us <= 0) return;
+  double algbw = plan::algbw_gbps(i.req.bytes, i.predicted_us);
+  std::cout << fmt::format("predicted {} us  algbw {:.2f} GB/s  busbw {:.2f} GB/s", us(i.predicted_us), algbw,
+                           algbw * plan::busbw_factor(i.req.coll, i.req.nranks));
+  if (i.bound_us > 0)
+    std::cout << fmt::format("  bound {} us  gap {:.1f}%", us(i.bound_us), 100.0 * (i.predicted_us - i.bound_us) / i.bound_us);
+  std::cout << "\n";
+}
+
+int run_generate(const Options& o) {
+  std::unique_ptr<topo::Topology> t;
+  if (!o.topo_file.empty()) t = std::make_unique<topo::Topology>(topo::load(o.topo_file));
+  int nranks = o.nranks > 0 ? o.nranks : (t ? static_cast<int>(t->num_ranks()) : 0);
+  if (nranks == 0) throw collkit::InputError("give --topo or --nranks");
+  plan::Request req{collective(o.coll), collkit::parse_size_bytes(o.size), nranks, o.root};
+  auto p = plan::plan_for(o.algo, req, t.get(), algo_options(o), sim_options(o));
+  std::unique_ptr<plan::Plan> out = std::move(p);
+  if (o.explicit_programs) out = std::make_unique<plan::ExplicitPlan>(plan::materialize(*out));
+  if (o.output.empty() || o.output == "-") {
+    std::cout << plan::to_json(*out);
+  } else {
+    plan::save(*out, o.output);
+    std::cout << fmt::format("{} {} of {} on {} ranks: {} channel(s), wrote {}\n", out->info().algorithm, plan::to_string(req.coll),
+                             collkit::format_size_bytes(req.bytes), nranks, out->info().channels, o.output);
+    print_prediction(out->info());
+  }
+  return 0;
+}
+
+int run_verify(const Options& o) {
+  auto p = plan::load(o.plan_file);
+  plan::VerifyResult r = plan::verify(*p);
+  if (!r.ok) throw collkit::InputError(o.plan_file + ": plan is wrong: " + r.error);
+  std::cout << fmt::format("{}: verified {} of {} on {} ranks ({} ops, {} transfers)\n", o.plan_file, plan::to_string(p->info().req.coll),
+                           collkit::format_size_bytes(p->info().req.bytes), p->nranks(), r.ops, r.transfers);
+  return 0;
+}
+
+int run_simulate(const Options& o) {
+  auto p = plan::load(o.plan_file);
+  topo::Topology t = topo::load(o.topo_file);
+  plan::SimResult r = plan::simulate(*p, t, sim_options(o));
+  plan::Bound b = plan::lower_bound(p->info().req, t);
+  std::cout << fmt::format("{} {} of {} on {} ranks, topology {}\n", p->info().algorithm, plan::to_string(p->info().req.coll),
+                           collkit::format_size_bytes(p->info().req.bytes), p->nranks(), t.name);
+  std::cout << fmt::format("  time {} us  algbw {:.2f} GB/s  busbw {:.2f} GB/s  ({} events)\n", us(r.time_us), r.algbw_gbps, r.busbw_gbps, r.events);
+  std::cout << fmt::format("  bound {} us (bandwidth {} us, latency {} us)  gap {:.1f}%\n", us(b.time_us()), us(b.bandwidth_us),
+                           us(b.latency_us), plan::gap_percent(r.time_us, b));
+  if (!b.witness.empty()) std::cout << "  bound witness: " << b.witness << "\n";
+  if (!r.busiest.empty()) {
+    std::cout << "  busiest links:\n";
+    for (const auto& l : r.busiest) {
+      const auto& link = t.link(l.link);
+      const auto& a = t.vertex(l.forward ? link.a : link.b).id;
+      const auto& z = t.vertex(l.forward ? link.b : link.a).id;
+      std::cout << fmt::format("    {} -> {} ({} {:.4g} GB/s): {} bytes, busy {} us\n", a, z, topo::to_string(link.type), link.bw_gbps,
+                               l.bytes, us(l.busy_us));
+    }
+  }
+  if (!r.critical_path.empty()) {
+    std::cout << "  critical path (last ops):\n";
+    std::size_t from = r.critical_path.size() > 8 ? r.critical_path.size() - 8 : 0;
+    for (std::size_t i = from; i < r.critical_path.size(); ++i) std::cout << "    " << r.critical_path[i] << "\n";
+  }
+  return 0;
+}
+
+int run_sweep(const Options& o) {
+  topo::Topology t = topo::load(o.topo_file);
+  int nranks = o.nranks > 0 ? o.nranks : static_cast<int>(t.num_ranks());
+  auto coll = collective(o.coll);
+  auto rows = plan::sweep(coll, nranks, o.root, collkit::parse_size_bytes(o.min_size), collkit::parse_size_bytes(o.max_size),
+                          collkit::parse_size_bytes(o.factor), t, algo_options(o), sim_options(o));
+  if (rows.empty()) throw collkit::InputError("sweep: no size in range");
+  // Header: one time column per algorithm, then the winner and its gap to the bound.
+  const auto& first = rows.front().eval.candidates;
+  std::string header = fmt::format("{:>12}", "size");
+  for (const auto& c : first) header += fmt::format(" {:>12}", c.algorithm);
+  header += fmt::format(" {:>10} {:>10} {:>10} {:>7}", "best", "busbw", "bound", "gap%");
+  std::cout << "# " << plan::to_string(coll) << " on " << nranks << " ranks of " << t.name << ": predicted time (us) per algorithm\n";
+  std::cout << header << "\n";
+  for (const auto& row : rows) {
+    std::string line = fmt::format("{:>12}", collkit::format_size_bytes(row.bytes));
+    for (const auto& c : row.eval.candidates) line += c.applicable ? fmt::format(" {:>12.2f}", c.time_us) : fmt::format(" {:>12}", "-");
+    if (row.eval.best >= 0) {
+      const auto& b = row.eval.candidates[static_cast<std::size_t>(row.eval.best)];
+      line += fmt::format(" {:>10} {:>10.2f} {:>10.2f} {:>7.1f}", b.algorithm, b.busbw_gbps, row.eval.bound.time_us(),
+                          plan::gap_percent(b.time_us, row.eval.bound));
+    }
+    std::cout << line << "\n";
+  }
+  if (!o.json_out.empty()) {
+    collkit::write_file_atomic(o.json_out, plan::tuning_table_json(rows, coll, nranks, t));
+    std::cout << "wrote tuning table " << o.json_out << "\n";
+  }
+  return 0;
+}
+
+int run_export(const Options& o) {
+  auto p = plan::load(o.plan_file);
+  if (o.format != "msccl-xml") throw collkit::InputError("unknown export format \"" + o.format + "\" (expected msccl-xml)");
+  plan::MscclOptions mo;
+  mo.proto = o.proto;
+  std::string xml = plan::to_msccl_xml(*p, mo);
+  if (o.output.empty() || o.output == "-") std::cout << xml;
+  else collkit::write_file_atomic(o.output, xml);
+  return 0;
+}
+
+int run_show(const Options& o) {
+  auto p = plan::load(o.plan_file);
+  std::cout << plan::describe_plan(*p, o.first_rank, o.rank_count);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"coll-plan: topology-aware collective plans (collkit.plan/1): generate, verify, simulate, sweep, export, show"};
+  app.require_subcommand(1);
+  Options o;
+  auto add_algo_knobs = [&](CLI::App* s) {
+    s->add_option("--channels", o.channels, "parallel channels (rings/trees); default: the algorithm's")->check(CLI::NonNegativeNumber);
+    s->add_option("--pipeline", o.pipeline, "chunks per slice for pipelining; default: the algorithm's")->check(CLI::NonNegativeNumber);
+    s->add_flag("--bidirectional", o.bidirectional, "ring: half the data each way");
+  };
+  auto add_sim_knobs = [&](CLI::App* s) {
+    s->add_option("--model", o.model, "link sharing model: queue (fast) or maxmin (max-min fair)");
+    s->add_option("--per-message-us", o.per_message_us, "software overhead per message")->check(CLI::NonNegativeNumber);
+  };
+
+  auto* gen = app.add_subcommand("generate", "a plan for a collective, optionally for a topology (predicted and bounded)");
+  gen->add_option("--topo", o.topo_file, "topology file (collkit.topology/1)");
+  gen->add_option("--coll", o.coll, "allreduce | reducescatter | allgather | alltoall | broadcast | reduce");
+  gen->add_option("--size", o.size, "bytes, nccl-tests' convention, K/M/G 1024-based (default 1M)");
+  gen->add_option("--algo", o.algo, "ring | tree | rd | rhd | bruck | pairwise | direct | hier | auto (default; needs --topo)");
+  gen->add_option("--nranks", o.nranks, "ranks (default: all of the topology's)")->check(CLI::PositiveNumber);
+  gen->add_option("--root", o.root, "root rank of broadcast / reduce")->check(CLI::NonNegativeNumber);
+  gen->add_flag("--explicit", o.explicit_programs, "write every rank's program instead of the compact form");
+  gen->add_option("-o,--output", o.output, "plan file to write (default: stdout)");
+  add_algo_knobs(gen);
+  add_sim_knobs(gen);
+
+  auto* ver = app.add_subcommand("verify", "prove a plan computes its collective for any input; non-zero exit with the reason");
+  ver->add_option("plan", o.plan_file, "plan file")->required();
+
+  auto* sim = app.add_subcommand("simulate", "predict a plan's time on a topology: time, algbw, busbw, bound, busiest links, critical path");
+  sim->add_option("plan", o.plan_file, "plan file")->required();
+  sim->add_option("--topo", o.topo_file, "topology file")->required();
+  add_sim_knobs(sim);
+
+  auto* swp = app.add_subcommand("sweep", "every algorithm's predicted time per size, the winner and the gap to the bound");
+  swp->add_option("--topo", o.topo_file, "topology file")->required();
+  swp->add_option("--coll", o.coll, "collective");
+  swp->add_option("--nranks", o.nranks, "ranks (default: all of the topology's)")->check(CLI::PositiveNumber);
+  swp->add_option("--root", o.root, "root rank of broadcast / reduce")->check(CLI::NonNegativeNumber);
+  swp->add_option("-b,--minbytes", o.min_size, "smallest size (default 1K)");
+  swp->add_option("-e,--maxbytes", o.max_size, "largest size (default 1G)");
+  swp->add_option("-f,--stepfactor", o.factor, "size multiplication factor (default 4)");
+  swp->add_option("--json", o.json_out, "write the tuning table (collkit.tuning/1) to this file");
+  add_algo_knobs(swp);
+  add_sim_knobs(swp);
+
+  auto* exp = app.add_subcommand("export", "write a plan in another runtime's format");
+  exp->add_option("plan", o.plan_file, "plan file")->required();
+  exp->add_option("--format", o.format, "msccl-xml (default)");
+  exp->add_option("--proto", o.proto, "MSCCL protocol: Simple (default), LL128 or LL");
+  exp->add_option("-o,--output", o.output, "file to write (default: stdout)");
+
+  auto* show = app.add_subcommand("show", "a readable per-rank, per-step listing of a plan");
+  show->add_option("plan", o.plan_file, "plan file")->required();
+  show->add_option("--rank", o.first_rank, "first rank to list (default 0)")->check(CLI::NonNegativeNumber);
+  show->add_option("--count", o.rank_count, "ranks to list (default 1)")->check(CLI::PositiveNumber);
+
+  struct Command {
+    CLI::App* sub;
+    int (*run)(const Options&);
+  };
+  const Command commands[] = {{gen, run_generate},   {ver, run_verify}, {sim, run_simulate},
+                              {swp, run_sweep},      {exp, run_export}, {show, run_show}};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (const auto& c : commands)
+      if (c.sub->parsed()) return c.run(o);
+  } catch (const std::exception& e) {
+    std::cerr << "coll-plan: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  }
+  return 0;
+}

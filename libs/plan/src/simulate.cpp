@@ -1,0 +1,530 @@
+// Event-driven simulation of a plan on a topology (docs/plan.md, "Simulation and bounds").
+//
+// Execution follows plan.h: ops of one (rank, channel) run one after another, an op also waits
+// for its deps; the k-th send a->b on channel c meets the k-th receive on b from a on c. A send
+// completes when its data has arrived; a receive completes when its data has arrived and it has
+// been reached, plus the reduction for recv_reduce.
+//
+// Costs:
+//  - a transfer from rank a to rank b follows the topology's route between their endpoint
+//    vertices (plan rank i = topology rank i). It starts per_message_us after the send is reached.
+//    Two ranks on one vertex copy at the vertex's local_bw_gbps (one shared resource per vertex,
+//    no latency); when that is unknown (0) such a transfer is free: it arrives after
+//    per_message_us alone.
+//  - copy, reduce and recv_reduce's reduction take bytes / reduce_gbps (free when 0).
+//
+// Link models:
+//  - Queue (cut-through, first come first served). Each link direction keeps the time it is
+//    free. A transfer injected at s on hops h = 1..H (latency L_h, bandwidth b_h) starts at
+//        S = max(s, max_h (free_h - lambda_h)),  lambda_h = L_1 + ... + L_{h-1}
+//    (its head reaches hop h at S + lambda_h, and waits until every hop is free by then), arrives at
+//        S + sum_h L_h + bytes / min_h b_h
+//    and reserves each hop for bytes / b_h from its head's arrival: free_h = S + lambda_h + bytes / b_h.
+//    Reservations are made in the order sends are reached (time, then rank and op order), so each
+//    link direction serves transfers FIFO. O(hops) per transfer: the fast model.
+//  - MaxMin. Each transfer is a flow holding every resource of its route at once; rates are the
+//    max-min fair allocation (progressive filling, simulate_maxmin.cpp), recomputed whenever a flow
+//    arrives or leaves. A flow's data is delivered its route's latency after its last byte left.
+// Both models give a lone transfer the same time: per_message + sum of latencies + bytes / bottleneck.
+
+#include "collkit/plan/simulate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <unordered_map>
+
+#include "collkit/core/error.h"
+#include "collkit/topo/routing.h"
+#include "simulate_internal.h"
+
+namespace collkit::plan {
+
+namespace {
+
+using sim::Network;
+using sim::Route;
+
+constexpr std::uint32_t kNone = 0xffffffffu;
+constexpr double kBytesPerUsPerGbps = 1e3;  // 1 GB/s = 10^3 bytes per microsecond
+constexpr std::uint8_t kDone = 1;
+constexpr std::uint8_t kReached = 2;
+constexpr std::uint8_t kWaitedOn = 4;  // some op lists it in its deps
+constexpr std::size_t kCriticalPathLines = 100;
+
+/// A time in microseconds, at most three decimals, no trailing zeros: "12.5".
+std::string us(double t) {
+  std::string s = fmt::format("{:.3f}", t);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s == "-0" ? "0" : s;
+}
+
+bool is_recv(OpType t) { return t == OpType::Recv || t == OpType::RecvReduce; }
+
+// Pending receives or sends of one (from, to, channel) link of the plan, waiting for partners.
+struct MatchQueue {
+  std::vector<std::uint32_t> ops;
+  std::size_t head = 0;
+  bool sends = false;
+};
+
+struct Event {
+  double t;
+  std::uint64_t seq;
+  std::uint32_t op;
+  bool flow_start;  // MaxMin: the send's flow enters the network (after per_message_us)
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+class Simulator {
+ public:
+  Simulator(const Plan& plan, const topo::Topology& topo, const SimOptions& opt) : plan_(plan), topo_(topo), opt_(opt) {}
+
+  SimResult run() {
+    load();
+    resolve_routes();
+    execute();
+    return report();
+  }
+
+ private:
+  // ---- loading: every program into flat arrays; op ids are rank_begin_[r] + index ----------
+  void load() {
+    int n = plan_.nranks();
+    if (n < 1) throw InputError("simulate: the plan has no ranks");
+    if (static_cast<std::size_t>(n) > topo_.num_ranks())
+      throw InputError("simulate: the plan has " + std::to_string(n) + " ranks but topology \"" + topo_.name + "\" maps " +
+                       std::to_string(topo_.num_ranks()));
+    std::vector<std::uint32_t> last_on_channel(std::size_t{1} << 16, kNone);
+    std::vector<std::uint16_t> channels_used;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> dep_pairs;  // (waited on, waiting)
+    std::unordered_map<std::uint64_t, MatchQueue> queues;
+    rank_begin_.reserve(static_cast<std::size_t>(n) + 1);
+    // Programs are cheap to expand and the per-op arrays are large: size them exactly once
+    // rather than pay for growth (copies and page faults) at millions of ops.
+    std::size_t total = 0;
+    for (int r = 0; r < n; ++r) total += plan_.program(r).size();
+    if (total >= kNone) throw InputError("simulate: the plan has more than 4 billion ops");
+    for (auto* v : {&match_, &route_, &next_}) v->reserve(total);
+    type_.reserve(total);
+    channel_.reserve(total);
+    bytes_.reserve(total);
+    pending_.reserve(total);
+    for (int r = 0; r < n; ++r) {
+      std::vector<Op> ops = plan_.program(r);
+      std::size_t base = type_.size();
+      if (base + ops.size() > total) throw InputError("simulate: the plan's programs change between two expansions");
+      rank_begin_.push_back(static_cast<std::uint32_t>(base));
+      std::uint64_t send_key = ~std::uint64_t{0}, recv_key = ~std::uint64_t{0};
+      MatchQueue *send_q = nullptr, *recv_q = nullptr;
+      topo::VertexId route_dst = 0;
+      std::uint32_t route_cached = kNone;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Op& op = ops[i];
+        auto g = static_cast<std::uint32_t>(base + i);
+        type_.push_back(op.type);
+        channel_.push_back(op.channel);
+        bytes_.push_back(op_bytes(op, r, i));
+        match_.push_back(kNone);
+        route_.push_back(kNone);
+        next_.push_back(kNone);
+        std::uint8_t pend = 0;
+        std::uint32_t& last = last_on_channel[op.channel];
+        if (last == kNone) channels_used.push_back(op.channel);
+        else {
+          next_[last] = g;
+          ++pend;
+        }
+        last = g;
+        for (std::size_t k = 0; k < op.num_deps(); ++k) {
+          std::uint32_t d = op.deps[k];
+          if (d >= ops.size() || d == i)
+            throw InputError(where(r, i) + ": dependency on op " + std::to_string(d) + ", which is " +
+                             (d == i ? "itself" : "not an op of rank " + std::to_string(r)));
+          dep_pairs.emplace_back(static_cast<std::uint32_t>(base + d), g);
+          ++pend;
+        }
+        pending_.push_back(pend);
+        if (op.type != OpType::Send && !is_recv(op.type)) continue;
+        if (op.peer < 0 || op.peer >= n || op.peer == r)
+          throw InputError(where(r, i) + ": peer " + std::to_string(op.peer) + " is not another rank of " + std::to_string(n));
+        bool sending = op.type == OpType::Send;
+        std::uint64_t from = static_cast<std::uint64_t>(sending ? r : op.peer);
+        std::uint64_t to = static_cast<std::uint64_t>(sending ? op.peer : r);
+        std::uint64_t key = (from << 40) | (to << 16) | op.channel;
+        std::uint64_t& cached_key = sending ? send_key : recv_key;
+        MatchQueue*& q = sending ? send_q : recv_q;
+        if (key != cached_key) {
+          q = &queues[key];
+          cached_key = key;
+        }
+        if (q->head < q->ops.size() && q->sends != sending) {
+          std::uint32_t other = q->ops[q->head++];
+          pair_up(sending ? g : other, sending ? other : g);
+        } else {
+          if (q->head == q->ops.size()) {
+            q->ops.clear();
+            q->head = 0;
+            q->sends = sending;
+          }
+          q->ops.push_back(g);
+        }
+        if (sending) {
+          topo::VertexId dst = topo_.rank_vertex(static_cast<topo::Rank>(op.peer));
+          if (route_cached == kNone || dst != route_dst) {
+            route_cached = route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), dst, r, op.peer);
+            route_dst = dst;
+          }
+          route_[g] = route_cached;
+        }
+      }
+      for (std::uint16_t c : channels_used) last_on_channel[c] = kNone;
+      channels_used.clear();
+    }
+    rank_begin_.push_back(static_cast<std::uint32_t>(type_.size()));
+    // Whatever is still queued never found its partner: name the earliest such op.
+    std::uint32_t unmatched = kNone;
+    for (const auto& [key, q] : queues)
+      if (q.head < q.ops.size()) unmatched = std::min(unmatched, q.ops[q.head]);
+    if (unmatched != kNone) {
+      int r = rank_of(unmatched);
+      std::vector<Op> ops = plan_.program(r);
+      const Op& op = ops[unmatched - rank_begin_[static_cast<std::size_t>(r)]];
+      throw InputError("simulate: " + where(r, unmatched - rank_begin_[static_cast<std::size_t>(r)]) + " " +
+                       std::string(to_string(op.type)) + (op.type == OpType::Send ? " to " : " from ") + std::to_string(op.peer) +
+                       " ch " + std::to_string(op.channel) + " has no matching " +
+                       (op.type == OpType::Send ? "receive" : "send") + " on rank " + std::to_string(op.peer));
+    }
+    end_.assign(type_.size(), 0.0);
+    flags_.assign(type_.size(), 0);
+    // Ops waiting on an op through deps: few, so a sorted list and a flag on the op waited on
+    // rather than a per-op index.
+    std::stable_sort(dep_pairs.begin(), dep_pairs.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (const auto& [a, b] : dep_pairs) flags_[a] |= kWaitedOn;
+    dependents_ = std::move(dep_pairs);
+    crit_.assign(type_.size(), kNone);
+  }
+
+  std::uint64_t op_bytes(const Op& op, int r, std::size_t i) const {
+    ChunkRef ref = (op.type == OpType::Recv || op.type == OpType::RecvReduce) ? op.dst : op.src;
+    std::uint32_t chunks = buffer_chunks(plan_.info(), ref.buf);
+    if (std::uint64_t{ref.chunk} + op.count > chunks)
+      throw InputError(where(r, i) + ": chunks [" + std::to_string(ref.chunk) + ", " +
+                       std::to_string(std::uint64_t{ref.chunk} + op.count) + ") of the " + std::string(to_string(ref.buf)) +
+                       " buffer are out of range (" + std::to_string(chunks) + " chunks)");
+    return chunk_bytes(buffer_bytes(plan_.info(), ref.buf), chunks, ref.chunk, op.count);
+  }
+
+  void pair_up(std::uint32_t send, std::uint32_t recv) {
+    if (bytes_[send] != bytes_[recv]) {
+      int rs = rank_of(send), rr = rank_of(recv);
+      throw InputError("simulate: " + where(rr, recv - rank_begin_[static_cast<std::size_t>(rr)]) + " " +
+                       std::string(to_string(type_[recv])) + " from " + std::to_string(rs) + " expects " +
+                       std::to_string(bytes_[recv]) + " bytes but " + where(rs, send - rank_begin_[static_cast<std::size_t>(rs)]) +
+                       " sends " + std::to_string(bytes_[send]));
+    }
+    match_[send] = recv;
+    match_[recv] = send;
+  }
+
+  static std::string where(int r, std::size_t i) { return "rank " + std::to_string(r) + " op " + std::to_string(i); }
+
+  int rank_of(std::uint32_t g) const {
+    auto it = std::upper_bound(rank_begin_.begin(), rank_begin_.end(), g);
+    return static_cast<int>(it - rank_begin_.begin()) - 1;
+  }
+
+  // ---- routes: one routes_from() per distinct source vertex, only for pairs that talk --------
+  struct RouteNeed {
+    topo::VertexId src, dst;
+    int rank_a, rank_b;
+  };
+
+  std::uint32_t route_id(topo::VertexId src, topo::VertexId dst, int ra, int rb) {
+    std::uint64_t key = (std::uint64_t{src} << 32) | dst;
+    auto [it, fresh] = route_index_.emplace(key, static_cast<std::uint32_t>(needs_.size()));
+    if (fresh) needs_.push_back({src, dst, ra, rb});
+    return it->second;
+  }
+
+  void resolve_routes() {
+    std::size_t links = topo_.num_links();
+    net_.bw_gbps.assign(2 * links + topo_.num_vertices(), 0.0);
+    for (std::size_t l = 0; l < links; ++l) net_.bw_gbps[2 * l] = net_.bw_gbps[2 * l + 1] = topo_.link(static_cast<topo::LinkId>(l)).bw_gbps;
+    for (std::size_t v = 0; v < topo_.num_vertices(); ++v)
+      net_.bw_gbps[2 * links + v] = topo_.vertex(static_cast<topo::VertexId>(v)).local_bw_gbps;
+    net_.bytes.assign(net_.bw_gbps.size(), 0);
+    net_.busy_us.assign(net_.bw_gbps.size(), 0.0);
+    net_.routes.resize(needs_.size());
+    std::vector<std::uint32_t> order(needs_.size());
+    for (std::uint32_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return needs_[a].src < needs_[b].src; });
+    topo::Router router(topo_);
+    std::vector<topo::Path> from;
+    topo::VertexId have = 0;
+    bool any = false;
+    for (std::uint32_t k : order) {
+      const RouteNeed& need = needs_[k];
+      Route& route = net_.routes[k];
+      route.first = static_cast<std::uint32_t>(net_.hop_res.size());
+      if (need.src == need.dst) {
+        double bw = topo_.vertex(need.src).local_bw_gbps;
+        if (bw > 0) {
+          net_.hop_res.push_back(static_cast<std::uint32_t>(2 * links + need.src));
+          net_.hop_lat_us.push_back(0.0);
+          route.count = 1;
+          route.bottleneck_gbps = bw;
+        }
+        continue;
+      }
+      if (!any || have != need.src) {
+        from = router.routes_from(need.src);
+        have = need.src;
+        any = true;
+      }
+      const topo::Path& p = from[need.dst];
+      if (!p.found)
+        throw InputError("simulate: no route from rank " + std::to_string(need.rank_a) + " (vertex \"" + topo_.vertex(need.src).id +
+                         "\") to rank " + std::to_string(need.rank_b) + " (vertex \"" + topo_.vertex(need.dst).id + "\")");
+      for (const topo::Hop& h : p.hops) {
+        net_.hop_res.push_back(static_cast<std::uint32_t>(h.channel()));
+        net_.hop_lat_us.push_back(topo_.link(h.link).latency_us);
+      }
+      route.count = static_cast<std::uint32_t>(p.hops.size());
+      route.latency_us = p.latency_us;
+      route.bottleneck_gbps = p.bottleneck_gbps;
+    }
+  }
+
+  // ---- the event loop ---------------------------------------------------------------------
+  double local_cost(std::uint64_t bytes) const {
+    return opt_.reduce_gbps > 0 ? static_cast<double>(bytes) / (opt_.reduce_gbps * kBytesPerUsPerGbps) : 0.0;
+  }
+  double recv_cost(std::uint32_t g) const { return type_[g] == OpType::RecvReduce ? local_cost(bytes_[g]) : 0.0; }
+
+  void push(double t, std::uint32_t op, bool flow_start) {
+    heap_.push_back({t, seq_++, op, flow_start});
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  }
+
+  void finish_at(std::uint32_t g, double t) {
+    if (t <= now_) immediate_.push_back(g);
+    else push(t, g, false);
+  }
+
+  void start(std::uint32_t g) {
+    switch (type_[g]) {
+      case OpType::Copy:
+      case OpType::Reduce: finish_at(g, now_ + local_cost(bytes_[g])); break;
+      case OpType::Recv:
+      case OpType::RecvReduce:
+        flags_[g] |= kReached;
+        if (flags_[match_[g]] & kDone) finish_at(g, now_ + recv_cost(g));
+        break;
+      case OpType::Send:
+        if (opt_.model == LinkModel::Queue) queue_send(g);
+        else if (opt_.per_message_us > 0) push(now_ + opt_.per_message_us, g, true);
+        else flow_start(g);
+        break;
+    }
+  }
+
+  void book(std::uint32_t res, std::uint64_t bytes, double occupied_us) {
+    net_.bytes[res] += bytes;
+    net_.busy_us[res] += occupied_us;
+  }
+
+  void queue_send(std::uint32_t g) {
+    const Route& r = net_.routes[route_[g]];
+    double s = now_ + opt_.per_message_us;
+    if (r.count == 0) {
+      finish_at(g, s);
+      return;
+    }
+    auto bytes = static_cast<double>(bytes_[g]);
+    double begin = s, lambda = 0;
+    for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
+      begin = std::max(begin, free_at_[net_.hop_res[h]] - lambda);
+      lambda += net_.hop_lat_us[h];
+    }
+    lambda = 0;
+    for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
+      std::uint32_t res = net_.hop_res[h];
+      double occupied = bytes / (net_.bw_gbps[res] * kBytesPerUsPerGbps);
+      free_at_[res] = begin + lambda + occupied;
+      book(res, bytes_[g], occupied);
+      lambda += net_.hop_lat_us[h];
+    }
+    finish_at(g, begin + r.latency_us + bytes / (r.bottleneck_gbps * kBytesPerUsPerGbps));
+  }
+
+  void flow_start(std::uint32_t g) {
+    const Route& r = net_.routes[route_[g]];
+    if (r.count == 0 || bytes_[g] == 0) {
+      finish_at(g, now_ + r.latency_us);
+      return;
+    }
+    for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
+      std::uint32_t res = net_.hop_res[h];
+      book(res, bytes_[g], static_cast<double>(bytes_[g]) / (net_.bw_gbps[res] * kBytesPerUsPerGbps));
+    }
+    maxmin_->add(g, route_[g], static_cast<double>(bytes_[g]));
+  }
+
+  void on_done(std::uint32_t g) {
+    flags_[g] |= kDone;
+    end_[g] = now_;
+    last_done_ = g;  // time never goes back: the last op done is one of those ending last
+    ++completed_;
+    if (type_[g] == OpType::Send) {
+      std::uint32_t r = match_[g];
+      if (flags_[r] & kReached) {
+        crit_[r] = g;  // the data came last
+        finish_at(r, now_ + recv_cost(r));
+      }
+    }
+    auto wake = [&](std::uint32_t s) {
+      if (--pending_[s] == 0) {
+        crit_[s] = g;
+        start(s);
+      }
+    };
+    if (next_[g] != kNone) wake(next_[g]);
+    if (flags_[g] & kWaitedOn) {
+      auto it = std::lower_bound(dependents_.begin(), dependents_.end(), g, [](const auto& x, std::uint32_t v) { return x.first < v; });
+      for (; it != dependents_.end() && it->first == g; ++it) wake(it->second);
+    }
+  }
+
+  void execute() {
+    if (opt_.model == LinkModel::Queue) free_at_.assign(net_.bw_gbps.size(), 0.0);
+    else maxmin_ = std::make_unique<sim::MaxMinSharing>(net_);
+    for (std::uint32_t g = 0; g < type_.size(); ++g)
+      if (pending_[g] == 0) start(g);
+    std::vector<std::uint32_t> tags, routes;
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    for (;;) {
+      for (std::size_t k = 0; k < immediate_.size(); ++k) on_done(immediate_[k]);
+      immediate_.clear();
+      double next = heap_.empty() ? inf : heap_.front().t;
+      if (maxmin_ && !maxmin_->empty()) {
+        double t = maxmin_->next_completion();
+        if (t <= next) {
+          maxmin_->advance(t);
+          now_ = std::max(now_, t);
+          tags.clear();
+          routes.clear();
+          maxmin_->take_finished(tags, routes);
+          for (std::size_t k = 0; k < tags.size(); ++k) finish_at(tags[k], now_ + net_.routes[routes[k]].latency_us);
+          continue;
+        }
+      }
+      if (heap_.empty()) break;
+      now_ = next;
+      if (maxmin_) maxmin_->advance(now_);
+      // Everything due at this instant, before rates are recomputed once for all of it.
+      while (!heap_.empty() && heap_.front().t == next) {
+        std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+        Event e = heap_.back();
+        heap_.pop_back();
+        if (e.flow_start) flow_start(e.op);
+        else on_done(e.op);
+      }
+    }
+    if (completed_ < type_.size()) deadlock();
+  }
+
+  std::string describe(std::uint32_t g) const {
+    int r = rank_of(g);
+    std::string s = where(r, g - rank_begin_[static_cast<std::size_t>(r)]) + " " + std::string(to_string(type_[g]));
+    if (type_[g] == OpType::Send) s += " to " + std::to_string(rank_of(match_[g]));
+    if (is_recv(type_[g])) s += " from " + std::to_string(rank_of(match_[g]));
+    return s + " ch " + std::to_string(channel_[g]);
+  }
+
+  [[noreturn]] void deadlock() const {
+    // The receives that were reached but whose send never ran hold everything up; when there
+    // are none, the ops wait on each other through deps.
+    std::vector<std::string> stuck;
+    std::size_t left = type_.size() - completed_;
+    for (std::uint32_t g = 0; g < type_.size() && stuck.size() < 4; ++g)
+      if (!(flags_[g] & kDone) && (flags_[g] & kReached)) stuck.push_back(describe(g) + " waits for " + describe(match_[g]));
+    for (std::uint32_t g = 0; g < type_.size() && stuck.empty(); ++g)
+      if (!(flags_[g] & kDone)) stuck.push_back(describe(g) + " waits on a cycle of deps");
+    std::string msg = "simulate: the plan deadlocks: " + std::to_string(left) + " of " + std::to_string(type_.size()) +
+                      " ops never complete; stuck: ";
+    for (std::size_t k = 0; k < stuck.size(); ++k) msg += (k ? "; " : "") + stuck[k];
+    throw InputError(msg);
+  }
+
+  // ---- the result -------------------------------------------------------------------------
+  SimResult report() const {
+    SimResult res;
+    std::uint32_t last = last_done_;
+    for (std::uint32_t g = 0; g < type_.size(); ++g)
+      if (!is_recv(type_[g])) ++res.events;
+    res.time_us = last == kNone ? 0.0 : end_[last];
+    const Request& req = plan_.info().req;
+    res.algbw_gbps = algbw_gbps(req.bytes, res.time_us);
+    res.busbw_gbps = res.algbw_gbps * busbw_factor(req.coll, req.nranks);
+
+    std::vector<std::uint32_t> used;
+    for (std::uint32_t k = 0; k < 2 * topo_.num_links(); ++k)
+      if (net_.bytes[k] > 0) used.push_back(k);
+    std::size_t top = std::min(opt_.top_links, used.size());
+    std::partial_sort(used.begin(), used.begin() + static_cast<std::ptrdiff_t>(top), used.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return net_.busy_us[a] != net_.busy_us[b] ? net_.busy_us[a] > net_.busy_us[b] : a < b;
+    });
+    for (std::size_t k = 0; k < top; ++k)
+      res.busiest.push_back({static_cast<topo::LinkId>(used[k] / 2), used[k] % 2 == 0, net_.bytes[used[k]], net_.busy_us[used[k]]});
+
+    std::vector<std::uint32_t> chain;
+    for (std::uint32_t g = last; g != kNone; g = crit_[g]) chain.push_back(g);
+    std::reverse(chain.begin(), chain.end());
+    std::size_t skip = chain.size() > kCriticalPathLines ? chain.size() - (kCriticalPathLines - 1) : 0;
+    if (skip > 0) res.critical_path.push_back("(" + std::to_string(skip) + " earlier ops)");
+    for (std::size_t k = skip; k < chain.size(); ++k) res.critical_path.push_back(describe(chain[k]) + " ends " + us(end_[chain[k]]) + " us");
+    return res;
+  }
+
+  const Plan& plan_;
+  const topo::Topology& topo_;
+  const SimOptions& opt_;
+
+  std::vector<std::uint32_t> rank_begin_;
+  sim::BigVector<OpType> type_;
+  sim::BigVector<std::uint16_t> channel_;
+  sim::BigVector<std::uint64_t> bytes_;
+  sim::BigVector<std::uint32_t> match_;  // send <-> its receive
+  sim::BigVector<std::uint32_t> route_;  // sends: index into net_.routes
+  sim::BigVector<std::uint8_t> pending_;  // predecessors not yet complete
+  sim::BigVector<std::uint32_t> next_;   // next op of the same (rank, channel)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> dependents_;  // (op, op waiting on it), sorted
+  sim::BigVector<double> end_;
+  sim::BigVector<std::uint8_t> flags_;
+  sim::BigVector<std::uint32_t> crit_;   // the predecessor (or matched send) that completed last
+
+  std::unordered_map<std::uint64_t, std::uint32_t> route_index_;
+  std::vector<RouteNeed> needs_;
+  Network net_;
+
+  std::vector<Event> heap_;
+  std::vector<std::uint32_t> immediate_;  // ops completing now
+  std::uint64_t seq_ = 0;
+  double now_ = 0;
+  std::size_t completed_ = 0;
+  std::uint32_t last_done_ = kNone;
+  std::vector<double> free_at_;  // Queue: per resource
+  std::unique_ptr<sim::MaxMinSharing> maxmin_;
+};
+
+}  // namespace
+
+SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOptions& opt) {
+  return Simulator(plan, topo, opt).run();
+}
+
+}  // namespace collkit::plan

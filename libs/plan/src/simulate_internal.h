@@ -1,0 +1,114 @@
+#pragma once
+// Pieces of the simulator shared between simulate.cpp (setup, event loop, Queue model, report)
+// and simulate_maxmin.cpp (the max-min fair sharing model).
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace collkit::plan::sim {
+
+/// Allocates arrays of 4 MiB and more on 2 MiB boundaries and asks Linux for transparent huge
+/// pages there. The simulator's per-op arrays reach hundreds of MiB for millions of ops, and
+/// first-touch page faults otherwise cost as much as the simulation itself (measured: a quarter
+/// of a 1024-rank ring's time under a hypervisor). Smaller arrays use the ordinary allocator.
+template <class T>
+struct BigAllocator {
+  using value_type = T;
+  static constexpr std::size_t kHuge = std::size_t{2} << 20;
+  BigAllocator() = default;
+  template <class U>
+  BigAllocator(const BigAllocator<U>&) {}
+  static bool big(std::size_t n) { return n * sizeof(T) >= 2 * kHuge; }
+  static std::size_t rounded(std::size_t n) { return (n * sizeof(T) + kHuge - 1) / kHuge * kHuge; }
+  T* allocate(std::size_t n) {
+    if (!big(n)) return std::allocator<T>().allocate(n);
+    void* p = std::aligned_alloc(kHuge, rounded(n));
+    if (!p) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, rounded(n), MADV_HUGEPAGE);  // advice only: failure changes nothing but speed
+#endif
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) {
+    if (!big(n)) return std::allocator<T>().deallocate(p, n);
+    std::free(p);
+  }
+  template <class U>
+  bool operator==(const BigAllocator<U>&) const {
+    return true;
+  }
+};
+
+template <class T>
+using BigVector = std::vector<T, BigAllocator<T>>;
+
+/// A route as the simulator needs it: resources (link directions, or a vertex's local copy
+/// engine) with their bandwidth and the latency before each, all indices into Network arrays.
+struct Route {
+  std::uint32_t first = 0;  ///< into Network::hop_res / hop_lat
+  std::uint32_t count = 0;  ///< hops (0: free: same vertex with unknown local bandwidth)
+  double latency_us = 0;    ///< sum over hops
+  double bottleneck_gbps = 0;
+};
+
+/// The resources transfers compete for. Resource ids: 2*link + direction for link directions
+/// (topo::Hop::channel()), then 2*num_links + vertex for a vertex's local copy bandwidth.
+struct Network {
+  std::vector<double> bw_gbps;        ///< per resource
+  std::vector<Route> routes;
+  std::vector<std::uint32_t> hop_res;  ///< resource of each hop of each route
+  std::vector<double> hop_lat_us;      ///< that hop's link latency
+  std::vector<std::uint64_t> bytes;    ///< per resource: bytes carried
+  std::vector<double> busy_us;         ///< per resource: bytes / bandwidth
+};
+
+/// Max-min fair sharing of resources among active flows (progressive filling). Time advances
+/// only through advance(); rates are recomputed lazily after flows arrive or leave.
+class MaxMinSharing {
+ public:
+  explicit MaxMinSharing(const Network& net);
+
+  bool empty() const { return flows_.empty(); }
+  /// Adds a flow of `bytes` (> 0) on `route` at the current time; `tag` comes back when it ends.
+  void add(std::uint32_t tag, std::uint32_t route, double bytes);
+  /// Absolute time the next flow finishes at the current rates (recomputing them if needed).
+  double next_completion();
+  /// Moves the clock to `t_us`, draining every flow at its rate.
+  void advance(double t_us);
+  /// Removes the flows that have finished by now; appends their (tag, route) pairs.
+  void take_finished(std::vector<std::uint32_t>& tags, std::vector<std::uint32_t>& routes);
+
+ private:
+  struct Flow {
+    std::uint32_t tag;
+    std::uint32_t route;
+    double remaining;  // bytes
+    double initial;
+    double rate = 0;   // bytes per microsecond
+  };
+  void recompute();
+
+  const Network& net_;
+  std::vector<Flow> flows_;
+  double now_us_ = 0;
+  bool dirty_ = false;
+  // Scratch of recompute(), sized to the resources once.
+  std::vector<double> cap_;
+  std::vector<std::uint32_t> unfrozen_;
+  std::vector<std::uint32_t> version_;
+  std::vector<std::uint32_t> slot_;     // resource -> index in touched_
+  std::vector<std::uint32_t> touched_;  // resources crossed by some flow
+  std::vector<std::uint32_t> begin_;    // per slot: first of its flows in members_
+  std::vector<std::uint32_t> fill_;
+  std::vector<std::uint32_t> members_;  // flow indices grouped by slot
+  std::vector<char> frozen_;
+};
+
+}  // namespace collkit::plan::sim

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# coll-plan from the command line: generate every algorithm on a synthetic cluster, verify,
+# simulate, sweep to a tuning table, export to MSCCL XML, show; and bad input.
+source "$(dirname "$0")/lib.sh"
+topo=$COLLKIT_BIN/coll-topo
+plan=$COLLKIT_BIN/coll-plan
+[ -x "$plan" ] || { echo "skip: $plan not built"; exit 77; }
+
+"$topo" synth --node dgx-h100 --nodes 2 --fabric fat-tree:rails=8 -o "$TMP/t.json" 2>/dev/null
+
+# Every applicable algorithm for every collective: generate with the topology, verify, simulate.
+for coll in allreduce reducescatter allgather alltoall broadcast reduce; do
+  for algo in ring tree rd rhd bruck pairwise direct hier; do
+    out="$TMP/$coll-$algo.json"
+    if "$plan" generate --topo "$TMP/t.json" --coll "$coll" --size 1M --algo "$algo" -o "$out" >"$TMP/gen.txt" 2>"$TMP/gen.err"; then
+      if "$plan" verify "$out" >/dev/null && "$plan" simulate "$out" --topo "$TMP/t.json" >"$TMP/sim.txt" &&
+         grep -q "busbw" "$TMP/sim.txt" && grep -q "predicted" "$TMP/gen.txt"; then
+        ok "$coll $algo: generated, verified, simulated"
+      else
+        bad "$coll $algo: $(cat "$TMP/sim.txt" 2>/dev/null | head -3)"
+      fi
+    else
+      # Refusals are fine when the algorithm does not do that collective: one line, exit 2.
+      rc=$?
+      [ "$rc" = 2 ] && [ "$(wc -l <"$TMP/gen.err")" = 1 ] && ok "$coll $algo refused: $(cat "$TMP/gen.err")" || bad "$coll $algo: exit $rc $(cat "$TMP/gen.err")"
+    fi
+  done
+done
+
+# auto picks the fastest and says so; the file records the topology it was made for.
+"$plan" generate --topo "$TMP/t.json" --coll allreduce --size 256M --algo auto -o "$TMP/auto.json" >/dev/null
+expect_eq "$(json_get "$TMP/auto.json" 'j["topology"]["fingerprint"] != "" and j["predicted_us"] > 0')" True "auto plan carries prediction and fingerprint"
+
+# Explicit programs round-trip through verify.
+"$plan" generate --nranks 5 --coll allgather --size 5K --algo ring --explicit -o "$TMP/explicit.json"
+expect_eq "$(json_get "$TMP/explicit.json" 'len(j["programs"])')" 5 "explicit programs"
+"$plan" verify "$TMP/explicit.json" >/dev/null && ok "explicit plan verifies" || bad "explicit plan"
+
+# A tampered plan: one receive's chunk changed. Verify must refuse it with exit 2.
+python3 - "$TMP/explicit.json" "$TMP/tampered.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for op in j["programs"][2]:
+    if op["op"] == "recv":
+        op["dst"][1] = (op["dst"][1] + 1) % j["chunks"]["output"]
+        break
+json.dump(j, open(sys.argv[2], "w"))
+PY
+rc=0; "$plan" verify "$TMP/tampered.json" >/dev/null 2>"$TMP/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "^coll-plan: error: $TMP/tampered.json: plan is wrong: " "$TMP/err" && ok "tampered plan refused" || bad "tampered plan: $rc $(cat "$TMP/err")"
+
+# Sweep with a tuning table.
+"$plan" sweep --topo "$TMP/t.json" --coll allreduce -b 1K -e 64M -f 8 --json "$TMP/tuning.json" >"$TMP/sweep.txt"
+grep -q "gap%" "$TMP/sweep.txt" && ok "sweep table" || bad "sweep table"
+expect_eq "$(json_get "$TMP/tuning.json" 'j["schema"]')" collkit.tuning/1 "tuning table schema"
+expect_eq "$(json_get "$TMP/tuning.json" 'j["ranges"][0]["min_bytes"]')" 0 "tuning table starts at 0"
+
+# MSCCL XML export of a small ring parses as XML with one <gpu> per rank.
+"$plan" generate --nranks 4 --coll allreduce --size 1M --algo ring -o "$TMP/r4.json"
+"$plan" export --format msccl-xml "$TMP/r4.json" -o "$TMP/r4.xml"
+expect_eq "$(python3 -c 'import sys,xml.etree.ElementTree as E; print(len(E.parse(sys.argv[1]).getroot().findall("gpu")))' "$TMP/r4.xml")" 4 "msccl gpus"
+"$plan" show "$TMP/r4.json" --rank 1 >"$TMP/show.txt" && grep -q "send" "$TMP/show.txt" && ok "show" || bad "show"
+
+# Bad input: one line, exit 2 (or 3 for a missing file).
+rc=0; "$plan" generate --nranks 2 --algo spiral >/dev/null 2>"$TMP/err" || rc=$?
+[ "$rc" = 2 ] && grep -q '^coll-plan: error: unknown algorithm "spiral" (known: ring, .*)$' "$TMP/err" && ok "unknown algorithm" || bad "unknown algorithm: $rc $(cat "$TMP/err")"
+expect_fail 2 "coll-plan: error: unknown collective \"allscatter\" (expected allreduce, reducescatter, allgather, alltoall, broadcast or reduce)" \
+  "$plan" generate --nranks 2 --coll allscatter --algo ring
+expect_fail 2 "coll-plan: error: --algo auto needs a topology to simulate the candidates (give --topo)" "$plan" generate --nranks 2
+expect_fail 2 "coll-plan: error: 64 ranks asked, the topology dgx-h100x2-fat-tree has 16" \
+  "$plan" generate --topo "$TMP/t.json" --nranks 64 --algo ring
+expect_fail 2 "coll-plan: error: allgather: 1000 bytes do not split evenly over 3 ranks" \
+  "$plan" generate --nranks 3 --coll allgather --size 1000 --algo ring
+expect_fail 2 "coll-plan: error: invalid size \"12Q\": unknown suffix (use K, M, G or T, 1024-based)" \
+  "$plan" generate --nranks 3 --size 12Q --algo ring
+expect_fail 2 "coll-plan: error: $TMP/t.json: /schema: expected \"collkit.plan/1\", got \"collkit.topology/1\"" "$plan" verify "$TMP/t.json"
+expect_fail 3 "coll-plan: error: $TMP/none.json: cannot open: No such file or directory" "$plan" verify "$TMP/none.json"
+expect_fail 2 "coll-plan: error: unknown link model \"fluid\" (expected queue or maxmin)" \
+  "$plan" simulate "$TMP/r4.json" --topo "$TMP/t.json" --model fluid
+
+finish

@@ -1,0 +1,135 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "collkit/core/error.h"
+#include "collkit/plan/algorithm.h"
+#include "collkit/plan/bounds.h"
+#include "collkit/plan/simulate.h"
+#include "plan/sim_topologies.h"
+
+using namespace collkit::plan;
+using namespace collkit::plan::testing;
+using collkit::InputError;
+
+namespace {
+
+// ForestColl's ratio max |S n ranks| / B+(S) by trying every vertex set (small graphs only).
+double brute_force_ratio(const collkit::topo::Topology& t, int p) {
+  std::size_t n = t.num_vertices();
+  std::vector<int> w(n, 0);
+  for (int r = 0; r < p; ++r) ++w[t.rank_vertex(static_cast<collkit::topo::Rank>(r))];
+  double best = 0;
+  for (std::uint32_t mask = 1; mask < (1u << n); ++mask) {
+    int ranks = 0;
+    for (std::size_t v = 0; v < n; ++v)
+      if (mask >> v & 1u) ranks += w[v];
+    if (ranks == 0 || ranks == p) continue;
+    double out = 0;
+    for (const auto& l : t.links())
+      if ((mask >> l.a & 1u) != (mask >> l.b & 1u)) out += l.bw_gbps;
+    best = std::max(best, ranks / out);
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("bounds: on one switch ForestColl's bound is (p-1)/p n/B, AllReduce twice that") {
+  for (int p : {2, 3, 5, 8}) {
+    CAPTURE(p);
+    auto t = uniform(p, 100, 0.5);
+    std::uint64_t n = static_cast<std::uint64_t>(p) * 1000000;
+    double expected = (p - 1.0) / p * static_cast<double>(n) / 100e3;
+    CHECK(lower_bound({Collective::AllGather, n, p, 0}, t).bandwidth_us == doctest::Approx(expected));
+    CHECK(lower_bound({Collective::ReduceScatter, n, p, 0}, t).bandwidth_us == doctest::Approx(expected));
+    CHECK(lower_bound({Collective::AllReduce, n, p, 0}, t).bandwidth_us == doctest::Approx(2 * expected));
+  }
+  Bound b = lower_bound({Collective::AllGather, 8000000, 8, 0}, uniform(8, 100, 0.5));
+  CHECK(b.witness == "S = all vertices but {g0}: 7 of 8 ranks inside, 100 GB/s leaves S; 7 shards of 1000000 bytes must leave S");
+  CHECK(b.latency_us == doctest::Approx(3 * 1.0));  // ceil(log2 8) rounds of a 2-hop route
+  CHECK(b.time_us() == doctest::Approx(70));
+}
+
+TEST_CASE("bounds: a thin link between two hosts gives the host cut") {
+  auto t = two_hosts(2, 100, 1, 10, 5);
+  Bound ag = lower_bound({Collective::AllGather, 4000000, 4, 0}, t);
+  // Host b's two shards of 1 MB leave over 10 GB/s: 200 us, far above 3/4 * 4 MB / 100 GB/s = 30.
+  CHECK(ag.bandwidth_us == doctest::Approx(200));
+  CHECK(ag.witness == "S = host b: 2 of 4 ranks inside, 10 GB/s leaves S; 2 shards of 1000000 bytes must leave S");
+  Bound ar = lower_bound({Collective::AllReduce, 4000000, 4, 0}, t);
+  CHECK(ar.bandwidth_us == doctest::Approx(400));
+  CHECK(ar.witness.rfind("2 x reduce-scatter: S = host b", 0) == 0);
+  Bound a2a = lower_bound({Collective::AlltoAll, 4000000, 4, 0}, t);
+  CHECK(a2a.bandwidth_us == doctest::Approx(2 * 2 * 1e6 / 10e3));
+  CHECK(a2a.witness == "ranks of host a vs the rest: 2 x 2 pieces of 1000000 bytes cross 10 GB/s");
+  Bound bc = lower_bound({Collective::Broadcast, 1000000, 4, 0}, t);
+  CHECK(bc.bandwidth_us == doctest::Approx(100));
+  CHECK(bc.witness == "root rank 0 (a/g0) to vertex b/g0: max flow 10 GB/s for 1000000 bytes");
+  CHECK(bc.latency_us == doctest::Approx(7));  // the farthest rank from the root: 1 + 5 + 1
+  CHECK(lower_bound({Collective::Reduce, 1000000, 4, 3}, t).bandwidth_us == doctest::Approx(100));
+}
+
+TEST_CASE("bounds: the ForestColl ratio is exact on an irregular graph") {
+  // Three switches in a line with uneven links and GPUs hanging off each: the best cut is neither
+  // a single vertex nor its complement.
+  collkit::topo::Topology t;
+  t.name = "irregular";
+  using collkit::topo::VertexKind;
+  auto s0 = t.add_vertex(make_vertex("s0", VertexKind::NetSwitch));
+  auto s1 = t.add_vertex(make_vertex("s1", VertexKind::NetSwitch));
+  auto s2 = t.add_vertex(make_vertex("s2", VertexKind::NetSwitch));
+  t.add_link(make_link(s0, s1, 30, 1));
+  t.add_link(make_link(s1, s2, 70, 1));
+  const double bw[] = {50, 80, 20, 100, 60, 40, 90};
+  const collkit::topo::VertexId at[] = {s0, s0, s0, s1, s2, s2, s2};
+  for (int i = 0; i < 7; ++i) {
+    auto g = t.add_vertex(make_vertex("g" + std::to_string(i), VertexKind::Gpu));
+    t.add_link(make_link(g, at[i], bw[i], 0.5));
+    t.add_rank(g);
+  }
+  double exact = brute_force_ratio(t, 7);
+  double shard = 1e6;
+  Bound b = lower_bound({Collective::AllGather, 7000000, 7, 0}, t);
+  CHECK(b.bandwidth_us == doctest::Approx(shard * exact / 1e3).epsilon(1e-9));
+  // Only 5 of the ranks: the other two GPUs are plain vertices.
+  CHECK(lower_bound({Collective::AllGather, 5000000, 5, 0}, t).bandwidth_us ==
+        doctest::Approx(shard * brute_force_ratio(t, 5) / 1e3).epsilon(1e-9));
+}
+
+TEST_CASE("bounds: oversubscribing a fat-tree raises the bound") {
+  auto full = fat_tree(4, 2, 2, 100, 1), half = fat_tree(4, 2, 2, 100, 2), quarter = fat_tree(4, 2, 2, 100, 4);
+  Request a2a{Collective::AlltoAll, 8000000, 8, 0};
+  // 1:1: each GPU injects 7 pieces of 1 MB over 100 GB/s. 2:1: a leaf's 2 x 6 pieces over 100 GB/s.
+  CHECK(lower_bound(a2a, full).bandwidth_us == doctest::Approx(70));
+  CHECK(lower_bound(a2a, half).bandwidth_us == doctest::Approx(120));
+  CHECK(lower_bound(a2a, half).witness == "ranks under switch leaf0 vs the rest: 2 x 6 pieces of 1000000 bytes cross 100 GB/s");
+  // AllGather is bound by each GPU's own link until the uplinks are thinner still (4:1).
+  Request ag{Collective::AllGather, 8000000, 8, 0};
+  CHECK(lower_bound(ag, full).bandwidth_us == doctest::Approx(70));
+  CHECK(lower_bound(ag, half).bandwidth_us == doctest::Approx(70));
+  CHECK(lower_bound(ag, quarter).bandwidth_us == doctest::Approx(120));
+}
+
+TEST_CASE("bounds: the ring meets the bound on one switch; gap_percent") {
+  auto t = uniform(8, 100, 0);
+  Request req{Collective::AllGather, 8000000, 8, 0};
+  auto plan = generate("ring", req, nullptr);
+  Bound b = lower_bound(req, t);
+  SimResult r = simulate(*plan, t);
+  CHECK(r.time_us == doctest::Approx(b.time_us()));
+  CHECK(gap_percent(r.time_us, b) == doctest::Approx(0).epsilon(1e-6));
+  Bound fixed;
+  fixed.bandwidth_us = 100;
+  CHECK(gap_percent(150, fixed) == doctest::Approx(50));
+  CHECK(gap_percent(150, Bound{}) == 0);
+}
+
+TEST_CASE("bounds: one rank, and more ranks than the topology has") {
+  auto t = uniform(4, 100, 0.5);
+  Bound one = lower_bound({Collective::AllReduce, 1024, 1, 0}, t);
+  CHECK(one.time_us() == 0);
+  CHECK(one.witness == "one rank: nothing crosses a link");
+  CHECK_THROWS_WITH_AS(lower_bound({Collective::AllReduce, 1024, 5, 0}, t),
+                       "lower bound: the request has 5 ranks but topology \"uniform\" maps 4", InputError);
+}

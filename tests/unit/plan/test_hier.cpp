@@ -1,0 +1,80 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+
+#include "collkit/core/error.h"
+#include "collkit/plan/algorithm.h"
+#include "collkit/topo/synth.h"
+#include "plan_testing.h"
+
+using namespace collkit;
+using namespace collkit::plan;
+using namespace collkit::plan::testing;
+
+namespace {
+
+topo::Topology make(const std::string& node, int nodes, const std::string& fabric = "") {
+  setenv("COLLKIT_CONFIGS", COLLKIT_CONFIGS_DIR, 1);
+  return topo::synth({node, nodes, fabric});
+}
+
+}  // namespace
+
+TEST_CASE("hier: supports needs a topology, equal hosts and AR/RS/AG") {
+  const Algorithm& a = algorithm("hier");
+  std::string why;
+  CHECK_FALSE(a.supports(Request{Collective::AllReduce, 1024, 8, 0}, nullptr, &why));
+  CHECK(why == "hier needs a topology to group ranks by host");
+  auto t = make("pcie-8gpu:gpus=4", 3, "single-switch");
+  CHECK_FALSE(a.supports(Request{Collective::AllReduce, 1024, 10, 0}, &t, &why));
+  CHECK(why == "hosts hold unequal numbers of ranks (host 0: 4, host 2: 2); hier needs the same number on each");
+  CHECK_FALSE(a.supports(Request{Collective::Broadcast, 1024, 12, 0}, &t, &why));
+  CHECK(why == "hier does AllReduce, ReduceScatter, AllGather and AlltoAll only");
+  CHECK(a.supports(Request{Collective::AllReduce, 1024, 12, 0}, &t, &why));
+  CHECK(a.formula(Collective::AllReduce) == std::string("2(g-1)a_i + 2((g-1)/g)nb_i + 2(N-1)a_o + 2((N-1)/N)(n/g)b_o"));
+  CHECK_THROWS_WITH_AS(generate("hier", Request{Collective::AllReduce, 1024, 8, 0}, nullptr),
+                       "algorithm hier cannot do allreduce on 8 ranks: hier needs a topology to group ranks by host",
+                       InputError);
+}
+
+TEST_CASE("hier: params hold the grouping") {
+  auto t = make("dgx-h100", 2);
+  auto plan = generate("hier", Request{Collective::AllReduce, 8 * 1024, 16, 0}, &t);
+  CHECK(plan->info().params.at("hosts") == "2");
+  CHECK(plan->info().params.at("local") == "8");
+  CHECK(plan->info().in_chunks == 16);
+  // Rank 0 (host 0, local 0): 7 intra RS steps, 1+1 inter steps, 7 intra AG steps, two ops each.
+  CHECK(plan->program(0).size() == 2 * (7 + 2 + 7));
+  check_plan(*plan);
+}
+
+TEST_CASE("hier: every N x g plan is correct") {
+  for (int g = 1; g <= 8; ++g) {
+    auto t = make("pcie-8gpu:gpus=" + std::to_string(g), 4, "single-switch");
+    for (int n = 1; n <= 4; ++n) {
+      int p = n * g;
+      for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::AlltoAll}) {
+        std::uint64_t bytes = 8ull * static_cast<std::uint64_t>(p * p) * 4;
+        auto plan = generate("hier", Request{c, bytes, p, 0}, &t);
+        INFO(describe_plan(plan->info()));
+        check_plan(*plan);
+      }
+      AlgoOptions two;
+      two.channels = 2;
+      auto plan = generate("hier", Request{Collective::AllReduce, 8ull * 2 * static_cast<std::uint64_t>(p) * 4, p, 0}, &t, two);
+      INFO(describe_plan(plan->info()));
+      check_plan(*plan);
+    }
+  }
+}
+
+TEST_CASE("hier: dgx1-v100 x 2 and dgx-h100 x 2 verify") {
+  for (const char* node : {"dgx1-v100", "dgx-h100"}) {
+    auto t = make(node, 2);
+    for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::AlltoAll}) {
+      auto plan = generate("hier", Request{c, 8 * 16 * 16, 16, 0}, &t);
+      INFO(describe_plan(plan->info()));
+      check_plan(*plan);
+    }
+  }
+}

@@ -1,0 +1,229 @@
+#include <doctest/doctest.h>
+
+
+#include "algorithms/common.h"
+#include "collkit/core/error.h"
+#include "collkit/plan/algorithm.h"
+#include "collkit/plan/simulate.h"
+#include "plan/sim_topologies.h"
+
+using namespace collkit::plan;
+using namespace collkit::plan::testing;
+using collkit::InputError;
+
+namespace {
+
+// GB/s to microseconds per byte.
+double beta(double gbps) { return 1.0 / (gbps * 1e3); }
+
+bool has_algorithm(std::string_view name) {
+  for (const Algorithm* a : algorithms())
+    if (a->name() == name) return true;
+  return false;
+}
+
+SimOptions with(LinkModel model, double per_message_us = 0, double reduce_gbps = 0) {
+  SimOptions o;
+  o.model = model;
+  o.per_message_us = per_message_us;
+  o.reduce_gbps = reduce_gbps;
+  return o;
+}
+
+// A hand-made plan whose buffers are `chunks` chunks of `bytes` in all (a Broadcast request,
+// so input and output both hold `bytes`).
+ExplicitPlan hand_plan(std::uint64_t bytes, std::uint32_t chunks, std::vector<std::vector<Op>> programs, std::uint16_t channels = 2) {
+  PlanInfo info;
+  info.req = {Collective::Broadcast, bytes, static_cast<int>(programs.size()), 0};
+  info.algorithm = "explicit";
+  info.in_chunks = info.out_chunks = chunks;
+  info.channels = channels;
+  return ExplicitPlan(info, std::move(programs));
+}
+
+std::string error_of(const Plan& plan, const collkit::topo::Topology& t) {
+  try {
+    simulate(plan, t);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("simulate: ring allgather, reducescatter and allreduce match the alpha-beta closed forms") {
+  const int p = 8;
+  const double bw = 100, lat = 0.5, per_message = 2, reduce = 50;
+  auto t = uniform(p, bw, lat);
+  double a = 2 * lat + per_message;  // two hops per route, plus the software overhead
+  double b = beta(bw), g = beta(reduce);
+  double n = 8.0 * 1024 * 1024;
+  double f = (p - 1.0) / p;
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin}) {
+    CAPTURE(static_cast<int>(model));
+    // AllGather's first op copies the input into place: free here, as the formula has no g.
+    auto ag = generate("ring", {Collective::AllGather, 8u << 20, p, 0}, nullptr);
+    SimResult r = simulate(*ag, t, with(model, per_message));
+    CHECK(r.time_us == doctest::Approx((p - 1) * a + f * n * b).epsilon(1e-9));
+    CHECK(r.algbw_gbps == doctest::Approx(n / (r.time_us * 1e3)));
+    CHECK(r.busbw_gbps == doctest::Approx(r.algbw_gbps * f));
+    CHECK(r.events == 8 * 8);  // per rank: one copy and 7 sends
+
+    auto rs = generate("ring", {Collective::ReduceScatter, 8u << 20, p, 0}, nullptr);
+    CHECK(simulate(*rs, t, with(model, per_message, reduce)).time_us ==
+          doctest::Approx((p - 1) * a + f * n * (b + g)).epsilon(1e-9));
+
+    auto ar = generate("ring", {Collective::AllReduce, 8u << 20, p, 0}, nullptr);
+    SimResult rar = simulate(*ar, t, with(model, per_message, reduce));
+    CHECK(rar.time_us == doctest::Approx(2 * (p - 1) * a + 2 * f * n * b + f * n * g).epsilon(1e-9));
+    CHECK(rar.busbw_gbps == doctest::Approx(rar.algbw_gbps * 2 * f));
+  }
+}
+
+TEST_CASE("simulate: recursive doubling and halving-doubling match their closed forms") {
+  // "rd" and "rhd" live in libs/plan/src/algorithms/; each check runs when the registry has the
+  // algorithm and it supports the request.
+  const int p = 8;
+  const double bw = 100, lat = 0.5, per_message = 2;
+  auto t = uniform(p, bw, lat);
+  double a = 2 * lat + per_message, b = beta(bw);
+  double n = 8.0 * 1024 * 1024, f = (p - 1.0) / p, logp = 3;
+  struct Case {
+    const char* algo;
+    Collective coll;
+    double expected_us;
+  };
+  const Case cases[] = {
+      {"rd", Collective::AllGather, logp * a + f * n * b},
+      {"rd", Collective::AllReduce, logp * (a + n * b)},
+      {"rhd", Collective::ReduceScatter, logp * a + f * n * b},
+      {"rhd", Collective::AllGather, logp * a + f * n * b},
+      {"rhd", Collective::AllReduce, 2 * logp * a + 2 * f * n * b},
+  };
+  int checked = 0;
+  for (const Case& c : cases) {
+    CAPTURE(c.algo);
+    CAPTURE(to_string(c.coll));
+    if (!has_algorithm(c.algo)) continue;
+    Request req{c.coll, 8u << 20, p, 0};
+    if (!algorithm(c.algo).supports(req, &t, nullptr)) continue;
+    auto plan = generate(c.algo, req, nullptr);
+    for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin})
+      CHECK(simulate(*plan, t, with(model, per_message)).time_us == doctest::Approx(c.expected_us).epsilon(0.01));
+    ++checked;
+  }
+  if (checked == 0) MESSAGE("rd / rhd not registered: closed-form checks skipped");
+}
+
+TEST_CASE("simulate: on two hosts the ring waits on the thin inter-host link every step") {
+  // Ring 0 -> 1 -> 2 -> 3 -> 0; 1 -> 2 and 3 -> 0 cross the 10 GB/s link (one direction each),
+  // latency 1 + 5 + 1 us; every step ends when those arrive.
+  auto t = two_hosts(2, 100, 1, 10, 5);
+  auto ag = generate("ring", {Collective::AllGather, 4000000, 4, 0}, nullptr);
+  double step = 7 + 1e6 * beta(10);
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin})
+    CHECK(simulate(*ag, t, with(model)).time_us == doctest::Approx(3 * step).epsilon(1e-9));
+}
+
+TEST_CASE("simulate: two flows into one link take twice as long under both models") {
+  using namespace algo;
+  auto t = uniform(3, 100, 0);
+  const std::uint64_t n = 1000000;  // 10 us at 100 GB/s
+  auto one = hand_plan(n, 1, {{send(2, in(0), 1, 0)}, {}, {recv(0, out(0), 1, 0)}});
+  auto two = hand_plan(n, 1, {{send(2, in(0), 1, 0)}, {send(2, in(0), 1, 1)}, {recv(0, out(0), 1, 0), recv(1, out(0), 1, 1)}});
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin}) {
+    CHECK(simulate(one, t, with(model)).time_us == doctest::Approx(10));
+    CHECK(simulate(two, t, with(model)).time_us == doctest::Approx(20));
+  }
+  // Queue serves one after the other; MaxMin shares, so both end together.
+  CHECK(simulate(two, t, with(LinkModel::Queue)).critical_path.front() == "rank 1 op 0 send to 2 ch 1 ends 20 us");
+  SimResult q = simulate(two, t, with(LinkModel::Queue));
+  REQUIRE(q.critical_path.size() == 2);
+  CHECK(q.critical_path[1] == "rank 2 op 1 recv from 1 ch 1 ends 20 us");
+  REQUIRE(!q.busiest.empty());
+  CHECK(q.busiest[0].link == 2);  // g2 - sw
+  CHECK_FALSE(q.busiest[0].forward);  // sw -> g2
+  CHECK(q.busiest[0].bytes == 2 * n);
+  CHECK(q.busiest[0].busy_us == doctest::Approx(20));
+}
+
+TEST_CASE("simulate: Queue and MaxMin differ where they should") {
+  using namespace algo;
+  auto t = uniform(4, 100, 0);
+  const std::uint64_t n = 1000000;
+  SUBCASE("a chain of shared links: FIFO idles a link that fair sharing keeps busy") {
+    // X: 0 -> 2, Y: 1 -> 2, Z: 1 -> 3. Queue: X 0-10, Y waits for sw->g2 (10-20), Z for g1->sw
+    // (20-30). MaxMin: every shared link splits in two, all three end at 20.
+    auto plan = hand_plan(n, 1,
+                          {{send(2, in(0), 1, 0)},
+                           {send(2, in(0), 1, 1), send(3, in(0), 1, 0)},
+                           {recv(0, out(0), 1, 0), recv(1, out(0), 1, 1)},
+                           {recv(1, out(0), 1, 0)}});
+    CHECK(simulate(plan, t, with(LinkModel::Queue)).time_us == doctest::Approx(30));
+    CHECK(simulate(plan, t, with(LinkModel::MaxMin)).time_us == doctest::Approx(20));
+  }
+  SUBCASE("rates are recomputed when a flow leaves") {
+    // A: 0 -> 2 of n, B: 1 -> 2 of 2n. MaxMin: both at 50 GB/s until A ends at 20, then B alone
+    // at 100 GB/s ends at 30 (40 had B kept its half). Queue: A ends at 10, B at 30.
+    auto plan = hand_plan(2 * n, 2, {{send(2, in(0), 1, 0)}, {send(2, in(0), 2, 1)}, {recv(0, out(0), 1, 0), recv(1, out(0), 2, 1)}, {}});
+    SimResult q = simulate(plan, t, with(LinkModel::Queue));
+    SimResult m = simulate(plan, t, with(LinkModel::MaxMin));
+    CHECK(q.time_us == doctest::Approx(30));
+    CHECK(m.time_us == doctest::Approx(30));
+    CHECK(q.critical_path.back() == "rank 2 op 1 recv from 1 ch 1 ends 30 us");
+    CHECK(m.critical_path.back() == "rank 2 op 1 recv from 1 ch 1 ends 30 us");  // 40 if B kept its half
+  }
+}
+
+TEST_CASE("simulate: ranks on one vertex copy at its local bandwidth, or for free when unknown") {
+  using namespace algo;
+  collkit::topo::Topology t;
+  t.name = "one-gpu";
+  auto v = t.add_vertex(make_vertex("g", collkit::topo::VertexKind::Gpu));
+  t.add_rank(v);
+  t.add_rank(v);
+  auto plan = hand_plan(1000000, 1, {{send(1, in(0), 1, 0)}, {recv(0, out(0), 1, 0)}}, 1);
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin}) {
+    CHECK(simulate(plan, t, with(model, 1)).time_us == doctest::Approx(1));  // per-message only
+    t.mutable_vertex(v).local_bw_gbps = 50;
+    CHECK(simulate(plan, t, with(model, 1)).time_us == doctest::Approx(21));
+    t.mutable_vertex(v).local_bw_gbps = 0;
+  }
+}
+
+TEST_CASE("simulate: errors name the ops") {
+  using namespace algo;
+  auto t = uniform(4, 100, 0);
+  auto five = generate("ring", {Collective::AllReduce, 5 * 1024, 5, 0}, nullptr);
+  CHECK(error_of(*five, t) == "simulate: the plan has 5 ranks but topology \"uniform\" maps 4");
+
+  auto dead = hand_plan(1000, 1, {{recv(1, out(0), 1, 0), send(1, in(0), 1, 0)}, {recv(0, out(0), 1, 0), send(0, in(0), 1, 0)}}, 1);
+  CHECK(error_of(dead, t) ==
+        "simulate: the plan deadlocks: 4 of 4 ops never complete; stuck: rank 0 op 0 recv from 1 ch 0 waits for rank 1 op 1 "
+        "send to 0 ch 0; rank 1 op 0 recv from 0 ch 0 waits for rank 0 op 1 send to 1 ch 0");
+
+  auto lonely = hand_plan(1000, 1, {{send(1, in(0), 1, 0)}, {}}, 1);
+  CHECK(error_of(lonely, t) == "simulate: rank 0 op 0 send to 1 ch 0 has no matching receive on rank 1");
+
+  auto sizes = hand_plan(1000, 2, {{send(1, in(0), 2, 0)}, {recv(0, out(0), 1, 0)}}, 1);
+  CHECK(error_of(sizes, t) == "simulate: rank 1 op 0 recv from 0 expects 500 bytes but rank 0 op 0 sends 1000");
+
+  auto range = hand_plan(1000, 2, {{send(1, in(1), 2, 0)}, {recv(0, out(0), 2, 0)}}, 1);
+  CHECK(error_of(range, t) == "rank 0 op 0: chunks [1, 3) of the input buffer are out of range (2 chunks)");
+
+  Op looped = send(1, in(0), 1, 0);
+  looped.depend_on(0);
+  auto self = hand_plan(1000, 1, {{looped}, {recv(0, out(0), 1, 0)}}, 1);
+  CHECK(error_of(self, t) == "rank 0 op 0: dependency on op 0, which is itself");
+}
+
+TEST_CASE("simulate: deps across channels order the ops") {
+  using namespace algo;
+  auto t = uniform(3, 100, 0);
+  // Rank 0 sends to 1 on channel 0, then, on channel 1 but only after that send, to 2.
+  Op second = send(2, in(0), 1, 1);
+  second.depend_on(0);
+  auto plan = hand_plan(1000000, 1, {{send(1, in(0), 1, 0), second}, {recv(0, out(0), 1, 0)}, {recv(0, out(0), 1, 1)}});
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin}) CHECK(simulate(plan, t, with(model)).time_us == doctest::Approx(20));
+}
