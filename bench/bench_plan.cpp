@@ -28,20 +28,20 @@ plan::Request request(const topo::Topology& t) {
   return {plan::Collective::AllReduce, std::uint64_t{1} << 30, static_cast<int>(t.num_ranks()), 0};
 }
 
-void BM_Generate(benchmark::State& state, const char* algo, int nodes) {
+void BM_Generate(benchmark::State& state, const char* algo, int nodes, int channels) {
   const auto& t = cluster(nodes);
   std::size_t ops = 0;
   for (auto _ : state) {
-    auto p = plan::generate(algo, request(t), &t);
+    auto p = plan::generate(algo, request(t), &t, {channels, 0, false, {}});
     ops = 0;
     for (int r = 0; r < p->nranks(); ++r) ops += p->program(r).size();
   }
   state.counters["ops"] = static_cast<double>(ops);
 }
 
-void BM_Verify(benchmark::State& state, const char* algo, int nodes) {
+void BM_Verify(benchmark::State& state, const char* algo, int nodes, int channels) {
   const auto& t = cluster(nodes);
-  auto p = plan::generate(algo, request(t), &t);
+  auto p = plan::generate(algo, request(t), &t, {channels, 0, false, {}});
   plan::VerifyResult r;
   for (auto _ : state) r = plan::verify(*p);
   if (!r.ok) state.SkipWithError(r.error.c_str());
@@ -49,9 +49,9 @@ void BM_Verify(benchmark::State& state, const char* algo, int nodes) {
   state.counters["ops_per_s"] = benchmark::Counter(static_cast<double>(r.ops), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_Simulate(benchmark::State& state, const char* algo, int nodes) {
+void BM_Simulate(benchmark::State& state, const char* algo, int nodes, int channels) {
   const auto& t = cluster(nodes);
-  auto p = plan::generate(algo, request(t), &t);
+  auto p = plan::generate(algo, request(t), &t, {channels, 0, false, {}});
   plan::SimResult r;
   for (auto _ : state) r = plan::simulate(*p, t);
   state.counters["events"] = static_cast<double>(r.events);
@@ -60,10 +60,10 @@ void BM_Simulate(benchmark::State& state, const char* algo, int nodes) {
 }
 
 // The target as one measured number: all three steps end to end.
-void BM_EndToEnd(benchmark::State& state, const char* algo, int nodes) {
+void BM_EndToEnd(benchmark::State& state, const char* algo, int nodes, int channels) {
   const auto& t = cluster(nodes);
   for (auto _ : state) {
-    auto p = plan::generate(algo, request(t), &t);
+    auto p = plan::generate(algo, request(t), &t, {channels, 0, false, {}});
     auto v = plan::verify(*p);
     if (!v.ok) state.SkipWithError(v.error.c_str());
     benchmark::DoNotOptimize(plan::simulate(*p, t));
@@ -72,10 +72,12 @@ void BM_EndToEnd(benchmark::State& state, const char* algo, int nodes) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_Generate, ring_1024, "ring", 128)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(BM_Verify, ring_1024, "ring", 128)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(BM_Simulate, ring_1024, "ring", 128)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(BM_EndToEnd, ring_1024, "ring", 128)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(BM_Generate, hier_16384, "hier", 2048)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(BM_EndToEnd, hier_16384, "hier", 2048)->Unit(benchmark::kMillisecond)->Iterations(1);
+// One ring (the case), then the default for this cluster: one ring per NIC rail (8).
+BENCHMARK_CAPTURE(BM_Generate, ring_1024_1ch, "ring", 128, 1)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Verify, ring_1024_1ch, "ring", 128, 1)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Simulate, ring_1024_1ch, "ring", 128, 1)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_EndToEnd, ring_1024_1ch, "ring", 128, 1)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_EndToEnd, ring_1024_8ch, "ring", 128, 0)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Generate, hier_16384, "hier", 2048, 0)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_EndToEnd, hier_16384, "hier", 2048, 0)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_MAIN();

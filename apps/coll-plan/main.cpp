@@ -31,6 +31,7 @@ struct Options {
   int channels = 0;
   int pipeline = 0;
   bool bidirectional = false;
+  std::string inter;
   bool explicit_programs = false;
   std::string output;
   std::string plan_file;
@@ -59,7 +60,14 @@ plan::SimOptions sim_options(const Options& o) {
   return s;
 }
 
-plan::AlgoOptions algo_options(const Options& o) { return {o.channels, o.pipeline, o.bidirectional}; }
+plan::AlgoOptions algo_options(const Options& o) {
+  plan::AlgoOptions a;
+  a.channels = o.channels;
+  a.pipeline = o.pipeline;
+  a.bidirectional = o.bidirectional;
+  a.inter = o.inter;
+  return a;
+}
 
 std::string us(double v) { return fmt::format("{:.2f}", v); }
 
@@ -189,6 +197,7 @@ int main(int argc, char** argv) {
     s->add_option("--channels", o.channels, "parallel channels (rings/trees); default: the algorithm's")->check(CLI::NonNegativeNumber);
     s->add_option("--pipeline", o.pipeline, "chunks per slice for pipelining; default: the algorithm's")->check(CLI::NonNegativeNumber);
     s->add_flag("--bidirectional", o.bidirectional, "ring: half the data each way");
+    s->add_option("--inter", o.inter, "hier: inter-host AllReduce algorithm (ring, rhd, rd, tree); default: ring up to 16 hosts, rhd beyond");
   };
   auto add_sim_knobs = [&](CLI::App* s) {
     s->add_option("--model", o.model, "link sharing model: queue (fast) or maxmin (max-min fair)");

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <queue>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
@@ -354,34 +355,62 @@ void rooted(const Request& req, const Topology& t, Bound& b) {
               std::to_string(req.bytes) + " bytes";
 }
 
+// Both terms cost one search, not one per rank, so the bound stays cheap at 16k ranks:
+//  - no message between two ranks takes less than the smallest path latency between two distinct
+//    rank endpoints (0 when ranks share a vertex), found for all pairs at once by a multi-source
+//    search over latency (the closest pair meets across some link whose two ends were reached
+//    from different endpoints); ceil(log2 p) rounds of messages are needed (single-port argument);
+//  - data must reach the rank farthest from rank 0 (from the root for Broadcast; into the root
+//    for Reduce), so T >= that route's latency.
 void latency(const Request& req, const Topology& t, Bound& b) {
   int p = req.nranks;
   if (p < 2) return;
-  // One routes_from() per distinct rank vertex; ranks sharing a vertex are 0 apart.
-  std::vector<VertexId> verts;
-  std::vector<char> seen(t.num_vertices(), 0);
+  std::vector<char> is_rank(t.num_vertices(), 0);
   bool shared = false;
+  std::vector<VertexId> verts;
   for (int r = 0; r < p; ++r) {
     VertexId v = t.rank_vertex(static_cast<topo::Rank>(r));
-    if (seen[v]) shared = true;
+    if (is_rank[v]) shared = true;
     else verts.push_back(v);
-    seen[v] = 1;
+    is_rank[v] = 1;
   }
-  VertexId root = t.rank_vertex(static_cast<topo::Rank>(req.root));
-  bool rooted_coll = facts(req.coll).has_root;
-  double nearest = shared ? 0.0 : std::numeric_limits<double>::infinity(), farthest = 0;
-  topo::Router router(t);
-  for (VertexId a : verts) {
-    auto paths = router.routes_from(a);
-    for (VertexId c : verts) {
-      if (c == a || !paths[c].found) continue;
-      double lat = paths[c].latency_us;
-      nearest = std::min(nearest, lat);
-      bool counts = !rooted_coll || (req.coll == Collective::Broadcast ? a == root : c == root);
-      if (counts) farthest = std::max(farthest, lat);
+  double nearest = std::numeric_limits<double>::infinity();
+  {
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> dist(t.num_vertices(), inf);
+    std::vector<VertexId> owner(t.num_vertices(), 0);
+    using Item = std::pair<double, VertexId>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+    for (VertexId v : verts) {
+      dist[v] = 0;
+      owner[v] = v;
+      heap.push({0.0, v});
     }
+    while (!heap.empty()) {
+      auto [d, u] = heap.top();
+      heap.pop();
+      if (d > dist[u]) continue;
+      for (const topo::Adjacent& a : t.adjacent(u)) {
+        double nd = d + t.link(a.link).latency_us;
+        if (nd < dist[a.peer]) {
+          dist[a.peer] = nd;
+          owner[a.peer] = owner[u];
+          heap.push({nd, a.peer});
+        }
+      }
+    }
+    for (const topo::Link& l : t.links())
+      if (owner[l.a] != owner[l.b] && dist[l.a] < inf && dist[l.b] < inf)
+        nearest = std::min(nearest, dist[l.a] + l.latency_us + dist[l.b]);
   }
-  if (verts.size() < 2) nearest = 0;
+  if (shared || verts.size() < 2 || !std::isfinite(nearest)) nearest = 0;
+  VertexId from = t.rank_vertex(static_cast<topo::Rank>(facts(req.coll).has_root ? req.root : 0));
+  double farthest = 0;
+  topo::Router router(t);
+  // Routes are symmetric (full-duplex links, symmetric host confinement), so the routes into
+  // the root of a Reduce are the routes out of it reversed.
+  for (const auto& path : router.routes_to(from, verts))
+    if (path.found) farthest = std::max(farthest, path.latency_us);
   double rounds = std::ceil(std::log2(static_cast<double>(p)));
   b.latency_us = std::max(rounds * nearest, farthest);
 }

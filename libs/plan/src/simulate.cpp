@@ -263,9 +263,16 @@ class Simulator {
     for (std::uint32_t k = 0; k < order.size(); ++k) order[k] = k;
     std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return needs_[a].src < needs_[b].src; });
     topo::Router router(topo_);
-    std::vector<topo::Path> from;
-    topo::VertexId have = 0;
-    bool any = false;
+    // Per source vertex, the routes to exactly the vertices it talks to (early-stopping searches).
+    std::vector<topo::Path> paths(needs_.size());
+    for (std::size_t i = 0; i < order.size();) {
+      std::size_t j = i;
+      std::vector<topo::VertexId> dsts;
+      while (j < order.size() && needs_[order[j]].src == needs_[order[i]].src) dsts.push_back(needs_[order[j++]].dst);
+      auto found = router.routes_to(needs_[order[i]].src, dsts);
+      for (std::size_t k = i; k < j; ++k) paths[order[k]] = std::move(found[k - i]);
+      i = j;
+    }
     for (std::uint32_t k : order) {
       const RouteNeed& need = needs_[k];
       Route& route = net_.routes[k];
@@ -280,12 +287,7 @@ class Simulator {
         }
         continue;
       }
-      if (!any || have != need.src) {
-        from = router.routes_from(need.src);
-        have = need.src;
-        any = true;
-      }
-      const topo::Path& p = from[need.dst];
+      const topo::Path& p = paths[k];
       if (!p.found)
         throw InputError("simulate: no route from rank " + std::to_string(need.rank_a) + " (vertex \"" + topo_.vertex(need.src).id +
                          "\") to rank " + std::to_string(need.rank_b) + " (vertex \"" + topo_.vertex(need.dst).id + "\")");

@@ -1,6 +1,7 @@
 #include "collkit/topo/routing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -39,12 +40,23 @@ class Rules {
   const std::string& src_host_;
 };
 
-// Pass 1: the widest (max bottleneck) bandwidth from src to every vertex.
-std::vector<double> widest(const Topology& t, VertexId src) {
+// Pass 1: the widest (max bottleneck) bandwidth from src to every vertex; with `targets`, it
+// stops once all of them are settled (their values are then final, the others may be partial).
+std::vector<double> widest(const Topology& t, VertexId src, const std::vector<VertexId>* targets = nullptr) {
   Rules rules(t, src);
   std::vector<double> best(t.num_vertices(), 0.0);
   std::vector<char> done(t.num_vertices(), 0);
   best[src] = kInf;
+  std::vector<char> wanted;
+  std::size_t left = 0;
+  if (targets) {
+    wanted.assign(t.num_vertices(), 0);
+    for (VertexId d : *targets) {
+      if (wanted[d]) continue;
+      wanted[d] = 1;
+      ++left;
+    }
+  }
   std::priority_queue<std::pair<double, VertexId>> heap;
   heap.push({kInf, src});
   while (!heap.empty()) {
@@ -52,6 +64,7 @@ std::vector<double> widest(const Topology& t, VertexId src) {
     heap.pop();
     if (done[u]) continue;
     done[u] = 1;
+    if (targets && wanted[u] && --left == 0) break;
     for (const Adjacent& a : t.adjacent(u)) {
       if (done[a.peer] || !rules.step(u, a.peer)) continue;
       double nb = std::min(bw, t.link(a.link).bw_gbps);
@@ -70,6 +83,19 @@ struct Label {
   bool operator<(const Label& o) const { return hops != o.hops ? hops < o.hops : latency < o.latency; }
 };
 
+bool ties(const Label& x, const Label& y) {
+  return x.hops == y.hops && std::abs(x.latency - y.latency) <= 1e-9 * std::max(1.0, std::abs(x.latency));
+}
+
+// A stable pseudo-random rank of an equal-cost choice (splitmix64 of the three ids).
+std::uint64_t ecmp_rank(VertexId src, VertexId v, LinkId link) {
+  std::uint64_t x = (std::uint64_t{src} << 40) ^ (std::uint64_t{v} << 20) ^ link;
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 // Pass 2: fewest hops, then least latency, over links at least `threshold` wide.
 struct ShortestTree {
   std::vector<Label> label;
@@ -77,7 +103,7 @@ struct ShortestTree {
   std::vector<VertexId> parent;
 };
 
-ShortestTree shortest(const Topology& t, VertexId src, double threshold) {
+ShortestTree shortest(const Topology& t, VertexId src, double threshold, const std::vector<VertexId>* targets = nullptr) {
   Rules rules(t, src);
   ShortestTree s;
   std::size_t n = t.num_vertices();
@@ -90,11 +116,22 @@ ShortestTree shortest(const Topology& t, VertexId src, double threshold) {
   auto cmp = [](const Item& x, const Item& y) { return y.first < x.first || (!(x.first < y.first) && y.second < x.second); };
   std::priority_queue<Item, std::vector<Item>, decltype(cmp)> heap(cmp);
   heap.push({s.label[src], src});
+  std::vector<char> wanted;
+  std::size_t left = 0;
+  if (targets) {
+    wanted.assign(n, 0);
+    for (VertexId d : *targets) {
+      if (wanted[d]) continue;
+      wanted[d] = 1;
+      ++left;
+    }
+  }
   while (!heap.empty()) {
     auto [lab, u] = heap.top();
     heap.pop();
     if (done[u]) continue;
     done[u] = 1;
+    if (targets && wanted[u] && --left == 0) break;
     for (const Adjacent& a : t.adjacent(u)) {
       const Link& l = t.link(a.link);
       if (done[a.peer] || !at_least(l.bw_gbps, threshold) || !rules.step(u, a.peer)) continue;
@@ -104,6 +141,12 @@ ShortestTree shortest(const Topology& t, VertexId src, double threshold) {
         s.parent[a.peer] = u;
         s.parent_link[a.peer] = a.link;
         heap.push({nl, a.peer});
+      } else if (ties(nl, s.label[a.peer]) && ecmp_rank(src, a.peer, a.link) < ecmp_rank(src, a.peer, s.parent_link[a.peer])) {
+        // Equal-cost parents (the spines of a fat-tree): pick one by a hash of (source, vertex,
+        // link), as ECMP hashes flows, so that different sources and destinations spread over
+        // the spines instead of all taking the lowest-numbered one. Same label: nothing to redo.
+        s.parent[a.peer] = u;
+        s.parent_link[a.peer] = a.link;
       }
     }
   }
@@ -148,17 +191,7 @@ std::vector<VertexId> Path::vertices(const Topology& t) const {
 
 Router::Router(const Topology& t) : t_(t) {}
 
-Path Router::route(VertexId src, VertexId dst) const {
-  if (src == dst) return self_path(t_, src);
-  auto best = widest(t_, src);
-  if (best[dst] <= 0) {
-    Path p;
-    p.src = src;
-    p.dst = dst;
-    return p;
-  }
-  return extract(t_, shortest(t_, src, best[dst]), src, dst, best[dst]);
-}
+Path Router::route(VertexId src, VertexId dst) const { return routes_to(src, {dst}).front(); }
 
 Path Router::route_ranks(Rank a, Rank b) const { return route(t_.rank_vertex(a), t_.rank_vertex(b)); }
 
@@ -185,6 +218,36 @@ std::vector<Path> Router::routes_from(VertexId src) const {
     }
   }
   out[src] = self_path(t_, src);
+  return out;
+}
+
+std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& dsts) const {
+  std::vector<Path> out(dsts.size());
+  std::vector<VertexId> others;
+  for (VertexId d : dsts)
+    if (d != src) others.push_back(d);
+  auto best = others.empty() ? std::vector<double>{} : widest(t_, src, &others);
+  // Group destinations by bottleneck; one early-stopping shortest pass per group.
+  std::vector<std::pair<double, std::vector<std::size_t>>> levels;
+  for (std::size_t i = 0; i < dsts.size(); ++i) {
+    if (dsts[i] == src) {
+      out[i] = self_path(t_, src);
+      continue;
+    }
+    out[i].src = src;
+    out[i].dst = dsts[i];
+    double b = best[dsts[i]];
+    if (b <= 0) continue;
+    auto it = std::find_if(levels.begin(), levels.end(), [&](auto& l) { return at_least(l.first, b) && at_least(b, l.first); });
+    if (it == levels.end()) levels.push_back({b, {i}});
+    else it->second.push_back(i);
+  }
+  for (auto& [level, idx] : levels) {
+    std::vector<VertexId> group;
+    for (std::size_t i : idx) group.push_back(dsts[i]);
+    ShortestTree s = shortest(t_, src, level, &group);
+    for (std::size_t i : idx) out[i] = extract(t_, s, src, dsts[i], best[dsts[i]]);
+  }
   return out;
 }
 

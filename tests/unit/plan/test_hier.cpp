@@ -78,3 +78,30 @@ TEST_CASE("hier: dgx1-v100 x 2 and dgx-h100 x 2 verify") {
     }
   }
 }
+
+TEST_CASE("hier: the inter-host AllReduce is embedded: ring for few hosts, rhd beyond, any on request") {
+  // 20 hosts > 16: rhd by default, with its fold for a host count that is not a power of two.
+  auto many = make("pcie-8gpu:gpus=2", 20, "single-switch");
+  Request req{Collective::AllReduce, 8ull * 2 * 32 * 40, 40, 0};
+  auto plan = generate("hier", req, &many);
+  CHECK(plan->info().params.at("inter") == "rhd");
+  check_plan(*plan);
+  // Per rank: 1 intra RS step + 2 log2(16) rhd steps + 2 fold steps + 1 intra AG step, 2 ops each.
+  CHECK(plan->program(1).size() < 40);
+
+  auto few = make("pcie-8gpu:gpus=2", 5, "single-switch");
+  for (const char* inter : {"ring", "rhd", "rd", "tree"}) {
+    CAPTURE(inter);
+    AlgoOptions opt;
+    opt.inter = inter;
+    auto p = generate("hier", Request{Collective::AllReduce, 8ull * 2 * 64 * 10, 10, 0}, &few, opt);
+    CHECK(p->info().params.at("inter") == inter);
+    check_plan(*p);
+  }
+  AlgoOptions bad;
+  bad.inter = "bruck";
+  CHECK_THROWS_WITH_AS(generate("hier", Request{Collective::AllReduce, 8ull * 2 * 64 * 10, 10, 0}, &few, bad),
+                       "hier: the inter-host algorithm bruck cannot do allreduce without a topology: Bruck's algorithm does "
+                       "AllGather and AlltoAll only (use ring, rd or rhd for the reductions, tree or direct for Broadcast)",
+                       collkit::InputError);
+}

@@ -31,10 +31,10 @@ TEST_CASE("interpret: every reduction operator on a ring allreduce") {
 TEST_CASE("interpret: ring allgather and reducescatter place blocks by rank") {
   int p = 3;
   interp::Buffers in{{10, 11}, {20, 21}, {30, 31}};
-  auto ag = generate("ring", Request{Collective::AllGather, 8ull * 6, p, 0}, nullptr, AlgoOptions{2, 1, true});
+  auto ag = generate("ring", Request{Collective::AllGather, 8ull * 6, p, 0}, nullptr, AlgoOptions{2, 1, true, {}});
   CHECK(interp::run(*ag, RedOp::Sum, in)[1] == std::vector<std::int64_t>{10, 11, 20, 21, 30, 31});
   interp::Buffers rs_in{{1, 2, 3, 4, 5, 6}, {10, 20, 30, 40, 50, 60}, {100, 200, 300, 400, 500, 600}};
-  auto rs = generate("ring", Request{Collective::ReduceScatter, 8ull * 6, p, 0}, nullptr, AlgoOptions{2, 1, false});
+  auto rs = generate("ring", Request{Collective::ReduceScatter, 8ull * 6, p, 0}, nullptr, AlgoOptions{2, 1, false, {}});
   interp::Buffers out = interp::run(*rs, RedOp::Sum, rs_in);
   CHECK(out[0] == std::vector<std::int64_t>{111, 222});
   CHECK(out[2] == std::vector<std::int64_t>{555, 666});

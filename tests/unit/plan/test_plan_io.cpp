@@ -51,7 +51,7 @@ TEST_CASE("chunks split buffers exactly, without overflow") {
 }
 
 TEST_CASE("generated and explicit plans round-trip through JSON") {
-  auto gen = generate("ring", {Collective::ReduceScatter, 3 * 1024, 3, 0}, nullptr, {2, 1, true});
+  auto gen = generate("ring", {Collective::ReduceScatter, 3 * 1024, 3, 0}, nullptr, {2, 1, true, {}});
   std::string text = to_json(*gen);
   auto back = from_json(text, "p.json");
   CHECK_FALSE(back->is_explicit());

@@ -35,7 +35,7 @@ TEST_CASE("verify and interpret: ring plans of every collective it supports") {
           for (int pipeline : {1, 3}) {
             // 16 bytes per smallest chunk: every chunk boundary falls on an 8-byte element.
             Request req{c.coll, 16ull * static_cast<std::uint64_t>(channels * p * pipeline), p, c.root_last ? p - 1 : 0};
-            AlgoOptions opt{channels, pipeline, bidir};
+            AlgoOptions opt{channels, pipeline, bidir, {}};
             auto plan = generate("ring", req, nullptr, opt);
             VerifyResult v = check_plan(*plan);
             if (!v.ok) return;  // one failure says enough
@@ -50,7 +50,7 @@ TEST_CASE("verify: ring plans whose chunks differ in size") {
     for (Case c : kRingCases)
       for (int channels : {1, 2}) {
         Request req{c.coll, 37ull * static_cast<std::uint64_t>(p), p, c.root_last ? p - 1 : 0};
-        auto plan = generate("ring", req, nullptr, AlgoOptions{channels, 3, channels == 2});
+        auto plan = generate("ring", req, nullptr, AlgoOptions{channels, 3, channels == 2, {}});
         INFO(describe_plan(plan->info()));
         CHECK(verify_error(*plan) == "");
       }
@@ -67,7 +67,7 @@ using namespace collkit::plan::algo;
 
 ExplicitPlan ring_allreduce(int p, int channels = 1, bool bidirectional = false) {
   auto plan = generate("ring", Request{Collective::AllReduce, 8ull * 64 * static_cast<std::uint64_t>(p), p, 0}, nullptr,
-                       AlgoOptions{channels, 1, bidirectional});
+                       AlgoOptions{channels, 1, bidirectional, {}});
   return materialize(*plan);
 }
 

@@ -119,7 +119,23 @@ class HierAlgorithm final : public Algorithm {
     for (std::size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == static_cast<int>(i);
     if (!identity) info.params["order"] = format_order(order);
     switch (req.coll) {
-      case Collective::AllReduce: info.in_chunks = info.out_chunks = uc * g * n; break;
+      case Collective::AllReduce: {
+        // The inter-host phase: a ring for few hosts (bandwidth-optimal, 2(N-1) steps), recursive
+        // halving-doubling beyond (2 log N steps: the latency term that dominates at scale, and a
+        // plan that stays small at 16k ranks). Its chunks per slice come from its own layout.
+        std::string inter = opt.inter.empty() ? (n <= kRingHostsMax ? "ring" : "rhd") : opt.inter;
+        info.params["inter"] = inter;
+        std::uint32_t m = inter == "ring" ? n : inter_layout(inter, static_cast<int>(n)).in_chunks;
+        info.params["slice_chunks"] = std::to_string(m);
+        info.in_chunks = info.out_chunks = uc * g * m;
+        // Each hier channel takes as many lanes as the embedded algorithm uses.
+        if (inter != "ring" && n > 1) {
+          info.channels = static_cast<std::uint16_t>(uc * inter_layout(inter, static_cast<int>(n)).channels);
+          info.scratch_chunks = info.in_chunks;
+          info.scratch_bytes = input_bytes(req);
+        }
+        break;
+      }
       case Collective::AlltoAll:
         info.in_chunks = info.out_chunks = info.scratch_chunks = p;
         info.scratch_bytes = input_bytes(req);
@@ -138,6 +154,25 @@ class HierAlgorithm final : public Algorithm {
     return info;
   }
 
+  // Hosts up to which the inter-host AllReduce is a ring by default.
+  static constexpr std::uint32_t kRingHostsMax = 16;
+
+  // The layout of the embedded inter-host AllReduce among n ranks (one per host).
+  static PlanInfo inter_layout(const std::string& name, int n) {
+    const Algorithm& a = algorithm(name);
+    Request r{Collective::AllReduce, static_cast<std::uint64_t>(n), n, 0};
+    std::string why;
+    if (name == "hier" || !a.supports(r, nullptr, &why))
+      throw InputError("hier: the inter-host algorithm " + name + " cannot do allreduce without a topology" + (why.empty() ? "" : ": " + why));
+    PlanInfo info = a.layout(r, nullptr, {});
+    info.req = r;
+    info.algorithm = name;
+    if (info.scratch_chunks != 0 || info.in_chunks != info.out_chunks || info.channels > kMaxDeps)
+      throw InputError("hier: the inter-host algorithm " + name + " needs scratch or more than " + std::to_string(kMaxDeps) +
+                       " channels, which hier cannot embed");
+    return info;
+  }
+
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
     Grid g;
     g.hosts = param_int(info, "hosts", 1);
@@ -151,9 +186,17 @@ class HierAlgorithm final : public Algorithm {
     g.l = pos % g.local;
     std::vector<Op> ops;
     switch (info.req.coll) {
-      case Collective::AllReduce:
-        for (int c = 0; c < param_int(info, "channels", 1); ++c) all_reduce(ops, g, c);
+      case Collective::AllReduce: {
+        auto it = info.params.find("inter");
+        std::string inter = it == info.params.end() ? "ring" : it->second;
+        PlanInfo sub;
+        if (inter != "ring" && g.hosts > 1) sub = inter_layout(inter, g.hosts);
+        int m = param_int(info, "slice_chunks", g.hosts);
+        if (inter == "ring" ? m != g.hosts : (g.hosts > 1 && static_cast<std::uint32_t>(m) != sub.in_chunks))
+          throw InputError("hier: plan parameter slice_chunks=" + std::to_string(m) + " does not fit the inter-host " + inter);
+        for (int c = 0; c < param_int(info, "channels", 1); ++c) all_reduce(ops, g, c, m, inter == "ring" ? nullptr : &sub);
         break;
+      }
       case Collective::ReduceScatter: reduce_scatter(ops, g); break;
       case Collective::AllGather: all_gather(ops, g); break;
       case Collective::AlltoAll: all_to_all(ops, g); break;
@@ -163,22 +206,33 @@ class HierAlgorithm final : public Algorithm {
   }
 
  private:
-  static void all_reduce(std::vector<Op>& ops, const Grid& g, int c) {
-    auto ch = static_cast<std::uint16_t>(c);
-    auto N = static_cast<std::uint32_t>(g.hosts);
-    std::uint32_t base = static_cast<std::uint32_t>(c * g.local * g.hosts);
+  // `m` chunks per local slice; `inter` (null: the built-in ring) is the inter-host AllReduce among
+  // the hosts' ranks of one local index, embedded: its ranks are hosts, its input is slice l's
+  // partial sum, its output slice l of the output.
+  static void all_reduce(std::vector<Op>& ops, const Grid& g, int c, int m, const PlanInfo* inter) {
+    // Hier channel c owns lanes [c*S, (c+1)*S), S the embedded algorithm's channels; the intra
+    // phases run on the first.
+    int lanes = inter && g.hosts > 1 ? inter->channels : 1;
+    auto ch = static_cast<std::uint16_t>(c * lanes);
+    auto N = static_cast<std::uint32_t>(m);
+    std::uint32_t base = static_cast<std::uint32_t>(c * g.local * m);
     auto slice = [&](int loc) { return base + static_cast<std::uint32_t>(loc) * N; };  // N chunks from here
     auto sub = [&](int host) { return slice(g.l) + static_cast<std::uint32_t>(host); };
 
-    // 1. intra-host ReduceScatter: after it, output slice l holds the host's sum.
+    // 1. intra-host ReduceScatter: after it, slice l of `acc` holds the host's sum. An embedded
+    // algorithm gets its input apart from its output (scratch), as it was written for.
+    Buf acc = inter && g.hosts > 1 ? Buf::Scratch : Buf::Output;
     for (int t = 0; t + 1 < g.local; ++t) {
       int qs = mod(g.l - t - 1, g.local), qr = mod(g.l - t - 2, g.local);
-      ops.push_back(send(g.intra_next(), t == 0 ? in(slice(qs)) : out(slice(qs)), N, ch));
-      ops.push_back(recv_reduce(g.intra_prev(), in(slice(qr)), out(slice(qr)), N, ch));
+      ops.push_back(send(g.intra_next(), t == 0 ? in(slice(qs)) : ChunkRef{acc, slice(qs)}, N, ch));
+      ops.push_back(recv_reduce(g.intra_prev(), in(slice(qr)), ChunkRef{acc, slice(qr)}, N, ch));
     }
-    Buf part = g.local > 1 ? Buf::Output : Buf::Input;  // where slice l's partial sum lives
-    // 2. inter-host AllReduce ring of slice l (N sub-slices) among local index l.
-    if (g.hosts > 1) {
+    Buf part = g.local > 1 ? acc : Buf::Input;  // where slice l's partial sum lives
+    // 2. inter-host AllReduce of slice l among local index l.
+    std::vector<std::uint32_t> join;
+    if (g.hosts > 1 && inter) {
+      join = embed(ops, g, *inter, part, slice(g.l), ch);
+    } else if (g.hosts > 1) {
       for (int t = 0; t + 1 < g.hosts; ++t) {
         int qs = mod(g.h - t - 1, g.hosts), qr = mod(g.h - t - 2, g.hosts);
         ops.push_back(send(g.inter_next(), t == 0 ? ChunkRef{part, sub(qs)} : out(sub(qs)), 1, ch));
@@ -192,15 +246,50 @@ class HierAlgorithm final : public Algorithm {
     } else if (g.local == 1) {
       ops.push_back(copy(in(base), out(base), N, ch));  // one rank: the sum is the input
     }
-    // 3. intra-host AllGather of the reduced slices.
+    // 3. intra-host AllGather of the reduced slices, after every lane of phase 2.
+    auto join_at = ops.size();
     for (int t = 0; t + 1 < g.local; ++t) {
       int qs = mod(g.l - t, g.local), qr = mod(g.l - t - 1, g.local);
       ops.push_back(send(g.intra_next(), out(slice(qs)), N, ch));
       ops.push_back(recv(g.intra_prev(), out(slice(qr)), N, ch));
     }
+    if (join_at < ops.size())
+      for (std::uint32_t d : join) ops[join_at].depend_on(d);
   }
 
   // Input and scratch chunk r is rank r's block; output is one chunk.
+  // Appends host h's program of `sub` with its ranks mapped to this local index's ranks, its
+  // input to `part` and its output to the output, both from chunk `first`, on lanes from `ch`.
+  // Lanes other than `ch` do not follow the intra-host phases by program order, so their first
+  // op waits explicitly for the op before the embedding, and a nop-free join at the end: the
+  // next op on `ch` waits for the last op of every other lane (at most kMaxDeps lanes).
+  static std::vector<std::uint32_t> embed(std::vector<Op>& ops, const Grid& g, const PlanInfo& sub, Buf part, std::uint32_t first,
+                                          std::uint16_t ch) {
+    auto offset = static_cast<std::uint32_t>(ops.size());
+    std::vector<std::uint32_t> last(sub.channels, kNoDep);
+    std::vector<char> started(sub.channels, 0);
+    for (Op o : algorithm(sub.algorithm).program(sub, g.h)) {
+      std::uint16_t lane = o.channel;
+      if (o.peer >= 0) o.peer = g.at(o.peer, g.l);
+      auto place = [&](ChunkRef& x) {
+        x = ChunkRef{x.buf == Buf::Input ? part : Buf::Output, first + x.chunk};
+      };
+      if (o.type != OpType::Recv) place(o.src);
+      if (o.type != OpType::Send) place(o.dst);
+      o.channel = static_cast<std::uint16_t>(ch + lane);
+      for (auto& d : o.deps)
+        if (d != kNoDep) d += offset;
+      if (lane != 0 && !started[lane] && offset > 0) o.depend_on(offset - 1);
+      started[lane] = 1;
+      last[lane] = static_cast<std::uint32_t>(ops.size());
+      ops.push_back(o);
+    }
+    std::vector<std::uint32_t> join;
+    for (std::size_t lane = 1; lane < last.size(); ++lane)
+      if (last[lane] != kNoDep) join.push_back(last[lane]);
+    return join;
+  }
+
   static void reduce_scatter(std::vector<Op>& ops, const Grid& g) {
     for (int t = 0; t + 1 < g.local; ++t) {
       Runs rs = block_slice(g, mod(g.l - t - 1, g.local)), rr = block_slice(g, mod(g.l - t - 2, g.local));

@@ -22,6 +22,7 @@ struct AlgoOptions {
   int channels = 0;    ///< parallel channels (rings, trees); 0 = the algorithm's default
   int pipeline = 0;    ///< chunks per rank-slice for pipelining; 0 = default
   bool bidirectional = false;  ///< ring: half the data each way
+  std::string inter;           ///< hier: the inter-host AllReduce ("ring", "rhd", "rd", "tree"); empty = by host count
 };
 
 class Algorithm {

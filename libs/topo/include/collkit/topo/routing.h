@@ -52,6 +52,10 @@ class Router {
   /// bottleneck bandwidth: what planners use to cost many pairs from one source.
   std::vector<Path> routes_from(VertexId src) const;
 
+  /// Routes from src to the given destinations only (result[i] for dsts[i]): the searches stop as
+  /// soon as every destination is settled, so near destinations cost little in big topologies.
+  std::vector<Path> routes_to(VertexId src, const std::vector<VertexId>& dsts) const;
+
   /// Every route from src to dst that ties with route() on bottleneck and hops (ECMP: the spine
   /// choices of a fat-tree), at most `limit`, in a deterministic order.
   std::vector<Path> equal_cost_paths(VertexId src, VertexId dst, std::size_t limit = 64) const;
