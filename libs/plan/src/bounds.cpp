@@ -27,6 +27,8 @@
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -250,8 +252,24 @@ std::vector<double> rank_weights(const Topology& t, int p) {
 /// AllGather: the shards of the ranks in S must leave S. ReduceScatter is the mirror image (the
 /// contributions of the ranks outside S must enter it, over B-(S) = B+(S) as every link has one
 /// bandwidth both ways); AllReduce without in-network reduction is a ReduceScatter and an AllGather.
+// The ratio does not depend on the bytes: a sweep over sizes, or auto over algorithms, asks for
+// the same cut many times. Memoised per (topology fingerprint, ranks); the max flows run once.
+RatioCut cached_max_ratio_cut(const Topology& t, int p) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::uint64_t, int>, RatioCut> cache;
+  auto key = std::make_pair(t.fingerprint(), p);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  RatioCut c = max_ratio_cut(t, rank_weights(t, p));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (cache.size() > 64) cache.clear();  // a bound, not a leak, for long-lived callers
+  return cache.emplace(key, std::move(c)).first->second;
+}
+
 void forestcoll(const Request& req, const Topology& t, Bound& b) {
-  RatioCut c = max_ratio_cut(t, rank_weights(t, req.nranks));
+  RatioCut c = cached_max_ratio_cut(t, req.nranks);
   if (c.in.empty()) {
     b.witness = "all ranks share one vertex: no cut separates them";
     return;

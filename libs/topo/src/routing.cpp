@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <unordered_map>
 
 namespace collkit::topo {
 
@@ -20,30 +21,58 @@ bool at_least(double bw, double threshold) { return bw >= threshold * (1 - kRelT
 // routes_from(), equal_cost_paths() and reachability all obey exactly the same rules.
 class Rules {
  public:
-  Rules(const Topology& t, VertexId src) : t_(t), src_(src), src_host_(t.vertex(src).host) {}
+  // `host`: a dense host number per vertex (-1 for fabric). `allowed`: when given, the hosts a
+  // targeted search may enter (the destinations' hosts); a route never crosses a third host,
+  // so leaving the others out changes no route and saves flooding every host of a cluster.
+  Rules(const Topology& t, const std::vector<int>& host, VertexId src, const std::vector<char>* allowed = nullptr)
+      : t_(t), host_(host), src_(src), src_host_(host[src]), allowed_(allowed) {}
 
   // May a route continue from u (already reached) over to w?
   bool step(VertexId u, VertexId w) const {
-    const Vertex& vu = t_.vertex(u);
-    const Vertex& vw = t_.vertex(w);
-    if (u != src_ && !forwards(vu.kind)) return false;
-    bool u_home = vu.host == src_host_;
-    bool u_fabric = vu.host.empty();
-    if (!u_home && !u_fabric) return vw.host == vu.host;    // inside the far host: stay there
-    if (!u_home && vw.host == src_host_ && !src_host_.empty()) return false;  // no re-entry
+    if (u != src_ && !forwards(t_.vertex(u).kind)) return false;
+    int hu = host_[u], hw = host_[w];
+    bool u_home = hu == src_host_;
+    bool u_fabric = hu < 0;
+    if (!u_home && !u_fabric) return hw == hu;                     // inside the far host: stay there
+    if (!u_home && hw == src_host_ && src_host_ >= 0) return false;  // no re-entry
+    if (allowed_ && hw >= 0 && hw != src_host_ && !(*allowed_)[static_cast<std::size_t>(hw)]) return false;
     return true;
   }
 
  private:
   const Topology& t_;
+  const std::vector<int>& host_;
   VertexId src_;
-  const std::string& src_host_;
+  int src_host_;
+  const std::vector<char>* allowed_;
+};
+
+// What a search needs besides the topology: host numbers, and for targeted searches the
+// targets and the hosts they are on.
+struct Search {
+  const Topology& t;
+  const std::vector<int>& host;
+  const std::vector<VertexId>* targets = nullptr;
+  std::vector<char> allowed;  // per host number, when targets are given
+
+  Search(const Topology& topo, const std::vector<int>& hosts, const std::vector<VertexId>* dsts = nullptr)
+      : t(topo), host(hosts), targets(dsts) {
+    if (!targets) return;
+    int n = 0;
+    for (int h : host) n = std::max(n, h + 1);
+    allowed.assign(static_cast<std::size_t>(n), 0);
+    for (VertexId d : *targets)
+      if (host[d] >= 0) allowed[static_cast<std::size_t>(host[d])] = 1;
+  }
+  Rules rules(VertexId src) const { return Rules(t, host, src, targets ? &allowed : nullptr); }
 };
 
 // Pass 1: the widest (max bottleneck) bandwidth from src to every vertex; with `targets`, it
 // stops once all of them are settled (their values are then final, the others may be partial).
-std::vector<double> widest(const Topology& t, VertexId src, const std::vector<VertexId>* targets = nullptr) {
-  Rules rules(t, src);
+std::vector<double> widest(const Search& q, VertexId src) {
+  const Topology& t = q.t;
+  const std::vector<VertexId>* targets = q.targets;
+  Rules rules = q.rules(src);
   std::vector<double> best(t.num_vertices(), 0.0);
   std::vector<char> done(t.num_vertices(), 0);
   best[src] = kInf;
@@ -103,8 +132,10 @@ struct ShortestTree {
   std::vector<VertexId> parent;
 };
 
-ShortestTree shortest(const Topology& t, VertexId src, double threshold, const std::vector<VertexId>* targets = nullptr) {
-  Rules rules(t, src);
+ShortestTree shortest(const Search& q, VertexId src, double threshold) {
+  const Topology& t = q.t;
+  const std::vector<VertexId>* targets = q.targets;
+  Rules rules = q.rules(src);
   ShortestTree s;
   std::size_t n = t.num_vertices();
   s.label.assign(n, Label{});
@@ -189,14 +220,26 @@ std::vector<VertexId> Path::vertices(const Topology& t) const {
   return out;
 }
 
-Router::Router(const Topology& t) : t_(t) {}
+Router::Router(const Topology& t) : t_(t) {
+  std::unordered_map<std::string_view, int> number;
+  host_.reserve(t.num_vertices());
+  for (const Vertex& v : t.vertices()) {
+    if (v.host.empty()) {
+      host_.push_back(-1);
+      continue;
+    }
+    auto [it, fresh] = number.emplace(v.host, static_cast<int>(number.size()));
+    host_.push_back(it->second);
+  }
+}
 
 Path Router::route(VertexId src, VertexId dst) const { return routes_to(src, {dst}).front(); }
 
 Path Router::route_ranks(Rank a, Rank b) const { return route(t_.rank_vertex(a), t_.rank_vertex(b)); }
 
 std::vector<Path> Router::routes_from(VertexId src) const {
-  auto best = widest(t_, src);
+  Search all(t_, host_);
+  auto best = widest(all, src);
   std::vector<Path> out(t_.num_vertices());
   // One shortest-path pass per distinct bottleneck value; topologies have few distinct link
   // bandwidths, so this stays a handful of passes even for 100k vertices.
@@ -211,7 +254,7 @@ std::vector<Path> Router::routes_from(VertexId src) const {
     out[v].dst = v;
   }
   for (double level : levels) {
-    ShortestTree s = shortest(t_, src, level);
+    ShortestTree s = shortest(all, src, level);
     for (VertexId v = 0; v < best.size(); ++v) {
       if (v == src || best[v] <= 0) continue;
       if (at_least(best[v], level) && at_least(level, best[v])) out[v] = extract(t_, s, src, v, best[v]);
@@ -226,7 +269,8 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
   std::vector<VertexId> others;
   for (VertexId d : dsts)
     if (d != src) others.push_back(d);
-  auto best = others.empty() ? std::vector<double>{} : widest(t_, src, &others);
+  Search targeted(t_, host_, &others);
+  auto best = others.empty() ? std::vector<double>{} : widest(targeted, src);
   // Group destinations by bottleneck; one early-stopping shortest pass per group.
   std::vector<std::pair<double, std::vector<std::size_t>>> levels;
   for (std::size_t i = 0; i < dsts.size(); ++i) {
@@ -245,7 +289,8 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
   for (auto& [level, idx] : levels) {
     std::vector<VertexId> group;
     for (std::size_t i : idx) group.push_back(dsts[i]);
-    ShortestTree s = shortest(t_, src, level, &group);
+    Search q(t_, host_, &group);
+    ShortestTree s = shortest(q, src, level);
     for (std::size_t i : idx) out[i] = extract(t_, s, src, dsts[i], best[dsts[i]]);
   }
   return out;
@@ -258,11 +303,12 @@ std::vector<Path> Router::equal_cost_paths(VertexId src, VertexId dst, std::size
     out.push_back(self_path(t_, src));
     return out;
   }
-  auto best = widest(t_, src);
+  Search all(t_, host_);
+  auto best = widest(all, src);
   if (best[dst] <= 0) return out;
   double threshold = best[dst];
-  ShortestTree s = shortest(t_, src, threshold);
-  Rules rules(t_, src);
+  ShortestTree s = shortest(all, src, threshold);
+  Rules rules = all.rules(src);
   // Walk back from dst over every link that lies on some shortest (by hops) path, depth first
   // in link-id order. A link u->w is on one iff label[u].hops + 1 == label[w].hops.
   std::vector<Hop> stack;

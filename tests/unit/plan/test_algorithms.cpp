@@ -9,6 +9,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
+#include "collkit/topo/synth.h"
 #include "plan_testing.h"
 
 using namespace collkit::plan;
@@ -219,4 +220,17 @@ TEST_CASE("algorithms: op counts pin the algorithms") {
       }
     }
   }
+}
+
+TEST_CASE("algorithms: direct is for one switch-connected host or small groups, AlltoAll aside") {
+  setenv("COLLKIT_CONFIGS", COLLKIT_CONFIGS_DIR, 1);
+  auto three = collkit::topo::synth({"dgx-h100", 3, "fat-tree"});
+  std::string why;
+  const Algorithm& direct = algorithm("direct");
+  CHECK_FALSE(direct.supports(Request{Collective::AllReduce, 24 * 64, 24, 0}, &three, &why));
+  CHECK(why == "one-shot allreduce is for ranks on one switch-connected host or at most 16 ranks; these 24 span hosts");
+  CHECK(direct.supports(Request{Collective::AlltoAll, 24 * 64, 24, 0}, &three, &why));
+  CHECK(direct.supports(Request{Collective::AllReduce, 16 * 64, 16, 0}, &three, &why));
+  auto one = collkit::topo::synth({"gb200-nvl72", 1, ""});
+  CHECK(direct.supports(Request{Collective::AllReduce, 72 * 64, 72, 0}, &one, &why));
 }

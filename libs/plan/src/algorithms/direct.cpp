@@ -23,6 +23,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
+#include "collkit/topo/topology.h"
 #include "common.h"
 
 namespace collkit::plan {
@@ -50,7 +51,21 @@ class DirectAlgorithm final : public Algorithm {
     return "not applicable";
   }
 
-  bool supports(const Request&, const topo::Topology*, std::string*) const override { return true; }
+  // One-shot is for switch-connected groups (an NVSwitch host) and small groups: across many
+  // hosts every rank would push (p-1) whole vectors through its NIC. AlltoAll is direct by nature.
+  static constexpr int kMaxSpreadRanks = 16;
+  bool supports(const Request& req, const topo::Topology* topo, std::string* why) const override {
+    if (!topo || req.coll == Collective::AlltoAll || req.nranks <= kMaxSpreadRanks) return true;
+    const std::string& host = topo->host_of(0);
+    for (int r = 1; r < req.nranks; ++r)
+      if (topo->host_of(static_cast<topo::Rank>(r)) != host) {
+        if (why)
+          *why = "one-shot " + std::string(to_string(req.coll)) + " is for ranks on one switch-connected host or at most " +
+                 std::to_string(kMaxSpreadRanks) + " ranks; these " + std::to_string(req.nranks) + " span hosts";
+        return false;
+      }
+    return true;
+  }
 
   PlanInfo layout(const Request& req, const topo::Topology*, const AlgoOptions& opt) const override {
     PlanInfo info;

@@ -62,6 +62,7 @@ class Router {
 
  private:
   const Topology& t_;
+  std::vector<int> host_;  // dense host number per vertex, -1 for fabric switches
 };
 
 /// True for kinds that forward traffic (everything but Gpu).
