@@ -15,6 +15,7 @@
 #include "collkit/plan/show.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/io.h"
+#include "subcommands.h"
 
 namespace plan = collkit::plan;
 namespace topo = collkit::topo;
@@ -190,7 +191,7 @@ int run_show(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"coll-plan: topology-aware collective plans (collkit.plan/1): generate, verify, simulate, sweep, export, show"};
+  CLI::App app{"coll-plan: topology-aware collective plans (collkit.plan/1): generate, verify, simulate, sweep, export, show", "coll-plan"};
   app.require_subcommand(1);
   Options o;
   auto add_algo_knobs = [&](CLI::App* s) {
@@ -247,23 +248,7 @@ int main(int argc, char** argv) {
   show->add_option("--rank", o.first_rank, "first rank to list (default 0)")->check(CLI::NonNegativeNumber);
   show->add_option("--count", o.rank_count, "ranks to list (default 1)")->check(CLI::PositiveNumber);
 
-  struct Command {
-    CLI::App* sub;
-    int (*run)(const Options&);
-  };
-  const Command commands[] = {{gen, run_generate},   {ver, run_verify}, {sim, run_simulate},
-                              {swp, run_sweep},      {exp, run_export}, {show, run_show}};
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
-    for (const auto& c : commands)
-      if (c.sub->parsed()) return c.run(o);
-  } catch (const std::exception& e) {
-    std::cerr << "coll-plan: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  }
-  return 0;
+  return collkit::app::run<Options>(app, argc, argv, o,
+                                    {{gen, run_generate},   {ver, run_verify}, {sim, run_simulate},
+                                     {swp, run_sweep},      {exp, run_export}, {show, run_show}});
 }

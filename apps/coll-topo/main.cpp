@@ -11,6 +11,7 @@
 #include "collkit/topo/io.h"
 #include "collkit/topo/show.h"
 #include "collkit/topo/synth.h"
+#include "subcommands.h"
 
 namespace topo = collkit::topo;
 
@@ -97,7 +98,7 @@ int run_presets(const Options&) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"coll-topo: discover, synthesise, import and inspect cluster topologies (collkit.topology/1)"};
+  CLI::App app{"coll-topo: discover, synthesise, import and inspect cluster topologies (collkit.topology/1)", "coll-topo"};
   app.require_subcommand(1);
   Options o;
 
@@ -128,24 +129,7 @@ int main(int argc, char** argv) {
 
   auto* presets = app.add_subcommand("presets", "list the node presets and fabrics");
 
-  struct Command {
-    CLI::App* sub;
-    int (*run)(const Options&);
-  };
-  const Command commands[] = {{discover, run_discover}, {synth, run_synth},       {import, run_import},
-                              {show, run_show},         {validate, run_validate}, {presets, run_presets}};
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
-    for (const auto& c : commands)
-      if (c.sub->parsed()) return c.run(o);
-  } catch (const std::exception& e) {
-    std::cerr << "coll-topo: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  }
-  return 0;
+  return collkit::app::run<Options>(app, argc, argv, o,
+                                    {{discover, run_discover}, {synth, run_synth},       {import, run_import},
+                                     {show, run_show},         {validate, run_validate}, {presets, run_presets}});
 }

@@ -11,7 +11,7 @@
 namespace collkit::plan {
 
 enum class LinkModel : std::uint8_t {
-  Queue,    ///< fast: each link direction serves transfers first come, first served (store and forward per hop)
+  Queue,    ///< fast: each link direction serves transfers first come, first served; cut-through across hops
   MaxMin,   ///< max-min fair sharing of every link direction among the flows crossing it
 };
 

@@ -14,7 +14,7 @@ namespace collkit::plan {
 
 struct VerifyResult {
   bool ok = false;
-  std::string error;       ///< first problem, one line: "rank 3 op 12 (recv from 2, ch 0): ..."
+  std::string error;       ///< first problem, one line: "rank 3 op 12 (recv from 2 ch 0): ..."
   std::size_t ops = 0;     ///< ops executed
   std::size_t transfers = 0;
 };

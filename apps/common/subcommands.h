@@ -1,0 +1,38 @@
+#pragma once
+// The one way every coll-* tool runs: parse, dispatch to the subcommand that was given, and turn
+// errors into one line on stderr and the exit code of docs/errors.md. Apps only add their table.
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <initializer_list>
+#include <iostream>
+#include <string>
+
+#include "collkit/core/error.h"
+
+namespace collkit::app {
+
+template <class Options>
+struct Command {
+  CLI::App* sub;
+  int (*run)(const Options&);
+};
+
+template <class Options>
+int run(CLI::App& app, int argc, char** argv, const Options& options, std::initializer_list<Command<Options>> commands) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (const auto& c : commands)
+      if (c.sub->parsed()) return c.run(options);
+  } catch (const std::exception& e) {
+    std::cerr << app.get_name() << ": error: " << e.what() << "\n";
+    return exit_code_for(e);
+  }
+  return 0;
+}
+
+}  // namespace collkit::app
