@@ -6,6 +6,7 @@
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/bounds.h"
 #include "collkit/plan/simulate.h"
+#include "collkit/topo/synth.h"
 #include "plan/sim_topologies.h"
 
 using namespace collkit::plan;
@@ -132,4 +133,16 @@ TEST_CASE("bounds: one rank, and more ranks than the topology has") {
   CHECK(one.witness == "one rank: nothing crosses a link");
   CHECK_THROWS_WITH_AS(lower_bound({Collective::AllReduce, 1024, 5, 0}, t),
                        "lower bound: the request has 5 ranks but topology \"uniform\" maps 4", InputError);
+}
+
+TEST_CASE("bounds: beyond 512 rank vertices the cut search leaves out one rank per host, and says so") {
+  setenv("COLLKIT_CONFIGS", COLLKIT_CONFIGS_DIR, 1);
+  auto t = collkit::topo::synth({"dgx-h100", 65, "fat-tree:rails=8"});
+  const int p = 520;
+  std::uint64_t n = 520ull * 1000000;
+  Bound b = lower_bound({Collective::AllReduce, n, p, 0}, t);
+  // The tightest cut is everything but one host: 512 ranks inside, the host's 8 x 50 GB/s NICs
+  // the only way in or out.
+  CHECK(b.bandwidth_us == doctest::Approx(2.0 * 1000000 * 512 / 400 / 1e3));
+  CHECK(b.witness.find("(cuts searched leaving out one rank per host: valid, exact on identical hosts)") != std::string::npos);
 }
