@@ -231,6 +231,41 @@ Router::Router(const Topology& t) : t_(t) {
     auto [it, fresh] = number.emplace(v.host, static_cast<int>(number.size()));
     host_.push_back(it->second);
   }
+  num_hosts_ = static_cast<int>(number.size());
+}
+
+// Per-vertex state of the targeted searches, valid where stamp[v] == current.
+struct Router::Workspace {
+  std::vector<std::uint32_t> stamp;
+  std::uint32_t current = 0;
+  std::vector<double> best;
+  std::vector<Label> label;
+  std::vector<VertexId> parent;
+  std::vector<LinkId> parent_link;
+  std::vector<char> done, wanted;
+  std::vector<char> allowed;  // per host
+
+  explicit Workspace(std::size_t n, int hosts)
+      : stamp(n, 0), best(n), label(n), parent(n), parent_link(n), done(n), wanted(n), allowed(static_cast<std::size_t>(hosts), 0) {}
+  void begin() {
+    if (++current == 0) {  // wrapped: forget every stamp
+      std::fill(stamp.begin(), stamp.end(), 0);
+      current = 1;
+    }
+  }
+  void touch(VertexId v) {
+    if (stamp[v] == current) return;
+    stamp[v] = current;
+    best[v] = 0;
+    label[v] = Label{};
+    done[v] = 0;
+    wanted[v] = 0;
+  }
+};
+
+Router::Workspace& Router::workspace() const {
+  if (!ws_) ws_ = std::make_shared<Workspace>(t_.num_vertices(), num_hosts_);
+  return *ws_;
 }
 
 Path Router::route(VertexId src, VertexId dst) const { return routes_to(src, {dst}).front(); }
@@ -265,13 +300,64 @@ std::vector<Path> Router::routes_from(VertexId src) const {
 }
 
 std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& dsts) const {
+  // The same two passes as routes_from(), on stamped workspace arrays, entering no host but the
+  // destinations', stopping once every destination is settled.
+  Workspace& w = workspace();
   std::vector<Path> out(dsts.size());
+  std::vector<int> hosts_set;
+  for (VertexId d : dsts)
+    if (host_[d] >= 0 && !w.allowed[static_cast<std::size_t>(host_[d])]) {
+      w.allowed[static_cast<std::size_t>(host_[d])] = 1;
+      hosts_set.push_back(host_[d]);
+    }
+  Rules rules(t_, host_, src, &w.allowed);
+
+  auto mark_wanted = [&](const std::vector<VertexId>& targets) {
+    std::size_t left = 0;
+    for (VertexId d : targets) {
+      w.touch(d);
+      if (!w.wanted[d]) {
+        w.wanted[d] = 1;
+        ++left;
+      }
+    }
+    return left;
+  };
+
+  // Pass 1: widest bottleneck to each destination.
   std::vector<VertexId> others;
   for (VertexId d : dsts)
     if (d != src) others.push_back(d);
-  Search targeted(t_, host_, &others);
-  auto best = others.empty() ? std::vector<double>{} : widest(targeted, src);
-  // Group destinations by bottleneck; one early-stopping shortest pass per group.
+  std::vector<double> bottleneck(dsts.size(), 0.0);
+  if (!others.empty()) {
+    w.begin();
+    std::size_t left = mark_wanted(others);
+    w.touch(src);
+    w.best[src] = kInf;
+    std::priority_queue<std::pair<double, VertexId>> heap;
+    heap.push({kInf, src});
+    while (!heap.empty() && left > 0) {
+      auto [bw, u] = heap.top();
+      heap.pop();
+      if (w.done[u]) continue;
+      w.done[u] = 1;
+      if (w.wanted[u]) --left;
+      for (const Adjacent& a : t_.adjacent(u)) {
+        if (!rules.step(u, a.peer)) continue;
+        w.touch(a.peer);
+        if (w.done[a.peer]) continue;
+        double nb = std::min(bw, t_.link(a.link).bw_gbps);
+        if (nb > w.best[a.peer]) {
+          w.best[a.peer] = nb;
+          heap.push({nb, a.peer});
+        }
+      }
+    }
+    for (std::size_t i = 0; i < dsts.size(); ++i)
+      if (dsts[i] != src) bottleneck[i] = w.done[dsts[i]] ? w.best[dsts[i]] : 0.0;
+  }
+
+  // Pass 2: per distinct bottleneck, fewest hops then least latency over links that wide.
   std::vector<std::pair<double, std::vector<std::size_t>>> levels;
   for (std::size_t i = 0; i < dsts.size(); ++i) {
     if (dsts[i] == src) {
@@ -280,19 +366,58 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
     }
     out[i].src = src;
     out[i].dst = dsts[i];
-    double b = best[dsts[i]];
+    double b = bottleneck[i];
     if (b <= 0) continue;
     auto it = std::find_if(levels.begin(), levels.end(), [&](auto& l) { return at_least(l.first, b) && at_least(b, l.first); });
     if (it == levels.end()) levels.push_back({b, {i}});
     else it->second.push_back(i);
   }
+  using Item = std::pair<Label, VertexId>;
+  auto cmp = [](const Item& x, const Item& y) { return y.first < x.first || (!(x.first < y.first) && y.second < x.second); };
   for (auto& [level, idx] : levels) {
     std::vector<VertexId> group;
     for (std::size_t i : idx) group.push_back(dsts[i]);
-    Search q(t_, host_, &group);
-    ShortestTree s = shortest(q, src, level);
-    for (std::size_t i : idx) out[i] = extract(t_, s, src, dsts[i], best[dsts[i]]);
+    w.begin();
+    std::size_t left = mark_wanted(group);
+    w.touch(src);
+    w.label[src] = {0, 0.0};
+    std::priority_queue<Item, std::vector<Item>, decltype(cmp)> heap(cmp);
+    heap.push({w.label[src], src});
+    while (!heap.empty() && left > 0) {
+      auto [lab, u] = heap.top();
+      heap.pop();
+      if (w.done[u]) continue;
+      w.done[u] = 1;
+      if (w.wanted[u]) --left;
+      for (const Adjacent& a : t_.adjacent(u)) {
+        const Link& l = t_.link(a.link);
+        if (!at_least(l.bw_gbps, level) || !rules.step(u, a.peer)) continue;
+        w.touch(a.peer);
+        if (w.done[a.peer]) continue;
+        Label nl{lab.hops + 1, lab.latency + l.latency_us};
+        if (nl < w.label[a.peer]) {
+          w.label[a.peer] = nl;
+          w.parent[a.peer] = u;
+          w.parent_link[a.peer] = a.link;
+          heap.push({nl, a.peer});
+        } else if (ties(nl, w.label[a.peer]) && ecmp_rank(src, a.peer, a.link) < ecmp_rank(src, a.peer, w.parent_link[a.peer])) {
+          w.parent[a.peer] = u;
+          w.parent_link[a.peer] = a.link;
+        }
+      }
+    }
+    for (std::size_t i : idx) {
+      VertexId d = dsts[i];
+      if (!w.done[d]) continue;
+      Path& p = out[i];
+      p.found = true;
+      p.bottleneck_gbps = level;
+      p.latency_us = w.label[d].latency;
+      for (VertexId v = d; v != src; v = w.parent[v]) p.hops.push_back(hop_from(t_, w.parent_link[v], w.parent[v]));
+      std::reverse(p.hops.begin(), p.hops.end());
+    }
   }
+  for (int h : hosts_set) w.allowed[static_cast<std::size_t>(h)] = 0;
   return out;
 }
 

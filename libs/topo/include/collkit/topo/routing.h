@@ -14,6 +14,7 @@
 // between two hosts uses only those hosts and fabric vertices (host ""), entering the far host once.
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "collkit/topo/topology.h"
@@ -61,8 +62,15 @@ class Router {
   std::vector<Path> equal_cost_paths(VertexId src, VertexId dst, std::size_t limit = 64) const;
 
  private:
+  struct Workspace;
+  Workspace& workspace() const;
+
   const Topology& t_;
   std::vector<int> host_;  // dense host number per vertex, -1 for fabric switches
+  int num_hosts_ = 0;
+  // Arrays reused by routes_to() so that a search costs what it visits, not the topology's
+  // size: one Router is not for concurrent use.
+  mutable std::shared_ptr<Workspace> ws_;
 };
 
 /// True for kinds that forward traffic (everything but Gpu).
