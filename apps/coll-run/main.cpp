@@ -1,0 +1,155 @@
+// coll-run: runs a plan (or plans on the fly) under mpirun on a backend, checks every element and
+// compares with the backend's native collective, nccl-tests style. Argument parsing and printing
+// only; everything else is libs/exec.
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "collkit/core/error.h"
+#include "collkit/core/file.h"
+#include "collkit/core/size.h"
+#include "collkit/exec/harness.h"
+#include "collkit/plan/collective.h"
+
+namespace exec = collkit::exec;
+namespace plan = collkit::plan;
+
+namespace {
+
+struct Flags {
+  std::string plan_file, topo_file, backend = "mpi", json_out;
+  std::string colls = "allreduce", algos = "auto";
+  std::string types = "float32", ops = "sum";
+  std::string min_bytes = "32M", max_bytes = "32M";
+  std::uint64_t factor = 2;
+  int iters = 20, warmup = 5, check = 1, root = 0, channels = 0;
+  double timeout_s = 60;
+  bool no_baseline = false, no_discover = false;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (;;) {
+    std::size_t c = s.find(',', at);
+    out.push_back(s.substr(at, c == std::string::npos ? std::string::npos : c - at));
+    if (c == std::string::npos) return out;
+    at = c + 1;
+  }
+}
+
+std::vector<plan::Collective> collectives(const std::string& s) {
+  if (s == "all")
+    return {plan::Collective::AllReduce, plan::Collective::ReduceScatter, plan::Collective::AllGather,
+            plan::Collective::AlltoAll,  plan::Collective::Broadcast,     plan::Collective::Reduce};
+  std::vector<plan::Collective> out;
+  for (const std::string& name : split(s)) {
+    auto c = plan::parse_collective(name);
+    if (!c)
+      throw collkit::InputError("unknown collective \"" + name +
+                                "\" (expected allreduce, reducescatter, allgather, alltoall, broadcast, reduce or all)");
+    out.push_back(*c);
+  }
+  return out;
+}
+
+exec::RunOptions options(const Flags& f, const CLI::App& app) {
+  exec::RunOptions o;
+  o.plan_file = f.plan_file;
+  o.topo_file = f.topo_file;
+  o.discover = !f.no_discover;
+  o.collectives = collectives(f.colls);
+  o.algorithms = split(f.algos);
+  o.types = exec::parse_datatypes(f.types);
+  o.ops = exec::parse_redops(f.ops);
+  o.min_bytes = collkit::parse_size_bytes(f.min_bytes);
+  o.max_bytes = collkit::parse_size_bytes(f.max_bytes);
+  o.sizes_given = app.count("-b") > 0 || app.count("-e") > 0;
+  o.factor = f.factor;
+  o.iters = f.iters;
+  o.warmup = f.warmup;
+  o.check = f.check != 0;
+  o.root = f.root;
+  o.channels = f.channels;
+  o.baseline = !f.no_baseline;
+  o.timeout_s = f.timeout_s;
+  if (!(f.timeout_s > 0)) throw collkit::InputError("--timeout: must be more than 0 seconds");
+  if (!f.plan_file.empty() && (app.count("--coll") > 0 || app.count("--algo") > 0))
+    throw collkit::InputError("--plan runs the plan file's collective and algorithm: drop --coll and --algo");
+  return o;
+}
+
+// Before MPI starts, only the launcher's rank 0 prints (a bad flag would print once per rank).
+bool launcher_rank0() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* s = std::getenv(v); s && *s) return std::string(s) == "0";
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"coll-run: run a collective plan under mpirun, check it and compare it with the native collective"};
+  Flags f;
+  app.add_option("--plan", f.plan_file, "collkit.plan/1 file to run (default: plan on the fly with --coll/--algo)");
+  app.add_option("--coll", f.colls, "collective(s) to plan: allreduce, reducescatter, allgather, alltoall, broadcast, reduce, all (comma list)");
+  app.add_option("--algo", f.algos, "algorithm(s): ring, tree, rd, rhd, bruck, pairwise, direct, hier, auto, all (comma list)");
+  app.add_option("--topo", f.topo_file, "topology to plan on and predict with (default: discover the job's hosts)");
+  app.add_flag("--no-discover", f.no_discover, "without --topo, plan with no topology instead of discovering one");
+  app.add_option("--backend", f.backend, "mpi, nccl, cuda or rdma");
+  app.add_option("--channels", f.channels, "channels for generated plans (0: the algorithm's default)");
+  app.add_option("-b,--minbytes", f.min_bytes, "smallest size (K/M/G, 1024-based)");
+  app.add_option("-e,--maxbytes", f.max_bytes, "largest size");
+  app.add_option("-f,--stepfactor", f.factor, "multiply the size by this between rows");
+  app.add_option("-n,--iters", f.iters, "timed iterations per size");
+  app.add_option("-w,--warmup_iters", f.warmup, "untimed iterations before timing");
+  app.add_option("-c,--check", f.check, "check every element (1) or not (0)");
+  app.add_option("-o,--op", f.ops, "reduction: sum, prod, min, max, avg, all (comma list)");
+  app.add_option("-d,--datatype", f.types, "float32, float16, bfloat16, float64, int32, int8, uint8, all (comma list)");
+  app.add_option("-r,--root", f.root, "root of broadcast and reduce");
+  app.add_option("--json", f.json_out, "write collkit.results/1 here");
+  app.add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
+  app.add_flag("--no-baseline", f.no_baseline, "do not run the backend's native collective");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (launcher_rank0()) return app.exit(e);
+    return e.get_exit_code();
+  }
+
+  exec::RunOptions opt;
+  try {
+    opt = options(f, app);
+  } catch (const std::exception& e) {
+    if (launcher_rank0()) std::cerr << "coll-run: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  }
+
+  // From here every rank is in MPI. Errors that every rank meets alike (bad input, an unsupported
+  // request) are printed once, by rank 0, and every rank exits with the code; an error of one rank
+  // (a stalled peer, a failed call) is printed by that rank, which then ends the whole job.
+  exec::World world;
+  try {
+    exec::BackendOptions bo;
+    bo.name = f.backend;
+    bo.timeout_s = opt.timeout_s;
+    auto backend = exec::make_backend(bo, world);
+    exec::Results res = exec::run(opt, *backend, world, std::cout);
+    if (world.rank() == 0 && !f.json_out.empty()) collkit::write_file_atomic(f.json_out, exec::to_json(res));
+    if (res.total_wrong > 0) {
+      if (world.rank() == 0) std::cerr << "coll-run: error: " << res.total_wrong << " wrong elements\n";
+      return 1;
+    }
+    return 0;
+  } catch (const collkit::InputError& e) {
+    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  } catch (const collkit::UnsupportedError& e) {
+    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  } catch (const std::exception& e) {
+    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
+    world.abort(collkit::exit_code_for(e));
+  }
+}

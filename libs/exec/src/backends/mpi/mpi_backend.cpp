@@ -1,0 +1,322 @@
+// The mpi backend: host buffers, MPI non-blocking point-to-point on a communicator of its own,
+// the plan's channels as concurrent pipelines (program.h's scheduler), host reductions
+// (reduce.cpp). Its baseline is the MPI library's own collective on the same buffers.
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "../../host_memory.h"
+#include "../../mpi_check.h"
+#include "../../program.h"
+#include "../registry.h"
+#include "collkit/core/error.h"
+
+namespace collkit::exec {
+
+namespace {
+
+using plan::Collective;
+
+// Messages over 1 GiB go as several: MPI counts are ints.
+constexpr std::uint64_t kMaxMessage = 1ull << 30;
+
+class MpiTransport final : public detail::Transport {
+ public:
+  explicit MpiTransport(MPI_Comm comm) : comm_(comm) {}
+
+  std::uint32_t post_send(int peer, std::uint16_t channel, const std::byte* data, std::uint64_t bytes) override {
+    return post(peer, channel, const_cast<std::byte*>(data), bytes, true);
+  }
+  std::uint32_t post_recv(int peer, std::uint16_t channel, std::byte* data, std::uint64_t bytes) override {
+    return post(peer, channel, data, bytes, false);
+  }
+
+  void poll(std::vector<std::uint32_t>& finished) override {
+    if (active_ == 0) return;
+    int count = 0;
+    indices_.resize(reqs_.size());
+    mpi::check(MPI_Testsome(static_cast<int>(reqs_.size()), reqs_.data(), &count, indices_.data(), MPI_STATUSES_IGNORE),
+               "MPI_Testsome");
+    if (count == MPI_UNDEFINED) return;
+    for (int k = 0; k < count; ++k) {
+      auto slot = static_cast<std::size_t>(indices_[k]);
+      std::uint32_t h = owner_[slot];
+      free_slots_.push_back(slot);
+      --active_;
+      if (--parts_left_[h] == 0) {
+        finished.push_back(h);
+        free_handles_.push_back(h);
+      }
+    }
+  }
+
+ private:
+  std::uint32_t post(int peer, std::uint16_t channel, std::byte* data, std::uint64_t bytes, bool send) {
+    std::uint32_t h;
+    if (free_handles_.empty()) {
+      h = static_cast<std::uint32_t>(parts_left_.size());
+      parts_left_.push_back(0);
+    } else {
+      h = free_handles_.back();
+      free_handles_.pop_back();
+    }
+    std::uint64_t off = 0;
+    do {
+      auto n = static_cast<int>(std::min(bytes - off, kMaxMessage));
+      std::size_t slot = take_slot();
+      int rc = send ? MPI_Isend(data + off, n, MPI_BYTE, peer, channel, comm_, &reqs_[slot])
+                    : MPI_Irecv(data + off, n, MPI_BYTE, peer, channel, comm_, &reqs_[slot]);
+      mpi::check(rc, send ? "MPI_Isend" : "MPI_Irecv");
+      owner_[slot] = h;
+      ++parts_left_[h];
+      ++active_;
+      off += static_cast<std::uint64_t>(n);
+    } while (off < bytes);
+    return h;
+  }
+
+  std::size_t take_slot() {
+    if (!free_slots_.empty()) {
+      std::size_t s = free_slots_.back();
+      free_slots_.pop_back();
+      return s;
+    }
+    reqs_.push_back(MPI_REQUEST_NULL);
+    owner_.push_back(0);
+    return reqs_.size() - 1;
+  }
+
+  MPI_Comm comm_;
+  std::vector<MPI_Request> reqs_;
+  std::vector<std::uint32_t> owner_;
+  std::vector<std::size_t> free_slots_;
+  std::vector<int> indices_;
+  std::vector<std::uint32_t> parts_left_;
+  std::vector<std::uint32_t> free_handles_;
+  std::size_t active_ = 0;
+};
+
+// Half and bfloat16 have no MPI type: 2-byte types of their own, reduced by user operators.
+struct SixteenBit {
+  MPI_Datatype half = MPI_DATATYPE_NULL, bf16 = MPI_DATATYPE_NULL;
+  MPI_Op ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+};
+SixteenBit* g_sixteen = nullptr;  // MPI user operators get no closure
+
+template <RedOp Op>
+void user_reduce(void* in, void* inout, int* len, MPI_Datatype* type) {
+  DataType t = *type == g_sixteen->bf16 ? DataType::BFloat16 : DataType::Float16;
+  reduce(t, Op, inout, in, inout, static_cast<std::size_t>(*len));
+}
+
+class MpiBackend final : public Backend {
+ public:
+  explicit MpiBackend(World& world, double timeout_s) : world_(world), timeout_s_(timeout_s) {
+    mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    mpi::check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    mpi::check(MPI_Type_contiguous(2, MPI_BYTE, &sixteen_.half), "MPI_Type_contiguous");
+    mpi::check(MPI_Type_contiguous(2, MPI_BYTE, &sixteen_.bf16), "MPI_Type_contiguous");
+    mpi::check(MPI_Type_commit(&sixteen_.half), "MPI_Type_commit");
+    mpi::check(MPI_Type_commit(&sixteen_.bf16), "MPI_Type_commit");
+    mpi::check(MPI_Op_create(&user_reduce<RedOp::Sum>, 1, &sixteen_.ops[0]), "MPI_Op_create");
+    mpi::check(MPI_Op_create(&user_reduce<RedOp::Prod>, 1, &sixteen_.ops[1]), "MPI_Op_create");
+    mpi::check(MPI_Op_create(&user_reduce<RedOp::Min>, 1, &sixteen_.ops[2]), "MPI_Op_create");
+    mpi::check(MPI_Op_create(&user_reduce<RedOp::Max>, 1, &sixteen_.ops[3]), "MPI_Op_create");
+    g_sixteen = &sixteen_;
+    transport_ = std::make_unique<MpiTransport>(comm_);
+  }
+
+  ~MpiBackend() override {
+    for (MPI_Op& op : sixteen_.ops) MPI_Op_free(&op);
+    MPI_Type_free(&sixteen_.half);
+    MPI_Type_free(&sixteen_.bf16);
+    MPI_Comm_free(&comm_);
+    g_sixteen = nullptr;
+  }
+
+  std::string_view name() const override { return "mpi"; }
+  std::string library_version() const override { return world_.mpi_version(); }
+  std::vector<int> local_ranks() const override { return {world_.rank()}; }
+  int nranks() const override { return world_.size(); }
+  std::uint64_t memory_available() const override { return detail::host_memory_available(); }
+  std::string cannot_run(const Job&) const override { return {}; }
+  std::string native_cannot_run(const Job&) const override { return {}; }
+
+  std::string native_name(Collective c) const override {
+    switch (c) {
+      case Collective::AllReduce: return "MPI_Allreduce";
+      case Collective::ReduceScatter: return "MPI_Reduce_scatter_block";
+      case Collective::AllGather: return "MPI_Allgather";
+      case Collective::AlltoAll: return "MPI_Alltoall";
+      case Collective::Broadcast: return "MPI_Bcast";
+      case Collective::Reduce: return "MPI_Reduce";
+    }
+    return "?";
+  }
+
+  std::uint64_t bytes_needed(const Setup& s) const override {
+    const plan::PlanInfo& info = s.plan->info();
+    std::uint64_t in = plan::input_bytes(s.job.req), out = plan::output_bytes(s.job.req);
+    std::uint64_t staging = 0;
+    for (std::uint16_t c = 0; c < info.channels; ++c) staging += std::min<std::uint64_t>(in, plan::buffer_bytes(info, plan::Buf::Input));
+    return in + out + in_place_offsets(s.job.req, 0).buffer_bytes + info.scratch_bytes +
+           (s.in_place == InPlaceMode::Staged ? in : 0) + staging;
+  }
+
+  void setup(const Setup& s) override {
+    setup_ = s;
+    int rank = world_.rank();
+    program_ = detail::compile(*s.plan, rank);
+    runner_ = std::make_unique<detail::Runner>(program_, s.job.type, s.job.op, s.timeout_s);
+    const plan::Request& req = s.job.req;
+    send_.assign(plan::input_bytes(req), std::byte{0});
+    recv_.assign(plan::output_bytes(req), std::byte{0});
+    ip_ = in_place_offsets(req, rank);
+    inplace_.assign(ip_.buffer_bytes, std::byte{0});
+    scratch_.assign(s.plan->info().scratch_bytes, std::byte{0});
+    stage_.assign(s.in_place == InPlaceMode::Staged ? send_.size() : 0, std::byte{0});
+  }
+
+  void write_input(std::size_t, Placement p, std::span<const std::byte> data) override {
+    std::byte* dst = p == Placement::OutOfPlace ? send_.data() : inplace_.data() + ip_.input_offset;
+    std::memcpy(dst, data.data(), data.size());
+  }
+
+  void read_output(std::size_t, Placement p, Subject who, std::span<std::byte> data) override {
+    const std::byte* src = recv_.data();
+    if (p == Placement::InPlace) {
+      // MPI_Reduce_scatter_block in place leaves the result at the start of the buffer.
+      bool mpi_rs = who == Subject::Native && setup_.job.req.coll == Collective::ReduceScatter;
+      src = inplace_.data() + (mpi_rs ? 0 : ip_.output_offset);
+    }
+    std::memcpy(data.data(), src, data.size());
+  }
+
+  void run(Subject who, Placement p) override {
+    if (who == Subject::Plan) run_plan(p);
+    else run_native(p);
+  }
+
+  void synchronize() override {}
+
+ private:
+  void run_plan(Placement p) {
+    std::array<std::byte*, 3> regions{send_.data(), recv_.data(), scratch_.data()};
+    if (p == Placement::InPlace) {
+      regions[0] = inplace_.data() + ip_.input_offset;
+      regions[1] = inplace_.data() + ip_.output_offset;
+      if (setup_.in_place == InPlaceMode::Staged) {
+        std::memcpy(stage_.data(), regions[0], stage_.size());
+        regions[0] = stage_.data();
+      }
+    }
+    runner_->run(*transport_, regions);
+    if (setup_.job.op == RedOp::Avg && plan::facts(setup_.job.req.coll).reduces) finish_mean(regions[1]);
+  }
+
+  void finish_mean(std::byte* out) {
+    const plan::Request& req = setup_.job.req;
+    if (req.coll == Collective::Reduce && world_.rank() != req.root) return;
+    scale_mean(setup_.job.type, out, output_count(setup_.job), req.nranks);
+  }
+
+  MPI_Datatype mpi_type(DataType t) const {
+    switch (t) {
+      case DataType::Float32: return MPI_FLOAT;
+      case DataType::Float64: return MPI_DOUBLE;
+      case DataType::Int32: return MPI_INT32_T;
+      case DataType::Int8: return MPI_INT8_T;
+      case DataType::UInt8: return MPI_UINT8_T;
+      case DataType::Float16: return sixteen_.half;
+      case DataType::BFloat16: return sixteen_.bf16;
+    }
+    return MPI_BYTE;
+  }
+
+  MPI_Op mpi_op(DataType t, RedOp op) const {
+    bool user = t == DataType::Float16 || t == DataType::BFloat16;
+    switch (op) {
+      case RedOp::Sum:
+      case RedOp::Avg: return user ? sixteen_.ops[0] : MPI_SUM;  // Avg: sum, then divide
+      case RedOp::Prod: return user ? sixteen_.ops[1] : MPI_PROD;
+      case RedOp::Min: return user ? sixteen_.ops[2] : MPI_MIN;
+      case RedOp::Max: return user ? sixteen_.ops[3] : MPI_MAX;
+    }
+    return MPI_SUM;
+  }
+
+  void run_native(Placement p) {
+    const Job& job = setup_.job;
+    const plan::Request& req = job.req;
+    MPI_Datatype t = mpi_type(job.type);
+    MPI_Op op = mpi_op(job.type, job.op);
+    bool ip = p == Placement::InPlace;
+    std::byte* buf = inplace_.data();
+    auto in = static_cast<int>(std::min<std::uint64_t>(input_count(job), INT_MAX));
+    auto out = static_cast<int>(std::min<std::uint64_t>(output_count(job), INT_MAX));
+    int root = req.root;
+    bool is_root = world_.rank() == root;
+    MPI_Request r;
+    switch (req.coll) {
+      case Collective::AllReduce:
+        mpi::check(MPI_Iallreduce(ip ? MPI_IN_PLACE : send_.data(), ip ? buf : recv_.data(), in, t, op, comm_, &r), "MPI_Iallreduce");
+        break;
+      case Collective::ReduceScatter:
+        mpi::check(MPI_Ireduce_scatter_block(ip ? MPI_IN_PLACE : send_.data(), ip ? buf : recv_.data(), out, t, op, comm_, &r),
+                   "MPI_Ireduce_scatter_block");
+        break;
+      case Collective::AllGather:
+        mpi::check(MPI_Iallgather(ip ? MPI_IN_PLACE : send_.data(), in, t, ip ? buf : recv_.data(), in, t, comm_, &r),
+                   "MPI_Iallgather");
+        break;
+      case Collective::AlltoAll: {
+        int per = in / req.nranks;
+        // Open MPI 4.1 has no non-blocking in-place alltoall; the blocking one is bounded by the
+        // job's own timeout only through mpirun, so in place runs blocking.
+        if (ip) {
+          mpi::check(MPI_Alltoall(MPI_IN_PLACE, per, t, buf, per, t, comm_), "MPI_Alltoall");
+          return finish_native(buf);
+        }
+        mpi::check(MPI_Ialltoall(send_.data(), per, t, recv_.data(), per, t, comm_, &r), "MPI_Ialltoall");
+        break;
+      }
+      case Collective::Broadcast:
+        if (!ip && is_root) std::memcpy(recv_.data(), send_.data(), recv_.size());
+        mpi::check(MPI_Ibcast(ip ? buf : recv_.data(), in, t, root, comm_, &r), "MPI_Ibcast");
+        break;
+      case Collective::Reduce:
+        mpi::check(MPI_Ireduce(ip && is_root ? MPI_IN_PLACE : (ip ? buf : send_.data()),
+                               ip ? (is_root ? buf : nullptr) : recv_.data(), in, t, op, root, comm_, &r),
+                   "MPI_Ireduce");
+        break;
+    }
+    mpi::wait_all(&r, 1, setup_.timeout_s, "in " + native_name(req.coll));
+    finish_native(ip ? buf : recv_.data());
+  }
+
+  void finish_native(std::byte* out) {
+    if (setup_.job.op == RedOp::Avg && plan::facts(setup_.job.req.coll).reduces) finish_mean(out);
+  }
+
+  World& world_;
+  double timeout_s_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  SixteenBit sixteen_;
+  std::unique_ptr<MpiTransport> transport_;
+  Setup setup_;
+  detail::RankProgram program_;
+  std::unique_ptr<detail::Runner> runner_;
+  InPlaceOffsets ip_;
+  std::vector<std::byte> send_, recv_, inplace_, scratch_, stage_;
+};
+
+}  // namespace
+
+namespace detail {
+std::unique_ptr<Backend> make_mpi_backend(World& world, double timeout_s) {
+  return std::make_unique<MpiBackend>(world, timeout_s);
+}
+}  // namespace detail
+
+}  // namespace collkit::exec

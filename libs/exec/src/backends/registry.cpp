@@ -1,0 +1,35 @@
+#include "registry.h"
+
+#include "collkit/core/error.h"
+
+namespace collkit::exec {
+
+std::vector<std::string> backend_names() { return {"mpi", "nccl", "cuda", "rdma"}; }
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& opt, World& world) {
+  if (opt.name == "mpi") return detail::make_mpi_backend(world, opt.timeout_s);
+  if (opt.name == "cuda") {
+#if COLLKIT_EXEC_CUDA
+    return detail::make_cuda_backend(world, opt.timeout_s);
+#else
+    throw UnsupportedError("backend cuda: this build of collkit has no CUDA (configure with CUDA at /usr/local/cuda or CUDAToolkit_ROOT)");
+#endif
+  }
+  if (opt.name == "nccl") {
+#if COLLKIT_EXEC_NCCL
+    return detail::make_nccl_backend(world, opt.timeout_s);
+#else
+    throw UnsupportedError("backend nccl: this build of collkit has no NCCL (it looks for nccl.h and libnccl next to CUDA)");
+#endif
+  }
+  if (opt.name == "rdma") {
+#if COLLKIT_EXEC_RDMA
+    return detail::make_rdma_backend(world, opt.timeout_s);
+#else
+    throw UnsupportedError("backend rdma: this build of collkit has no ibverbs (install libibverbs-dev)");
+#endif
+  }
+  throw InputError("unknown backend \"" + opt.name + "\" (expected mpi, nccl, cuda or rdma)");
+}
+
+}  // namespace collkit::exec

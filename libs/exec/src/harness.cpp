@@ -1,0 +1,173 @@
+#include "collkit/exec/harness.h"
+
+#include <algorithm>
+#include <ostream>
+
+#include "collkit/core/error.h"
+#include "collkit/core/size.h"
+#include "planning.h"
+#include "report.h"
+
+namespace collkit::exec {
+
+namespace {
+
+using plan::Collective;
+
+std::vector<std::uint64_t> sizes(const RunOptions& opt, const Planner& planner) {
+  if (!opt.sizes_given && planner.file_plan_bytes() != 0) return {planner.file_plan_bytes()};
+  if (opt.min_bytes == 0) throw InputError("-b: the smallest size must be at least 1 byte");
+  if (opt.max_bytes < opt.min_bytes)
+    throw InputError("-e " + format_size_bytes(opt.max_bytes) + " is smaller than -b " + format_size_bytes(opt.min_bytes));
+  if (opt.factor < 2 && opt.min_bytes != opt.max_bytes) throw InputError("-f: the factor must be at least 2");
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t b = opt.min_bytes; b <= opt.max_bytes; b *= std::max<std::uint64_t>(opt.factor, 2)) {
+    out.push_back(b);
+    if (b > opt.max_bytes / std::max<std::uint64_t>(opt.factor, 2)) break;
+  }
+  return out;
+}
+
+// Runs `who` in placement `p`: warm-up, timed loop, then one checked run on fresh data.
+Timing measure(Backend& b, World& world, const RunOptions& opt, const Job& job, Subject who, Placement p) {
+  Timing t;
+  t.ran = true;
+  std::vector<int> locals = b.local_ranks();
+  std::vector<std::byte> data(input_count(job) * size_of(job.type));
+  auto fill = [&] {
+    for (std::size_t l = 0; l < locals.size(); ++l) {
+      fill_input(job, locals[l], data.data());
+      b.write_input(l, p, data);
+    }
+  };
+  const char* what = who == Subject::Plan ? "the plan" : "the native collective";
+  fill();
+  for (int i = 0; i < opt.warmup; ++i) b.run(who, p);
+  b.synchronize();
+  world.barrier(opt.timeout_s, std::string("waiting for every rank before timing ") + what);
+  double t0 = World::now();
+  for (int i = 0; i < opt.iters; ++i) b.run(who, p);
+  b.synchronize();
+  double mine = (World::now() - t0) / std::max(opt.iters, 1);
+  t.time_us = world.max(mine, opt.timeout_s) * 1e6;
+  t.algbw_gbps = plan::algbw_gbps(job.req.bytes, t.time_us);
+  t.busbw_gbps = t.algbw_gbps * plan::busbw_factor(job.req.coll, job.req.nranks);
+  if (opt.check) {
+    fill();
+    b.run(who, p);
+    b.synchronize();
+    std::vector<std::byte> out(output_count(job) * size_of(job.type));
+    std::uint64_t wrong = 0;
+    for (std::size_t l = 0; l < locals.size(); ++l) {
+      b.read_output(l, p, who, out);
+      wrong += count_wrong(job, locals[l], out.data());
+    }
+    t.wrong = world.sum(wrong, opt.timeout_s);
+    t.checked = true;
+  }
+  return t;
+}
+
+// Hosts' ranks: how many of this job's processes share this one's memory.
+int ranks_on_my_host(const std::vector<std::string>& hosts, const std::string& mine) {
+  return static_cast<int>(std::count(hosts.begin(), hosts.end(), mine));
+}
+
+void check_memory(Backend& b, World& world, const Setup& s, int sharing, double timeout_s) {
+  std::uint64_t need = b.bytes_needed(s) * static_cast<std::uint64_t>(std::max(sharing, 1));
+  std::uint64_t have = b.memory_available();
+  std::uint64_t short_ranks = world.sum(have != 0 && need > have ? 1 : 0, timeout_s);
+  std::uint64_t worst = static_cast<std::uint64_t>(world.max(static_cast<double>(need), timeout_s));
+  std::uint64_t least = static_cast<std::uint64_t>(-world.max(-static_cast<double>(have), timeout_s));
+  if (short_ranks > 0)
+    throw InputError("size " + format_size_bytes(s.job.req.bytes) + " does not fit: " + std::string(b.name()) +
+                     " buffers need " + format_size_bytes(worst) + " on a host, " + format_size_bytes(least) +
+                     " available; lower -e");
+}
+
+}  // namespace
+
+Results run(const RunOptions& opt, Backend& backend, World& world, std::ostream& out) {
+  Results res;
+  res.backend = std::string(backend.name());
+  res.library_version = backend.library_version();
+  res.nranks = backend.nranks();
+  res.hosts = world.hosts();
+  int sharing = ranks_on_my_host(res.hosts, world.host());
+  bool root = world.rank() == 0;
+  if (opt.iters < 1) throw InputError("-n: at least 1 iteration");
+  if (opt.warmup < 0) throw InputError("-w: warm-up iterations cannot be negative");
+
+  Planner planner(opt, backend.nranks(), world);
+  res.topology = planner.topology_name();
+  std::vector<std::uint64_t> size_list = sizes(opt, planner);
+  std::vector<Collective> colls = planner.collectives();
+  for (DataType t : opt.types)
+    for (Collective c : colls) {
+      Job probe{{c, 0, backend.nranks(), opt.root}, t, RedOp::Sum};
+      if (std::string why = backend.cannot_run(probe); !why.empty()) throw UnsupportedError(why);
+    }
+  if (opt.root < 0 || opt.root >= backend.nranks())
+    throw InputError("-r " + std::to_string(opt.root) + ": the root must be a rank, 0 to " + std::to_string(backend.nranks() - 1));
+  if (root) print_preamble(out, res, opt);
+
+  for (Collective coll : colls) {
+    bool reduces = plan::facts(coll).reduces;
+    for (const std::string& algo : planner.algorithms(coll))
+      for (DataType type : opt.types)
+        for (RedOp op : reduces ? opt.ops : std::vector<RedOp>{RedOp::Sum}) {
+          Table table;
+          table.coll = coll;
+          table.algorithm = algo;
+          table.type = type;
+          table.op = op;
+          table.native_name = backend.native_name(coll);
+          if (root) print_table_head(out, table, reduces);
+          // The largest size is planned first: a size that cannot fit is refused before any data moves.
+          PlannedSize largest = planner.plan(coll, algo, type, op, size_list.back(), opt.root);
+          if (largest.plan)
+            check_memory(backend, world, Setup{largest.plan.get(), largest.job, largest.in_place, opt.timeout_s}, sharing,
+                         opt.timeout_s);
+          for (std::size_t k = 0; k < size_list.size(); ++k) {
+            PlannedSize ps = k + 1 == size_list.size() ? std::move(largest)
+                                                       : planner.plan(coll, algo, type, op, size_list[k], opt.root);
+            if (!ps.plan) {
+              table.notes.push_back(ps.skipped);
+              if (root) out << "# " << ps.skipped << "\n" << std::flush;
+              continue;
+            }
+            Row row;
+            row.coll = coll;
+            row.algorithm = ps.plan->info().algorithm;
+            row.type = type;
+            row.op = op;
+            row.root = plan::facts(coll).has_root ? opt.root : -1;
+            row.bytes = ps.job.req.bytes;
+            row.count = ps.job.count();
+            row.in_place_note = ps.in_place_note;
+            row.predicted_us = ps.predicted_us;
+            row.bound_us = ps.bound_us;
+            row.plan_json = ps.plan_json;
+            Setup s{ps.plan.get(), ps.job, ps.in_place, opt.timeout_s};
+            backend.setup(s);
+            row.out_of_place = measure(backend, world, opt, ps.job, Subject::Plan, Placement::OutOfPlace);
+            row.in_place = measure(backend, world, opt, ps.job, Subject::Plan, Placement::InPlace);
+            if (opt.baseline) {
+              row.native_note = backend.native_cannot_run(ps.job);
+              if (row.native_note.empty()) {
+                row.native_out_of_place = measure(backend, world, opt, ps.job, Subject::Native, Placement::OutOfPlace);
+                row.native_in_place = measure(backend, world, opt, ps.job, Subject::Native, Placement::InPlace);
+              }
+            }
+            res.total_wrong += row.out_of_place.wrong + row.in_place.wrong;
+            if (root) print_row(out, row);
+            table.rows.push_back(std::move(row));
+          }
+          if (root) print_table_tail(out, table, opt.baseline);
+          res.tables.push_back(std::move(table));
+        }
+  }
+  return res;
+}
+
+}  // namespace collkit::exec

@@ -1,0 +1,212 @@
+#include "planning.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "collkit/core/error.h"
+#include "collkit/core/file.h"
+#include "collkit/core/size.h"
+#include "collkit/plan/algorithm.h"
+#include "collkit/plan/io.h"
+#include "collkit/plan/planner.h"
+#include "collkit/plan/simulate.h"
+#include "collkit/plan/transform.h"
+#include "collkit/plan/verify.h"
+#include "collkit/topo/discover.h"
+#include "collkit/topo/io.h"
+
+namespace collkit::exec {
+
+namespace {
+
+using json = nlohmann::json;
+using plan::Collective;
+
+// Runs `fn` on rank 0 and gives its text, or its error as the same type, to every rank.
+template <class Fn>
+std::string decide(World& world, double timeout_s, Fn&& fn) {
+  json verdict;
+  if (world.rank() == 0) {
+    try {
+      verdict = json{{"ok", fn()}};
+    } catch (const InputError& e) {
+      verdict = {{"error", e.what()}, {"kind", "input"}};
+    } catch (const UnsupportedError& e) {
+      verdict = {{"error", e.what()}, {"kind", "unsupported"}};
+    } catch (const std::exception& e) {
+      verdict = {{"error", e.what()}, {"kind", "other"}};
+    }
+  }
+  json got = json::parse(world.broadcast(world.rank() == 0 ? verdict.dump() : std::string(), timeout_s));
+  if (got.contains("error")) {
+    std::string kind = got["kind"], what = got["error"];
+    if (kind == "input") throw InputError(what);
+    if (kind == "unsupported") throw UnsupportedError(what);
+    throw Error(what);
+  }
+  return got["ok"].get<std::string>();
+}
+
+// What makes two plans run alike in place, whatever their byte size: the plan at its smallest size.
+std::string shape_key(const plan::Plan& p, std::uint64_t esize) {
+  plan::Granularity g = plan::granularity(p.info());
+  if (g.step == 0) return plan::to_json(p);
+  return plan::to_json(*plan::resized(p, g.step * esize, esize));
+}
+
+}  // namespace
+
+Planner::Planner(const RunOptions& opt, int nranks, World& world) : opt_(opt), nranks_(nranks), world_(world) {
+  if (!opt.plan_file.empty()) {
+    file_plan_ = plan::load(opt.plan_file);
+    if (file_plan_->nranks() != nranks)
+      throw InputError(opt.plan_file + ": the plan is for " + std::to_string(file_plan_->nranks()) + " ranks, this job has " +
+                       std::to_string(nranks) + " (mpirun -np " + std::to_string(file_plan_->nranks()) + ")");
+  }
+  if (!opt.topo_file.empty()) {
+    topo_name_ = decide(world, opt.timeout_s, [&] {
+      topo_ = topo::from_json(read_file(opt.topo_file), opt.topo_file);
+      if (topo_->num_ranks() < static_cast<std::size_t>(nranks))
+        throw InputError(opt.topo_file + ": the topology has " + std::to_string(topo_->num_ranks()) + " ranks, this job has " +
+                         std::to_string(nranks));
+      return topo_->name;
+    });
+  } else if (opt.discover && opt.plan_file.empty() && world.size() == nranks) {
+    bool is_root = false;
+    topo::Topology t = topo::discover_cluster({}, &is_root);
+    if (is_root) {
+      topo_name_ = t.name;
+      topo_ = std::move(t);
+    }
+    topo_name_ = world.broadcast(topo_name_, opt.timeout_s);
+  }
+}
+
+Planner::~Planner() = default;
+
+std::uint64_t Planner::file_plan_bytes() const { return file_plan_ ? file_plan_->info().req.bytes : 0; }
+
+std::vector<Collective> Planner::collectives() const {
+  if (file_plan_) return {file_plan_->info().req.coll};
+  return opt_.collectives;
+}
+
+std::vector<std::string> Planner::algorithms(Collective c) const {
+  if (file_plan_) return {file_plan_->info().algorithm};
+  // "all": the algorithms that can do this collective on these ranks (and topology), decided by
+  // rank 0, which holds the topology.
+  std::string list = decide(world_, opt_.timeout_s, [&] {
+    std::string names;
+    for (const std::string& a : opt_.algorithms) {
+      if (a != "all") {
+        names += a + ",";
+        continue;
+      }
+      plan::Request req{c, opt_.max_bytes, nranks_, opt_.root};
+      for (const plan::Algorithm* algo : plan::algorithms())
+        if (std::string why; algo->supports(req, topo_ ? &*topo_ : nullptr, &why)) names += std::string(algo->name()) + ",";
+    }
+    return names;
+  });
+  std::vector<std::string> out;
+  for (std::size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1)
+    out.push_back(list.substr(at, comma - at));
+  return out;
+}
+
+std::string Planner::make(Collective c, const std::string& algo, DataType type, std::uint64_t bytes, int root) {
+  const std::uint64_t esize = size_of(type);
+  std::uint64_t count = bytes / esize;
+  std::unique_ptr<plan::Plan> p;
+  json out;
+  auto skip = [&](const std::string& why) {
+    out = {{"skip", format_size_bytes(bytes) + " skipped: " + why}};
+    return out.dump();
+  };
+  if (file_plan_) {
+    plan::Granularity g = plan::granularity(file_plan_->info());
+    if (g.step == 0) {
+      if (bytes != file_plan_->info().req.bytes) return skip("the plan's buffers do not scale, it runs at its own size only");
+      if (bytes % esize != 0) return skip("the plan's size is not a whole number of " + std::string(to_string(type)) + " elements");
+      g.step = count;
+    }
+    count -= count % g.step;
+    if (count == 0) return skip("the plan needs a multiple of " + std::to_string(g.step) + " elements");
+    p = plan::resized(*file_plan_, count * esize, esize);
+  } else {
+    const topo::Topology* t = topo_ ? &*topo_ : nullptr;
+    plan::AlgoOptions ao;
+    ao.channels = opt_.channels;
+    bool split = c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AlltoAll;
+    std::uint64_t unit = split ? static_cast<std::uint64_t>(nranks_) : 1;
+    count -= count % unit;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      if (count == 0) return skip("smaller than the " + std::to_string(unit) + " elements the collective needs");
+      plan::Request req{c, count * esize, nranks_, root};
+      try {
+        p = plan::plan_for(algo, req, t, ao);
+      } catch (const InputError& e) {
+        if (opt_.algorithms.size() == 1 && opt_.algorithms[0] != "all") throw;
+        return skip(e.what());
+      }
+      plan::Granularity g = plan::granularity(p->info());
+      if (g.step == 0) throw Error("plan: " + algo + " laid out buffers that do not scale with the size");
+      std::uint64_t fit = count - count % g.step;
+      if (fit == count) break;
+      if (fit == 0) return skip(algo + " needs a multiple of " + std::to_string(g.step) + " elements");
+      count = fit;
+      p.reset();
+    }
+    if (!p) return skip(algo + " found no element count its chunks divide");
+  }
+
+  plan::VerifyResult v = plan::verify(*p);
+  if (!v.ok) throw InputError("plan " + p->info().algorithm + " is wrong: " + v.error);
+
+  // In place: prove the overlapping form correct, once per plan shape.
+  std::string key = shape_key(*p, esize);
+  auto it = in_place_cache_.find(key);
+  if (it == in_place_cache_.end()) {
+    std::string why;
+    if (!plan::in_place_layout(p->info(), &why)) {
+      why = "its chunks do not line up in place: " + why;
+    } else {
+      try {
+        plan::VerifyResult iv = plan::verify(plan::in_place_form(*p));
+        if (!iv.ok) why = "not safe on overlapping buffers: " + iv.error;
+      } catch (const UnsupportedError& e) {
+        why = e.what();
+      }
+    }
+    it = in_place_cache_.emplace(key, why).first;
+  }
+
+  out["plan"] = plan::to_json(*p);
+  out["in_place_note"] = it->second.empty() ? "" : "staged (" + it->second + ")";
+  if (topo_) {
+    double pred = p->info().predicted_us;
+    if (pred <= 0) pred = plan::simulate(*p, *topo_).time_us;
+    out["predicted_us"] = pred;
+    out["bound_us"] = p->info().bound_us;
+  }
+  return out.dump();
+}
+
+PlannedSize Planner::plan(Collective c, const std::string& algo, DataType type, RedOp op, std::uint64_t bytes, int root) {
+  json got = json::parse(decide(world_, opt_.timeout_s, [&] { return make(c, algo, type, bytes, root); }));
+  PlannedSize ps;
+  if (got.contains("skip")) {
+    ps.skipped = got["skip"];
+    return ps;
+  }
+  ps.plan_json = got["plan"];
+  ps.plan = plan::from_json(ps.plan_json, "rank 0's plan");
+  ps.job = Job{ps.plan->info().req, type, op};
+  ps.in_place_note = got["in_place_note"];
+  ps.in_place = ps.in_place_note.empty() ? InPlaceMode::Direct : InPlaceMode::Staged;
+  ps.predicted_us = got.value("predicted_us", 0.0);
+  ps.bound_us = got.value("bound_us", 0.0);
+  return ps;
+}
+
+}  // namespace collkit::exec

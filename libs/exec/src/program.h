@@ -1,0 +1,98 @@
+#pragma once
+// A rank's program made ready to run: chunk references turned into byte ranges of the rank's
+// three regions, and the scheduler that issues ops as soon as plan.h's rules allow, over any
+// transport that can post a send and a receive and say when they finish (MPI point-to-point,
+// RDMA writes). Semantics kept (docs/plan.md):
+//  - ops of a channel start in program order, each after the previous one of its channel is done;
+//    a send counts as done once posted (sends are eager), so a channel never waits on its peer
+//    to receive. A transport may still be reading the source after that (MPI's rendezvous does):
+//    a send whose bytes a later op of the program overwrites is sent from a copy, so no op ever
+//    waits on a peer the plan does not make it wait on (waiting instead could deadlock two ranks
+//    that each overwrite what they are sending to the other, as in-place recursive doubling does);
+//  - an op also waits for its deps; channels run concurrently;
+//  - receive-and-reduce lands in a staging buffer of its channel, then reduces into place.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collkit/exec/datatype.h"
+#include "collkit/plan/plan.h"
+
+namespace collkit::exec::detail {
+
+struct ExecOp {
+  plan::OpType type = plan::OpType::Send;
+  std::int32_t peer = -1;
+  std::uint16_t channel = 0;
+  plan::Buf src_buf = plan::Buf::Input, dst_buf = plan::Buf::Input;
+  std::uint64_t src_off = 0, dst_off = 0, bytes = 0;
+  std::array<std::uint32_t, plan::kMaxDeps> deps{plan::kNoDep, plan::kNoDep, plan::kNoDep, plan::kNoDep};
+};
+
+struct RankProgram {
+  int rank = 0;
+  std::vector<ExecOp> ops;
+  std::array<std::uint64_t, 3> region_bytes{};  ///< input, output, scratch
+  std::uint16_t channels = 1;
+  std::uint64_t max_recv_reduce_bytes = 0;
+};
+
+/// Rank `rank`'s program of `plan` with chunks as byte ranges (every buffer's chunks are equal:
+/// the plan was resized to a multiple of its granularity).
+RankProgram compile(const plan::Plan& plan, int rank);
+
+/// "op 12 (recv from rank 1, channel 0, 4096 bytes)".
+std::string describe(const ExecOp& op, std::uint32_t index);
+
+/// What the scheduler needs from a network.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  /// Starts moving `bytes` to/from `peer` on `channel`; returns a handle.
+  virtual std::uint32_t post_send(int peer, std::uint16_t channel, const std::byte* data, std::uint64_t bytes) = 0;
+  virtual std::uint32_t post_recv(int peer, std::uint16_t channel, std::byte* data, std::uint64_t bytes) = 0;
+  /// Appends the handles that have finished since the last call (without blocking).
+  virtual void poll(std::vector<std::uint32_t>& finished) = 0;
+};
+
+/// Runs one program to completion, again and again (one call per collective).
+class Runner {
+ public:
+  Runner(const RankProgram& program, DataType type, RedOp op, double timeout_s);
+  /// Executes the program once on `regions` (input, output, scratch base pointers).
+  void run(Transport& transport, const std::array<std::byte*, 3>& regions);
+
+ private:
+  bool ready(std::uint32_t i) const;
+  /// Which sends go from a copy, for this placement of the regions (cached per placement).
+  const std::vector<bool>& copied_sends(const std::array<std::byte*, 3>& regions);
+  /// A free bounce buffer of at least `bytes`: its index in bounces_.
+  std::size_t bounce(std::uint64_t bytes);
+  [[noreturn]] void stalled() const;
+
+  const RankProgram& prog_;
+  DataType type_;
+  RedOp op_;
+  double timeout_s_;
+  std::vector<std::vector<std::uint32_t>> by_channel_;  // op indices per channel
+  std::vector<std::vector<std::byte>> staging_;         // per channel, for recv_reduce
+  std::vector<std::pair<std::array<std::byte*, 3>, std::vector<bool>>> copies_;
+  std::vector<std::vector<std::byte>> bounces_;          // copies of sent data, reused
+  std::vector<std::size_t> free_bounces_;
+  // Per run:
+  std::vector<std::uint8_t> state_;  // 0 waiting, 1 posted, 2 done
+  std::vector<std::uint32_t> cursor_;
+  struct InFlight {
+    std::uint32_t op;
+    bool send;
+    std::size_t bounce;  // bounce buffer to free, or npos
+  };
+  std::vector<InFlight> handles_;  // by transport handle
+  std::vector<std::uint32_t> sends_;  // ops whose send is still reading its source
+  std::array<std::byte*, 3> regions_{};
+};
+
+}  // namespace collkit::exec::detail

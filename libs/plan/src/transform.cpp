@@ -1,0 +1,176 @@
+#include "collkit/plan/transform.h"
+
+#include <numeric>
+
+#include "collkit/core/error.h"
+#include "collkit/plan/algorithm.h"
+
+namespace collkit::plan {
+
+namespace {
+
+// bytes(b) / req.bytes as a reduced fraction.
+struct Ratio {
+  std::uint64_t num = 0, den = 1;
+};
+
+Ratio ratio(const PlanInfo& info, Buf b) {
+  std::uint64_t num = buffer_bytes(info, b), den = info.req.bytes;
+  std::uint64_t g = std::gcd(num, den);
+  if (g == 0) return {0, 1};
+  return {num / g, den / g};
+}
+
+}  // namespace
+
+Granularity granularity(const PlanInfo& info) {
+  if (info.req.bytes == 0) return {};
+  std::uint64_t step = 1;
+  for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
+    std::uint32_t chunks = buffer_chunks(info, b);
+    if (chunks == 0) continue;
+    Ratio r = ratio(info, b);
+    // S x num / den must be a whole multiple of `chunks`: S a multiple of den x chunks / gcd(num, den x chunks).
+    std::uint64_t need = r.den * chunks;
+    step = std::lcm(step, need / std::gcd(r.num, need));
+  }
+  // Buffers whose bytes are not proportional to the size (a scratch of fixed bytes) cannot scale.
+  if (info.scratch_chunks > 0) {
+    Ratio s = ratio(info, Buf::Scratch);
+    if (s.num * info.req.bytes != s.den * info.scratch_bytes) return {};
+  }
+  return {step};
+}
+
+std::unique_ptr<Plan> resized(const Plan& plan, std::uint64_t bytes, std::uint64_t elem_bytes) {
+  const PlanInfo& from = plan.info();
+  Granularity g = granularity(from);
+  std::uint64_t count = bytes / elem_bytes;
+  if (bytes % elem_bytes != 0 || g.step == 0 || count % g.step != 0)
+    throw InputError("plan: cannot run at " + std::to_string(bytes) + " bytes of " + std::to_string(elem_bytes) +
+                     "-byte elements: " + (g.step == 0 ? "its buffers do not scale with the size"
+                                                        : "needs a multiple of " + std::to_string(g.step) + " elements"));
+  PlanInfo info = from;
+  Ratio s = ratio(from, Buf::Scratch);
+  info.req.bytes = bytes;
+  info.scratch_bytes = info.scratch_chunks == 0 ? 0 : bytes / s.den * s.num;
+  info.predicted_us = info.bound_us = 0;  // they were for the other size
+  if (plan.is_explicit()) {
+    const auto& e = static_cast<const ExplicitPlan&>(plan);
+    std::vector<std::vector<Op>> programs;
+    programs.reserve(static_cast<std::size_t>(plan.nranks()));
+    for (int r = 0; r < plan.nranks(); ++r) programs.push_back(e.program_ref(r));
+    return std::make_unique<ExplicitPlan>(std::move(info), std::move(programs));
+  }
+  return std::make_unique<GeneratedPlan>(std::move(info), static_cast<const GeneratedPlan&>(plan).algo());
+}
+
+std::optional<InPlace> in_place_layout(const PlanInfo& info, std::string* why) {
+  auto p = static_cast<std::uint32_t>(info.req.nranks);
+  switch (info.req.coll) {
+    case Collective::AllGather:
+      if (info.out_chunks == p * info.in_chunks) return InPlace{Buf::Input, Buf::Output, info.in_chunks};
+      if (why) *why = "its output chunks are not ranks x input chunks";
+      return std::nullopt;
+    case Collective::ReduceScatter:
+      if (info.in_chunks == p * info.out_chunks) return InPlace{Buf::Output, Buf::Input, info.out_chunks};
+      if (why) *why = "its input chunks are not ranks x output chunks";
+      return std::nullopt;
+    default:
+      if (info.in_chunks == info.out_chunks) return InPlace{Buf::Input, Buf::Output, 0};
+      if (why) *why = "its input and output have different chunk counts";
+      return std::nullopt;
+  }
+}
+
+namespace {
+
+// Shifts every dep by `by` (ops were inserted before them).
+void shift_deps(Op& op, std::uint32_t by) {
+  for (auto& d : op.deps)
+    if (d != kNoDep) d += by;
+}
+
+void alias(ChunkRef& ref, const InPlace& ip, std::uint32_t base) {
+  if (ref.buf != ip.aliased) return;
+  ref.buf = ip.base;
+  ref.chunk += base;
+}
+
+// Adds a dependency on `index` to `op`; false when it has no room left.
+bool try_depend(Op& op, std::uint32_t index) {
+  if (op.num_deps() >= kMaxDeps) return false;
+  op.depend_on(index);
+  return true;
+}
+
+}  // namespace
+
+ExplicitPlan in_place_form(const Plan& plan) {
+  const PlanInfo& info = plan.info();
+  std::string why;
+  std::optional<InPlace> ip = in_place_layout(info, &why);
+  if (!ip) throw UnsupportedError("plan: cannot run in place: " + why);
+  std::uint32_t n_alias = buffer_chunks(info, ip->aliased);
+  std::vector<std::vector<Op>> programs;
+  programs.reserve(static_cast<std::size_t>(plan.nranks()));
+  for (int r = 0; r < plan.nranks(); ++r) {
+    std::vector<Op> ops = plan.program(r);
+    std::uint32_t base = ip->base_chunk(r);
+    for (Op& op : ops) {
+      alias(op.src, *ip, base);
+      alias(op.dst, *ip, base);
+    }
+    // The copies between the aliased buffer and its slot, all on channel 0: the input enters the
+    // slot before any op, the output leaves it after every op.
+    Op copy;
+    copy.type = OpType::Copy;
+    copy.count = n_alias;
+    std::vector<Op> out;
+    out.reserve(ops.size() + 1);
+    if (ip->aliased == Buf::Input) {
+      copy.src = {Buf::Input, 0};
+      copy.dst = {ip->base, base};
+      out.push_back(copy);
+      std::vector<bool> seen(info.channels + 1u, false);
+      for (Op op : ops) {
+        shift_deps(op, 1);
+        if (op.channel != 0 && op.channel < seen.size() && !seen[op.channel]) {
+          seen[op.channel] = true;
+          if (!try_depend(op, 0))
+            throw UnsupportedError("plan: rank " + std::to_string(r) + ": no room to order its first op on channel " +
+                                   std::to_string(op.channel) + " after the in-place input");
+        }
+        out.push_back(op);
+      }
+    } else {
+      out = std::move(ops);
+      // The copy out goes after the last op of every channel, carried by copies of one chunk
+      // each on channel 0, up to kMaxDeps channels apiece.
+      std::vector<std::uint32_t> last;
+      std::vector<bool> seen(info.channels + 1u, false);
+      for (std::uint32_t i = static_cast<std::uint32_t>(out.size()); i-- > 0;)
+        if (out[i].channel != 0 && out[i].channel < seen.size() && !seen[out[i].channel]) {
+          seen[out[i].channel] = true;
+          last.push_back(i);
+        }
+      std::size_t carriers = (last.size() + kMaxDeps - 1) / kMaxDeps;
+      if (carriers > n_alias)
+        throw UnsupportedError("plan: " + std::to_string(last.size()) + " channels are too many to order the in-place output after");
+      for (std::uint32_t c = 0; c < n_alias; ++c) {
+        Op one = copy;
+        one.count = 1;
+        one.src = {ip->base, base + c};
+        one.dst = {Buf::Output, c};
+        for (std::size_t k = c * kMaxDeps; k < last.size() && k < (c + 1) * kMaxDeps; ++k) one.depend_on(last[k]);
+        out.push_back(one);
+      }
+    }
+    programs.push_back(std::move(out));
+  }
+  PlanInfo in = info;
+  in.algorithm = info.algorithm + " (in place)";
+  return ExplicitPlan(std::move(in), std::move(programs));
+}
+
+}  // namespace collkit::plan
