@@ -1,6 +1,7 @@
 #include "collkit/exec/harness.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <ostream>
 
 #include "collkit/core/error.h"
@@ -73,6 +74,12 @@ int ranks_on_my_host(const std::vector<std::string>& hosts, const std::string& m
   return static_cast<int>(std::count(hosts.begin(), hosts.end(), mine));
 }
 
+std::string gib(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return text;
+}
+
 void check_memory(Backend& b, World& world, const Setup& s, int sharing, double timeout_s) {
   std::uint64_t need = b.bytes_needed(s) * static_cast<std::uint64_t>(std::max(sharing, 1));
   std::uint64_t have = b.memory_available();
@@ -81,8 +88,7 @@ void check_memory(Backend& b, World& world, const Setup& s, int sharing, double 
   std::uint64_t least = static_cast<std::uint64_t>(-world.max(-static_cast<double>(have), timeout_s));
   if (short_ranks > 0)
     throw InputError("size " + format_size_bytes(s.job.req.bytes) + " does not fit: " + std::string(b.name()) +
-                     " buffers need " + format_size_bytes(worst) + " on a host, " + format_size_bytes(least) +
-                     " available; lower -e");
+                     " buffers need " + gib(worst) + " on a host, " + gib(least) + " available; lower -e");
 }
 
 }  // namespace

@@ -166,20 +166,7 @@ std::string Planner::make(Collective c, const std::string& algo, DataType type, 
   // In place: prove the overlapping form correct, once per plan shape.
   std::string key = shape_key(*p, esize);
   auto it = in_place_cache_.find(key);
-  if (it == in_place_cache_.end()) {
-    std::string why;
-    if (!plan::in_place_layout(p->info(), &why)) {
-      why = "its chunks do not line up in place: " + why;
-    } else {
-      try {
-        plan::VerifyResult iv = plan::verify(plan::in_place_form(*p));
-        if (!iv.ok) why = "not safe on overlapping buffers: " + iv.error;
-      } catch (const UnsupportedError& e) {
-        why = e.what();
-      }
-    }
-    it = in_place_cache_.emplace(key, why).first;
-  }
+  if (it == in_place_cache_.end()) it = in_place_cache_.emplace(key, plan::in_place_problem(*p)).first;
 
   out["plan"] = plan::to_json(*p);
   out["in_place_note"] = it->second.empty() ? "" : "staged (" + it->second + ")";

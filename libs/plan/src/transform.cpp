@@ -4,6 +4,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
+#include "collkit/plan/verify.h"
 
 namespace collkit::plan {
 
@@ -171,6 +172,18 @@ ExplicitPlan in_place_form(const Plan& plan) {
   PlanInfo in = info;
   in.algorithm = info.algorithm + " (in place)";
   return ExplicitPlan(std::move(in), std::move(programs));
+}
+
+std::string in_place_problem(const Plan& plan) {
+  std::string why;
+  if (!in_place_layout(plan.info(), &why)) return "its chunks do not line up in place: " + why;
+  try {
+    VerifyResult v = verify(in_place_form(plan));
+    if (!v.ok) return "not safe on overlapping buffers: " + v.error;
+  } catch (const UnsupportedError& e) {
+    return e.what();
+  }
+  return {};
 }
 
 }  // namespace collkit::plan

@@ -46,4 +46,8 @@ std::optional<InPlace> in_place_layout(const PlanInfo& info, std::string* why);
 /// another dependency); the runtime then stages a copy instead.
 ExplicitPlan in_place_form(const Plan& plan);
 
+/// Why the plan cannot run on overlapping buffers ("" when it can): its chunks do not line up,
+/// the in-place form cannot be written, or verify() rejects it (its message).
+std::string in_place_problem(const Plan& plan);
+
 }  // namespace collkit::plan

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# coll-run under mpirun with the mpi backend: every algorithm of libs/plan for every collective,
+# datatype and operator on 2, 3 and 4 ranks with zero wrong elements, in place and out of place;
+# hier across two synthetic hosts; a plan file; a mismatched plan; a stalled rank and a killed
+# rank stopping the others within --timeout; bad input with one-line errors.
+source "$(dirname "$0")/lib.sh"
+run="$COLLKIT_BIN/coll-run"
+if ! command -v mpirun >/dev/null; then echo "skip: mpirun not found"; exit 77; fi
+mpi() { timeout 300 mpirun --oversubscribe -np "$@"; }
+
+# The matrix: every applicable algorithm x collective x datatype x operator, both placements.
+# Ranks spread over hosts of a synthetic topology (2x1, 3x1, 2x2), so hier's inter-host phase runs.
+for np in 2 3 4; do
+  baseline=--no-baseline
+  [ "$np" = 4 ] && baseline=  # once with the native collectives beside, which checks them too
+  hosts=$np gpus=1
+  [ "$np" = 4 ] && hosts=2 gpus=2
+  "$COLLKIT_BIN/coll-topo" synth --node pcie-8gpu:gpus=$gpus --nodes $hosts --fabric single-switch -o "$TMP/t$np.json"
+  if mpi "$np" "$run" --coll all --algo all -d all -o all -b 4K -e 64K -f 16 -n 1 -w 0 -r 1 --topo "$TMP/t$np.json" $baseline \
+       --json "$TMP/all$np.json" >"$TMP/all$np.txt" 2>&1; then
+    ok "np $np: every algorithm, collective, datatype and operator ran"
+  else
+    bad "np $np: exit $?: $(tail -5 "$TMP/all$np.txt")"
+  fi
+  expect_eq "$(json_get "$TMP/all$np.json" 'j["total_wrong"]')" 0 "np $np wrong elements"
+  expect_eq "$(json_get "$TMP/all$np.json" 'sorted({t["algorithm"] for t in j["tables"]})')" \
+    "['bruck', 'direct', 'hier', 'pairwise', 'rd', 'rhd', 'ring', 'tree']" "np $np algorithms run"
+  expect_eq "$(json_get "$TMP/all$np.json" 'len({(t["collective"], t["type"], t.get("redop")) for t in j["tables"]})')" \
+    "$((7 * (5 * 3 + 3)))" "np $np collective x datatype x operator tables"
+  expect_eq "$(json_get "$TMP/all$np.json" 'all(r["in_place"]["wrong"] == 0 and r["out_of_place"]["wrong"] == 0 for t in j["tables"] for r in t["rows"])')" \
+    True "np $np every row checked and right"
+done
+expect_eq "$(json_get "$TMP/all4.json" 'sum(r["native_out_of_place"]["wrong"] + r["native_in_place"]["wrong"] for t in j["tables"] for r in t["rows"])')" \
+  0 "native collectives agree with the pattern"
+
+# auto and hier with bigger sizes, the simulator's prediction beside each row.
+if mpi 4 "$run" --topo "$TMP/t4.json" --coll allreduce,reducescatter,allgather,alltoall --algo hier,auto -d float32,bfloat16 \
+     -b 1K -e 256K -f 16 -n 2 -w 1 --json "$TMP/hier.json" >"$TMP/hier.txt" 2>&1; then
+  ok "hier and auto on two hosts"
+else
+  bad "hier on two hosts: $(tail -5 "$TMP/hier.txt")"
+fi
+expect_eq "$(json_get "$TMP/hier.json" 'j["total_wrong"]')" 0 "hier wrong elements"
+expect_eq "$(json_get "$TMP/hier.json" 'all(r["predicted_us"] > 0 for t in j["tables"] for r in t["rows"])')" True \
+  "every row has the simulator's prediction beside it"
+grep -q "predicted(us)" "$TMP/hier.txt" && ok "the table shows the prediction" || bad "no predicted column"
+
+# A plan file, run at its own size and over a sweep.
+"$COLLKIT_BIN/coll-plan" generate --coll allgather --size 64K --nranks 4 --algo bruck -o "$TMP/bruck.json" >/dev/null
+if mpi 4 "$run" --plan "$TMP/bruck.json" -d int32 -n 2 --json "$TMP/plan.json" >"$TMP/plan.txt" 2>&1; then
+  ok "plan file at its own size"
+else
+  bad "plan file: $(tail -3 "$TMP/plan.txt")"
+fi
+expect_eq "$(json_get "$TMP/plan.json" '[r["bytes"] for t in j["tables"] for r in t["rows"]]')" "[65536]" "plan's own size"
+expect_eq "$(json_get "$TMP/plan.json" 'j["schema"]')" "collkit.results/1" "results schema"
+mpi 4 "$run" --plan "$TMP/bruck.json" -b 1K -e 1M -f 32 -n 1 >"$TMP/sweep.txt" 2>&1 && ok "plan file over a sweep" ||
+  bad "plan sweep: $(tail -3 "$TMP/sweep.txt")"
+
+# Mismatched plan: every rank stops before communicating, one message.
+got=$(mpi 3 "$run" --plan "$TMP/bruck.json" 2>&1 >/dev/null | grep '^coll-run' || true)
+expect_eq "$got" "coll-run: error: $TMP/bruck.json: the plan is for 4 ranks, this job has 3 (mpirun -np 4)" "mismatched plan, one line"
+
+# A stalled rank (SIGSTOP, as a hung process) and a killed one: the others stop within --timeout.
+stall_test() {
+  local signal=$1 log="$TMP/stall$1.txt" rc=0 pid="" start
+  start=$(date +%s)
+  mpi 3 "$run" --coll allreduce --algo ring -b 1M -e 1M -n 1000000 -w 0 -c 0 --no-baseline --no-discover --timeout 4 \
+    >"$log" 2>&1 &
+  local launcher=$!
+  for _ in $(seq 100); do
+    for p in $(pgrep -f "coll-run --coll allreduce --algo ring -b 1M" || true); do
+      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then pid=$p; fi
+    done
+    [ -n "$pid" ] && grep -q "float" "$log" 2>/dev/null && break
+    [ -n "$pid" ] && sleep 0.5 && break
+    sleep 0.2
+  done
+  if [ -z "$pid" ]; then bad "SIG$signal: rank 1 never started"; wait "$launcher" || true; return; fi
+  sleep 1
+  kill -"$signal" "$pid"
+  wait "$launcher" || rc=$?
+  local took=$(($(date +%s) - start))
+  if [ "$rc" -ne 0 ] && [ "$took" -lt 60 ]; then ok "SIG$signal on rank 1: the job ended with exit $rc in ${took}s"; else bad "SIG$signal: exit $rc after ${took}s"; fi
+  if [ "$signal" = STOP ]; then
+    grep -q "no progress for 4 s: waiting on op .* rank 1" "$log" && ok "the message names the stuck op and rank 1" ||
+      bad "no stall message naming rank 1: $(grep -m2 error "$log")"
+  fi
+  kill -9 "$pid" 2>/dev/null || true
+}
+stall_test STOP
+stall_test KILL
+
+# Bad input: one line, non-zero exit.
+expect_fail 2 'coll-run: error: unknown collective "allsum" (expected allreduce, reducescatter, allgather, alltoall, broadcast, reduce or all)' \
+  "$run" --coll allsum
+expect_fail 2 'coll-run: error: unknown datatype "quad" (expected float32, float16, bfloat16, float64, int32, int8, uint8 or all)' \
+  "$run" -d quad
+expect_fail 2 'coll-run: error: -e 1K is smaller than -b 1M' "$run" -b 1M -e 1K --no-discover
+expect_fail 2 'coll-run: error: unknown backend "gloo" (expected mpi, nccl, cuda or rdma)' "$run" --backend gloo
+expect_fail 2 'coll-run: error: --plan runs the plan file'"'"'s collective and algorithm: drop --coll and --algo' \
+  "$run" --plan "$TMP/bruck.json" --coll allreduce
+got=$(mpi 2 "$run" --algo ring -b 1T -e 1T --no-discover 2>&1 >/dev/null | grep "^coll-run") && rc=0 || rc=$?
+[[ $rc = 2 && $got == "coll-run: error: size 1T does not fit: mpi buffers need "*" available; lower -e" ]] &&
+  ok "a size that does not fit is refused up front" || bad "1T: exit $rc: $got"
+echo '{"schema": "collkit.topology/1"}' >"$TMP/notaplan.json"
+got=$("$run" --plan "$TMP/notaplan.json" 2>&1 >/dev/null) && rc=0 || rc=$?
+[[ $rc = 2 && $got == "coll-run: error: $TMP/notaplan.json: "* ]] && ok "a file of another schema is refused" || bad "schema: $rc $got"
+
+finish
