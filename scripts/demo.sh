@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start: installs what is missing, builds, and runs the pipeline as far as it exists:
-# discover this machine, show it, then synthesise a 128-node DGX H100 cluster.
+# discover this machine, show it, synthesise a 128-node DGX H100 cluster, plan an AllReduce on it,
+# then plan and run one with coll-run under mpirun on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-deps.sh
@@ -17,5 +18,14 @@ echo
 echo "== coll-topo synth: 128 x DGX H100, rail-optimised fat-tree"
 $bin/coll-topo synth --node dgx-h100 --nodes 128 --fabric fat-tree:rails=8,oversub=1 -o "$out/dgx-h100x128.json"
 $bin/coll-topo show "$out/dgx-h100x128.json" --count 10
+
+echo
+echo "== coll-plan: the best 1 GiB AllReduce on it, with its lower bound"
+$bin/coll-plan generate --topo "$out/dgx-h100x128.json" --coll allreduce --size 1G --algo hier -o "$out/plan-h100x128.json"
+
+echo
+echo "== coll-run: 4 ranks on this machine, every AllReduce plan against MPI_Allreduce"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun --oversubscribe -np 4 $bin/coll-run --coll allreduce --algo ring,rhd -b 64K -e 4M -f 8 -n 10 --json "$out/run.json"
 echo
 echo "artifacts in $out/"
