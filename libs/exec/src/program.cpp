@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <numeric>
+#include <thread>
 #include <unordered_map>
 #include <cstring>
 
@@ -194,8 +195,11 @@ void Runner::run(Transport& transport, const std::array<std::byte*, 3>& regions)
     }
     if (progress) {
       last = wall_seconds();
-    } else if (wall_seconds() - last > timeout_s_) {
-      stalled();
+    } else {
+      if (wall_seconds() - last > timeout_s_) stalled();
+      // Nothing to do until a peer moves: give the core away, which matters when ranks outnumber
+      // cores (mpirun --oversubscribe), as Open MPI's own progress loop does there.
+      std::this_thread::yield();
     }
   }
 }
