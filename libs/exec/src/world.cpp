@@ -12,14 +12,6 @@ namespace collkit::exec {
 
 namespace mpi {
 
-void check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw SystemError(std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(len)));
-}
-
 void wait_all(MPI_Request* reqs, int n, double timeout_s, const std::string& what) {
   double last = MPI_Wtime();
   int done = 0, before = 0;

@@ -7,10 +7,6 @@
 // Only a failing MPI call itself throws at once (SystemError, without finalising): the process
 // then exits without MPI_Finalize and the launcher tears the job down.
 
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
-
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -18,6 +14,7 @@
 #include <vector>
 
 #include "collkit/core/error.h"
+#include "collkit/core/mpi_check.h"
 #include "collkit/topo/discover.h"
 #include "collkit/topo/io.h"
 
@@ -25,13 +22,7 @@ namespace collkit::topo {
 
 namespace {
 
-void check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw SystemError(std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(len)));
-}
+using mpi::check;
 
 // How an outcome travels between ranks: the error's class, so that every rank rethrows the same type.
 enum class Outcome : int { Ok = 0, Input = 1, System = 2, Unsupported = 3, Other = 4 };
