@@ -1,0 +1,41 @@
+#pragma once
+// Tasks on streams, simulated: each stream runs its tasks in the order given (as a CUDA stream
+// does), a task starts when its stream is free and its dependencies have ended. While any
+// communication task runs, compute progresses at 1/(1 + contention) of its speed: communication
+// kernels take SMs and memory bandwidth from it.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace collkit::overlap {
+
+enum class Stream : std::uint8_t { Compute, Tp, Ep, Dp, Pp };
+inline constexpr int kStreams = 5;
+std::string_view to_string(Stream s);
+
+struct Task {
+  std::string name;
+  Stream stream = Stream::Compute;
+  double work_us = 0;         ///< duration when run alone
+  std::vector<int> deps;      ///< indices of earlier tasks
+  std::uint64_t bytes = 0;    ///< communication tasks
+  int layer = -1, microbatch = 0, chunk = -1;
+  bool backward = false;
+  double start_us = 0, end_us = 0;  ///< filled by simulate()
+};
+
+struct TimelineStats {
+  double makespan_us = 0;
+  double compute_alone_us = 0;   ///< sum of compute work
+  double compute_actual_us = 0;  ///< sum of compute durations as run (slowed under overlap)
+  double comm_us = 0;            ///< sum of communication work
+  double exposed_comm_us = 0;    ///< makespan - compute_actual: the compute stream waiting
+};
+
+/// Runs the tasks (filling start/end) and measures. Throws collkit::Error on a dependency on a
+/// later task (a cycle) or a negative duration.
+TimelineStats simulate(std::vector<Task>& tasks, double contention);
+
+}  // namespace collkit::overlap
