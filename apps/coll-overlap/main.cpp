@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -48,6 +49,8 @@ topo::Topology topology(const Options& o) {
 }
 
 std::string ms(double us) { return fmt::format("{:.3f}", us / 1000.0); }
+// Percent with one decimal; a rounding residue of the order of 1e-12 prints as 0, not -0.0.
+std::string percent(double fraction) { return fmt::format("{:.1f}%", std::abs(fraction) < 5e-4 ? 0.0 : 100 * fraction); }
 
 std::string knobs(const ov::StrategyResult& r) {
   std::string s;
@@ -108,8 +111,8 @@ int run_overlap(const Options& o) {
   std::cout << fmt::format("\n{:<34} {:>11} {:>10} {:>11} {:>8} {:>8} {:>11} {:>8}  {}\n", "strategy", "compute_ms", "comm_ms",
                            "exposed_ms", "overlap", "slowdn", "step_ms", "speedup", "knobs");
   for (const auto& r : rep.rows)
-    std::cout << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>7.1f}% {:>8.3f} {:>11} {:>7.3f}x  {}\n", r.name, ms(r.stats.compute_alone_us),
-                             ms(r.stats.comm_us), ms(r.stats.exposed_comm_us), 100 * r.overlap_ratio, r.slowdown, ms(r.step_us), r.speedup,
+    std::cout << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8.3f} {:>11} {:>7.3f}x  {}\n", r.name, ms(r.stats.compute_alone_us),
+                             ms(r.stats.comm_us), ms(std::abs(r.stats.exposed_comm_us) < 5e-4 ? 0.0 : r.stats.exposed_comm_us), percent(r.overlap_ratio), r.slowdown, ms(r.step_us), r.speedup,
                              knobs(r));
   const auto& last = rep.rows.back();
   std::cout << fmt::format("\ncontention {:.3f} (compute slowdown under concurrent communication): {} {:.3f}x, {:.3f}x without it\n",

@@ -21,12 +21,12 @@ int Emitter::add(Task t) {
   return static_cast<int>(tasks_->size()) - 1;
 }
 
-Stream Emitter::stream_of(Group g) const {
-  switch (g) {
+Stream Emitter::stream_of(const CommOp& op) const {
+  switch (op.group) {
     case Group::Tp: return Stream::Tp;
     case Group::Ep: return Stream::Ep;
     case Group::Dp:
-    case Group::ExpertDp: return Stream::Dp;
+    case Group::ExpertDp: return op.coll == plan::Collective::AllGather ? Stream::Dp : Stream::DpReduce;
     case Group::Pp: return Stream::Pp;
   }
   return Stream::Dp;
@@ -57,7 +57,7 @@ int Emitter::comm_async(const Segment& s, const CommOp& op, std::vector<int> dep
   CommEstimate e = comm_->estimate(op.group, op.coll, bytes);
   Task t;
   t.name = chunk_name(op.name, chunk);
-  t.stream = stream_of(op.group);
+  t.stream = stream_of(op);
   t.work_us = e.time_us;
   t.deps = std::move(deps);
   t.bytes = e.bytes;

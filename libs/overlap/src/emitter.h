@@ -52,7 +52,7 @@ class Emitter {
 
  private:
   int add(Task t);
-  Stream stream_of(Group g) const;
+  Stream stream_of(const CommOp& op) const;
 
   std::vector<Task>* tasks_;
   ComputeModel* cm_;

@@ -14,6 +14,7 @@ std::string_view to_string(Stream s) {
     case Stream::Tp: return "comm:tp";
     case Stream::Ep: return "comm:ep";
     case Stream::Dp: return "comm:dp";
+    case Stream::DpReduce: return "comm:dp-reduce";
     case Stream::Pp: return "comm:pp";
   }
   return "?";

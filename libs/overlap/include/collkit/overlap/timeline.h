@@ -11,8 +11,10 @@
 
 namespace collkit::overlap {
 
-enum class Stream : std::uint8_t { Compute, Tp, Ep, Dp, Pp };
-inline constexpr int kStreams = 5;
+/// DP traffic has two streams, as PyTorch FSDP and Megatron-Core keep them: parameter gathers
+/// (Dp) and gradient reductions (DpReduce), so that a prefetch never queues behind a reduction.
+enum class Stream : std::uint8_t { Compute, Tp, Ep, Dp, DpReduce, Pp };
+inline constexpr int kStreams = 6;
 std::string_view to_string(Stream s);
 
 struct Task {
