@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start: installs what is missing, builds, and runs the pipeline as far as it exists:
-# discover this machine, show it, then synthesise a 128-node DGX H100 cluster.
+# discover this machine, show it, synthesise a 128-node DGX H100 cluster, then predict overlap
+# schedules for Llama-3 70B on two of its hosts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-deps.sh
@@ -17,5 +18,9 @@ echo
 echo "== coll-topo synth: 128 x DGX H100, rail-optimised fat-tree"
 $bin/coll-topo synth --node dgx-h100 --nodes 128 --fabric fat-tree:rails=8,oversub=1 -o "$out/dgx-h100x128.json"
 $bin/coll-topo show "$out/dgx-h100x128.json" --count 10
+echo
+echo "== coll-overlap: Llama-3 70B, TP 8 + SP inside each host, DP 2 across two DGX H100"
+$bin/coll-overlap --topo dgx-h100 --nodes 2 --model llama3-70b --tp 8 --sp --dp 2 --seq-len 8192 \
+  --json "$out/overlap.json" --trace "$out/overlap.trace.json"
 echo
 echo "artifacts in $out/"

@@ -38,6 +38,10 @@ expect_eq "$(json_get "$TMP/free.json" 'round(j["strategies"][-1]["speedup"], 9)
 expect_eq "$(json_get "$TMP/moe.json" '[r["name"] for r in j["strategies"]]')" "['none', 'dp-bucket', 'tp-decompose', 'moe-pipeline', 'auto']" "MoE rows"
 expect_eq "$(json_get "$TMP/moe.json" '[c["algorithm"] for c in j["collectives"] if c["group"] == "ep"][0] != "-"')" "True" "EP AlltoAll planned"
 
+# The documented example model file, by path.
+"$ov" --model "$COLLKIT_DOCS/examples/model.json" --tp 2 --dp 4 --ep 4 --seq-len 512 --json "$TMP/tiny.json" >/dev/null
+expect_eq "$(json_get "$TMP/tiny.json" 'j["model"]["name"]')" "tiny-moe" "docs/examples/model.json runs"
+
 expect_fail 2 "coll-overlap: error: --tp 3 does not divide the 64 attention heads of llama3-70b" \
   "$ov" --model llama3-70b --tp 3
 expect_fail 2 "coll-overlap: error: the layout needs 32 GPUs (tp 8 x dp 4 x pp 1) but the topology dgx-h100x2-fat-tree has 16" \

@@ -70,3 +70,13 @@ TEST_CASE("overlap models: a figure without a source, a bad value and a wrong sc
   schema.replace(schema.find("collkit.model/1"), 15, "collkit.model/2");
   CHECK_THROWS_AS(parse_model(schema, "x.json"), collkit::InputError);
 }
+
+TEST_CASE("overlap models: the documented example loads and counts as worked out in docs/models.md") {
+  Model m = load_model(std::string(COLLKIT_DOCS_DIR) + "/examples/model.json");
+  CHECK(m.name == "tiny-moe");
+  CHECK(!m.is_moe_layer(0));
+  CHECK(m.is_moe_layer(1));
+  // embeddings (tied) 32000·512 + final norm + dense layer + MoE layer with 4 experts and the router
+  CHECK(parameter_count(m) == 32000LL * 512 + 512 + (655360 + 1024 + 3 * 512 * 1536) + (655360 + 1024 + 4 * 3 * 512 * 1024 + 512 * 4));
+  CHECK(std::abs(static_cast<double>(parameter_count(m)) - m.published_params) / m.published_params < 0.02);
+}
