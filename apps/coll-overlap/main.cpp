@@ -164,6 +164,7 @@ int main(int argc, char** argv) {
   app.add_option("--micro-batch", o.layout.micro_batch, "sequences per micro-batch (default 1)");
   app.add_option("--seq-len", o.layout.seq_len, "tokens per sequence; decode: the context length (default 4096)");
   app.add_option("--dtype", o.layout.dtype, "bf16 | fp16 | fp8 (default bf16)");
+  app.add_option("--order", o.layout.order, "rank placement, innermost first (default tp,dp,pp: TP inside a host)");
   app.add_option("--mode", o.mode, "train | prefill | decode (default train)");
   app.add_option("--strategy", o.strategy, "none | dp-bucket | fsdp-prefetch | tp-decompose | moe-pipeline | auto, comma-separated to combine (default auto)");
   app.add_option("--tp-chunks", o.tp_chunks, "tp-decompose: chunks per GEMM (default: searched)")->check(CLI::PositiveNumber);

@@ -40,6 +40,38 @@ std::string_view to_string(Group g) {
   return "?";
 }
 
+namespace {
+
+struct Strides {
+  int tp = 1, dp = 1, pp = 1;
+};
+
+// Throws InputError unless `order` names tp, dp and pp once each.
+Strides strides(const Layout& l) {
+  Strides s;
+  int next = 1;
+  std::string seen;
+  std::size_t start = 0;
+  int count = 0;
+  while (start <= l.order.size()) {
+    std::size_t end = l.order.find(',', start);
+    std::string dim = l.order.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    int* stride = dim == "tp" ? &s.tp : dim == "dp" ? &s.dp : dim == "pp" ? &s.pp : nullptr;
+    if (!stride || seen.find(dim) != std::string::npos)
+      throw InputError("--order \"" + l.order + "\" must name tp, dp and pp once each, innermost first (e.g. tp,dp,pp)");
+    seen += dim + ",";
+    *stride = next;
+    next *= dim == "tp" ? l.tp : dim == "dp" ? l.dp : l.pp;
+    ++count;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (count != 3) throw InputError("--order \"" + l.order + "\" must name tp, dp and pp once each, innermost first (e.g. tp,dp,pp)");
+  return s;
+}
+
+}  // namespace
+
 void check_layout(const Layout& l, const Model& m, const topo::Topology& t) {
   auto positive = [](int v, const char* flag) {
     if (v < 1) throw InputError(fmt::format("{} must be >= 1, got {}", flag, v));
@@ -67,6 +99,7 @@ void check_layout(const Layout& l, const Model& m, const topo::Topology& t) {
   if (l.dp % l.ep != 0) throw InputError(fmt::format("--ep {} must divide --dp {} (experts are spread over data-parallel ranks)", l.ep, l.dp));
   if (l.pp > m.layers) throw InputError(fmt::format("--pp {} exceeds the {} layers of {}", l.pp, m.layers, m.name));
   if (l.mode != Mode::Train && l.zero != 0) throw InputError("--zero applies to training only");
+  strides(l);
   if (static_cast<std::size_t>(l.gpus()) > t.num_ranks())
     throw InputError(fmt::format("the layout needs {} GPUs (tp {} x dp {} x pp {}) but the topology {} has {}", l.gpus(), l.tp, l.dp,
                                  l.pp, t.name, t.num_ranks()));
@@ -77,12 +110,13 @@ std::vector<topo::Rank> group_ranks(const Layout& l, Group g) {
   auto stride = [&](int n, int step) {
     for (int i = 0; i < n; ++i) r.push_back(static_cast<topo::Rank>(i * step));
   };
+  const Strides s = strides(l);
   switch (g) {
-    case Group::Tp: stride(l.tp, 1); break;
-    case Group::Dp: stride(l.dp, l.tp); break;
-    case Group::Ep: stride(l.ep, l.tp); break;
-    case Group::ExpertDp: stride(l.dp / l.ep, l.tp * l.ep); break;
-    case Group::Pp: stride(std::min(l.pp, 2), l.tp * l.dp); break;
+    case Group::Tp: stride(l.tp, s.tp); break;
+    case Group::Dp: stride(l.dp, s.dp); break;
+    case Group::Ep: stride(l.ep, s.dp); break;
+    case Group::ExpertDp: stride(l.dp / l.ep, s.dp * l.ep); break;
+    case Group::Pp: stride(std::min(l.pp, 2), s.pp); break;
   }
   return r;
 }

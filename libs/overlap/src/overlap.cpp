@@ -111,6 +111,8 @@ struct Search {
       }
       if (!improved) break;
     }
+    // Descent from "everything on" can stop in a local optimum; serial is always a candidate.
+    if (optional && !cur.empty() && step({}) < best_us) cur.clear();
     // Keep registry order so names read the same whatever the search path.
     std::vector<Choice> ordered;
     for (const Strategy* s : strategy_registry())

@@ -21,7 +21,7 @@ json choices_json(const std::vector<Choice>& cs) {
 json layout_json(const Layout& l) {
   return {{"tp", l.tp}, {"sp", l.sp}, {"dp", l.dp}, {"zero", l.zero}, {"ep", l.ep}, {"pp", l.pp}, {"microbatches", l.microbatches},
           {"micro_batch", l.micro_batch}, {"seq_len", l.seq_len}, {"dtype", l.dtype}, {"mode", std::string(to_string(l.mode))},
-          {"gpus", l.gpus()}};
+          {"order", l.order}, {"gpus", l.gpus()}};
 }
 
 json row_json(const StrategyResult& r) {

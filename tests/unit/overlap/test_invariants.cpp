@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "collkit/core/error.h"
 #include "collkit/plan/collective.h"
 #include "overlap_testing.h"
 
@@ -112,6 +113,27 @@ TEST_CASE("overlap invariants: a group across hosts pays the network, a group in
   auto before = comm.plans_simulated();
   comm.estimate(Group::Dp, Collective::AllReduce, bytes);
   CHECK(comm.plans_simulated() == before);
+}
+
+TEST_CASE("overlap invariants: placing DP innermost spreads the TP group over hosts, and it pays the network") {
+  Layout inside;
+  inside.tp = 8, inside.dp = 2;
+  Layout across = inside;
+  across.order = "dp,tp,pp";
+  CHECK(group_ranks(across, Group::Tp) == std::vector<collkit::topo::Rank>{0, 2, 4, 6, 8, 10, 12, 14});
+  CHECK(group_ranks(across, Group::Dp) == std::vector<collkit::topo::Rank>{0, 1});
+  auto t = collkit::topo::synth({"dgx-h100", 2, ""});
+  CommModel a(t, inside), b(t, across);
+  const std::uint64_t bytes = 64ull << 20;
+  const double nvlink_us = a.estimate(Group::Tp, Collective::AllGather, bytes).time_us;
+  const double spread_us = b.estimate(Group::Tp, Collective::AllGather, bytes).time_us;
+  // Each host must receive the other host's 4 x 8 MiB through its NICs: 8 of them at 50 GB/s at best.
+  CHECK(spread_us >= static_cast<double>(32ull << 20) / (8 * 50e9) * 1e6);
+  CHECK(spread_us > 1.5 * nvlink_us);
+  Layout bad = inside;
+  bad.order = "tp,pp";
+  CHECK_THROWS_WITH_AS(check_layout(bad, load_model("llama3-8b"), t),
+                       "--order \"tp,pp\" must name tp, dp and pp once each, innermost first (e.g. tp,dp,pp)", collkit::InputError);
 }
 
 TEST_CASE("overlap invariants: contention takes part of the gain, and none does not feel it") {

@@ -32,6 +32,8 @@ struct Layout {
   std::int64_t seq_len = 4096;  ///< tokens per sequence (decode: the context length)
   std::string dtype = "bf16";
   Mode mode = Mode::Train;
+  /// Rank placement, innermost first: "tp,dp,pp" (the usual: TP ranks consecutive, inside a host).
+  std::string order = "tp,dp,pp";
 
   int gpus() const { return tp * dp * pp; }
 };
@@ -41,8 +43,8 @@ struct Layout {
 /// (tp 8 x dp 8 x pp 1) but the topology dgx-h100x2 has 16`.
 void check_layout(const Layout& l, const Model& m, const topo::Topology& t);
 
-/// The communication groups of rank 0, ranks in the usual order: TP innermost (consecutive ranks,
-/// inside a host), then DP (EP as its first `ep` members), then PP.
+/// The communication groups of rank 0. Ranks follow `order` (by default TP innermost: consecutive
+/// ranks, inside a host; then DP, whose first `ep` members form the EP group; then PP).
 enum class Group : std::uint8_t { Tp, Ep, Dp, ExpertDp, Pp };
 std::string_view to_string(Group g);
 /// The global ranks of rank 0's group of this kind, in group order. Pp: rank 0 and its next stage.
