@@ -39,6 +39,7 @@ struct Options {
   double comm_scale = 1.0;
   ov::Efficiency eff;
   std::string json_out, trace_out;
+  bool ops = false;
 };
 
 // --topo: a collkit.topology/1 file, else a node preset placed --nodes times (coll-topo synth).
@@ -108,6 +109,14 @@ int run_overlap(const Options& o) {
       std::cout << fmt::format("  {:<10} {:<14} {:>10} {:>6} {:>10} {:>12.2f}\n", ov::to_string(e.group), collkit::plan::to_string(e.coll),
                                collkit::format_size_bytes(e.bytes), e.nranks, e.algorithm, e.time_us);
     }
+  if (o.ops) {
+    std::cout << fmt::format("\nlayer 0, first micro-batch, each op alone:\n  {:<18} {:<8} {:<14} {:>12} {:>12} {:>10}  {}\n", "op", "pass", "kind",
+                             "GFLOP", "MB", "time_us", "bound / group");
+    for (const auto& c : ov::layer_costs(w, cm, comm, 0))
+      std::cout << fmt::format("  {:<18} {:<8} {:<14} {:>12} {:>12.2f} {:>10.2f}  {}\n", c.name, c.backward ? "bwd" : "fwd", c.kind,
+                               c.comm ? "-" : fmt::format("{:.2f}", c.flops / 1e9), c.bytes / 1e6, c.time_us,
+                               c.comm ? c.group : (c.memory_bound ? "memory" : "compute"));
+  }
   std::cout << fmt::format("\n{:<34} {:>11} {:>10} {:>11} {:>8} {:>8} {:>11} {:>8}  {}\n", "strategy", "compute_ms", "comm_ms",
                            "exposed_ms", "overlap", "slowdn", "step_ms", "speedup", "knobs");
   for (const auto& r : rep.rows)
@@ -177,6 +186,7 @@ int main(int argc, char** argv) {
   app.add_option("--eff-attn", o.eff.attention, "attention efficiency (default 0.55)");
   app.add_option("--eff-mem", o.eff.memory, "memory-bandwidth efficiency (default 0.80)");
   app.add_option("--kernel-us", o.eff.kernel_us, "fixed cost per kernel (default 2 us)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--ops", o.ops, "print layer 0's ops: FLOPs, bytes, roofline time, what bounds them, the collectives");
   app.add_option("--json", o.json_out, "write collkit.overlap/1 (\"-\" for stdout)");
   app.add_option("--trace", o.trace_out, "write the chosen schedule as Chrome trace-event JSON (Perfetto)");
   auto* models = app.add_subcommand("models", "list configs/models/ with their parameter counts against the published ones");

@@ -65,4 +65,29 @@ CommEstimate CommModel::estimate(Group g, plan::Collective c, std::uint64_t byte
 
 std::vector<CommEstimate> CommModel::estimates() const { return cache_; }
 
+std::vector<OpCost> layer_costs(const Workload& w, const ComputeModel& cm, CommModel& comm, int layer) {
+  std::vector<OpCost> out;
+  const auto& pk = cm.peak();
+  const auto& eff = cm.efficiency();
+  for (const Segment& s : w.segments) {
+    if (s.layer != layer || s.microbatch != 0) continue;
+    auto add_comm = [&](const CommOp& c) {
+      CommEstimate e = comm.estimate(c.group, c.coll, c.bytes);
+      out.push_back({c.name, s.backward, true, std::string(plan::to_string(c.coll)), std::string(to_string(c.group)), 0,
+                     static_cast<double>(e.bytes), e.time_us, false});
+    };
+    auto add_compute = [&](const ComputeOp& op) {
+      double peak_eff = op.kind == OpKind::Gemm ? eff.gemm : eff.attention;
+      bool mem = op.bytes / (pk.mem_bw_gbps * 1e9 * eff.memory) > op.flops / (pk.tflops * 1e12 * peak_eff);
+      out.push_back({op.name, s.backward, false, std::string(to_string(op.kind)), "", op.flops, op.bytes, cm.time_us(op), mem});
+    };
+    // Program order of the serial schedule: a gather before its GEMM, a scatter after it.
+    bool comm_first = s.kind == SegmentKind::GatherGemm || s.kind == SegmentKind::ParamGather || s.kind == SegmentKind::Moe;
+    if (comm_first && !s.comm.empty()) add_comm(s.comm[0]);
+    for (const auto& op : s.compute) add_compute(op);
+    for (std::size_t i = comm_first ? 1 : 0; i < s.comm.size(); ++i) add_comm(s.comm[i]);
+  }
+  return out;
+}
+
 }  // namespace collkit::overlap

@@ -61,6 +61,31 @@ std::string to_json(const Report& r, const RunContext& ctx) {
   json rows = json::array();
   for (const auto& row : r.rows) rows.push_back(row_json(row));
   j["strategies"] = rows;
+  // Per layer kind (the first layer, and the first MoE layer when it differs): every op's cost.
+  json layers = json::array();
+  std::vector<int> shown = {0};
+  for (int l = 1; l < w.stage_layers; ++l)
+    if (w.model.is_moe_layer(l) != w.model.is_moe_layer(0)) {
+      shown.push_back(l);
+      break;
+    }
+  for (int l : shown) {
+    json ops = json::array();
+    for (const OpCost& c : layer_costs(w, *ctx.compute, *ctx.comm, l)) {
+      json o = {{"name", c.name}, {"pass", c.backward ? "backward" : "forward"}, {"kind", c.kind}, {"time_us", us(c.time_us)}};
+      if (c.comm) {
+        o["group"] = c.group;
+        o["bytes"] = static_cast<std::uint64_t>(c.bytes);
+      } else {
+        o["flops"] = c.flops;
+        o["bytes"] = c.bytes;
+        o["bound"] = c.memory_bound ? "memory" : "compute";
+      }
+      ops.push_back(std::move(o));
+    }
+    layers.push_back({{"layer", l}, {"moe", w.model.is_moe_layer(l)}, {"ops", ops}});
+  }
+  j["layers"] = layers;
   j["skipped"] = r.skipped;
   j["notes"] = w.notes;
   if (!r.rows.empty()) {

@@ -33,6 +33,17 @@ TEST_CASE("overlap report: JSON carries the schema, the inputs, every row and th
   CHECK(j["schedule"]["tasks"].size() == r->report.rows.back().tasks.size());
   CHECK(!j["collectives"].empty());
   for (const auto& c : j["collectives"]) CHECK(c["time_us"].get<double>() > 0);
+  // Layer 0's ops: the QKV GEMM of 2048 tokens, K = 4096, N = (32 + 2 x 8) x 128 / 8.
+  REQUIRE(j["layers"].size() == 1);
+  bool seen = false;
+  for (const auto& op : j["layers"][0]["ops"]) {
+    if (op["name"] != "qkv") continue;
+    seen = true;
+    CHECK(op["flops"].get<double>() == doctest::Approx(2.0 * 2048 * 4096 * 768));
+    CHECK(op["bound"] == "compute");
+    CHECK(op["time_us"].get<double>() > 0);
+  }
+  CHECK(seen);
 }
 
 TEST_CASE("overlap report: trace slices on one track never overlap and carry chunk and bytes") {

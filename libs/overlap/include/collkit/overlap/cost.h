@@ -70,4 +70,19 @@ class CommModel {
   std::size_t simulated_ = 0;
 };
 
+/// One op of a layer as the model costs it, for reports.
+struct OpCost {
+  std::string name;        ///< "qkv", "attn.bwd", "tp.allgather"
+  bool backward = false;
+  bool comm = false;
+  std::string kind;        ///< compute: "gemm" | "attention"; comm: the collective
+  std::string group;       ///< comm only
+  double flops = 0;        ///< compute only
+  double bytes = 0;        ///< compute: memory traffic; comm: nccl-tests size
+  double time_us = 0;      ///< compute: roofline alone; comm: the planned collective alone
+  bool memory_bound = false;
+};
+/// The ops of `layer` in the first micro-batch, forward then backward, in program order.
+std::vector<OpCost> layer_costs(const Workload& w, const ComputeModel& cm, CommModel& comm, int layer);
+
 }  // namespace collkit::overlap

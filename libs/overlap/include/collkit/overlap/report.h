@@ -15,7 +15,7 @@ struct RunContext {
   const Workload* workload;
   const topo::Topology* topo;
   const ComputeModel* compute;
-  const CommModel* comm;
+  CommModel* comm;  ///< not const: reports may ask it for sizes not yet planned (cached)
   double contention;
 };
 
