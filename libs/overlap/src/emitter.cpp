@@ -58,6 +58,8 @@ int Emitter::comm_async(const Segment& s, const CommOp& op, std::vector<int> dep
   Task t;
   t.name = chunk_name(op.name, chunk);
   t.stream = stream_of(op);
+  // A DP gather and a DP reduction in flight together cross the same NICs (expert-DP too).
+  t.share = op.group == Group::Dp || op.group == Group::ExpertDp ? 0 : -1;
   t.work_us = e.time_us;
   t.deps = std::move(deps);
   t.bytes = e.bytes;

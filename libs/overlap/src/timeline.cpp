@@ -64,18 +64,26 @@ TimelineStats simulate(std::vector<Task>& tasks, double contention) {
     if (finished == tasks.size()) break;
     bool comm_active = false;
     for (int s = 1; s < kStreams; ++s) comm_active = comm_active || running[s] >= 0;
-    double dt = std::numeric_limits<double>::infinity();
+    std::array<double, kStreams> rate{};
     for (int s = 0; s < kStreams; ++s) {
       if (running[s] < 0) continue;
-      double rate = (s == 0 && comm_active) ? slow : 1.0;
-      dt = std::min(dt, remaining[s] / rate);
+      if (s == 0) {
+        rate[s] = comm_active ? slow : 1.0;
+        continue;
+      }
+      int share = tasks[static_cast<std::size_t>(running[s])].share, sharing = 0;
+      for (int o = 1; o < kStreams; ++o)
+        sharing += running[o] >= 0 && share >= 0 && tasks[static_cast<std::size_t>(running[o])].share == share;
+      rate[s] = 1.0 / std::max(1, sharing);
     }
+    double dt = std::numeric_limits<double>::infinity();
+    for (int s = 0; s < kStreams; ++s)
+      if (running[s] >= 0) dt = std::min(dt, remaining[s] / rate[s]);
     if (!(dt < std::numeric_limits<double>::infinity())) throw Error("timeline: no task can run (a dependency cycle)");
     now += dt;
     for (int s = 0; s < kStreams; ++s) {
       if (running[s] < 0) continue;
-      double rate = (s == 0 && comm_active) ? slow : 1.0;
-      remaining[s] -= dt * rate;
+      remaining[s] -= dt * rate[s];
       Task& t = tasks[static_cast<std::size_t>(running[s])];
       if (remaining[s] <= 1e-9 * std::max(1.0, t.work_us)) {
         t.end_us = now;

@@ -48,6 +48,17 @@ TEST_CASE("timeline: a stream runs its tasks in issue order, even when a later o
   CHECK(t[2].start_us == doctest::Approx(110));
 }
 
+TEST_CASE("timeline: collectives sharing links split them while both run") {
+  // 10 us and 30 us of work on two streams, same links: both at half speed until the first ends
+  // at 20 us, then the second alone finishes its last 20 us at 40 us.
+  std::vector<Task> t = {task("ag", Stream::Dp, 10), task("rs", Stream::DpReduce, 30), task("tp", Stream::Tp, 30)};
+  t[0].share = t[1].share = 0;
+  simulate(t, 0);
+  CHECK(t[0].end_us == doctest::Approx(20));
+  CHECK(t[1].end_us == doctest::Approx(40));
+  CHECK(t[2].end_us == doctest::Approx(30));  // other links: full speed
+}
+
 TEST_CASE("timeline: a dependency on a later task is refused") {
   std::vector<Task> t = {task("a", Stream::Compute, 1, {1}), task("b", Stream::Compute, 1)};
   CHECK_THROWS_AS(simulate(t, 0), collkit::Error);

@@ -2,7 +2,8 @@
 // Tasks on streams, simulated: each stream runs its tasks in the order given (as a CUDA stream
 // does), a task starts when its stream is free and its dependencies have ended. While any
 // communication task runs, compute progresses at 1/(1 + contention) of its speed: communication
-// kernels take SMs and memory bandwidth from it.
+// kernels take SMs and memory bandwidth from it. Collectives of one group running at once on
+// different streams split its links evenly.
 
 #include <cstdint>
 #include <string>
@@ -23,6 +24,9 @@ struct Task {
   double work_us = 0;         ///< duration when run alone
   std::vector<int> deps;      ///< indices of earlier tasks
   std::uint64_t bytes = 0;    ///< communication tasks
+  /// Communication tasks with the same key cross the same links: while n of them run (on
+  /// different streams), each progresses at 1/n of its speed. -1: shares with nothing.
+  int share = -1;
   int layer = -1, microbatch = 0, chunk = -1;
   bool backward = false;
   double start_us = 0, end_us = 0;  ///< filled by simulate()
