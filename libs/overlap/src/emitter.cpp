@@ -12,6 +12,7 @@ std::uint64_t Emitter::Pending::total() const {
 
 std::vector<int> Emitter::ready() const {
   std::vector<int> d = gates_;
+  d.insert(d.end(), chunk_gates_.begin(), chunk_gates_.end());
   if (tail_ >= 0) d.push_back(tail_);
   return d;
 }
@@ -49,6 +50,7 @@ int Emitter::compute(const Segment& s, const ComputeOp& op, double fraction, int
   t.chunk = chunk;
   tail_ = add(std::move(t));
   gates_.clear();
+  chunk_gates_.clear();
   return tail_;
 }
 
@@ -73,6 +75,7 @@ int Emitter::comm_async(const Segment& s, const CommOp& op, std::vector<int> dep
 int Emitter::comm_blocking(const Segment& s, const CommOp& op) {
   tail_ = comm_async(s, op, ready());
   gates_.clear();
+  chunk_gates_.clear();
   return tail_;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "collkit/overlap/cost.h"
@@ -27,6 +28,12 @@ class Emitter {
   int comm_blocking(const Segment& s, const CommOp& op);
   /// The next op waits for `task` too.
   void gate(int task) { gates_.push_back(task); }
+  /// Per-chunk gates: chunk i of the next op may start once task i has ended (a row-split pipeline
+  /// carried from one op to the next, as Domino does). Until a strategy takes them they act as gates.
+  void set_chunk_gates(std::vector<int> tasks) { chunk_gates_ = std::move(tasks); }
+  /// The chunk gates, handed over and cleared.
+  std::vector<int> take_chunk_gates() { return std::exchange(chunk_gates_, {}); }
+  std::size_t chunk_gate_count() const { return chunk_gates_.size(); }
   /// The step end waits for `task`.
   void in_flight(int task) { in_flight_.push_back(task); }
 
@@ -58,7 +65,7 @@ class Emitter {
   ComputeModel* cm_;
   CommModel* comm_;
   int tail_ = -1;
-  std::vector<int> gates_, in_flight_, marks_;
+  std::vector<int> gates_, chunk_gates_, in_flight_, marks_;
   Pending pending_;
 };
 

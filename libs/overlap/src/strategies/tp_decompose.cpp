@@ -2,7 +2,9 @@
 // Async-TP, Flux, Domino): a GEMM fed by a TP AllGather, or feeding a TP ReduceScatter or
 // AllReduce, is split into `chunks` along its rows; chunk i's collective runs while another
 // chunk's GEMM computes. The first gather and the last scatter stay exposed, and every chunk pays
-// a kernel launch and rereads the weights, which is what makes too many chunks lose.
+// a kernel launch and rereads the weights, which is what makes too many chunks lose. After a
+// scattered GEMM the chunks carry on into the next op (Domino's row split): chunk i of it waits
+// for chunk i's collective only.
 
 #include <algorithm>
 
@@ -33,22 +35,37 @@ class TpDecompose final : public Strategy {
   }
 
   bool emit(const Segment& s, int chunks, Emitter& e) const override {
+    const double f = 1.0 / chunks;
+    // Rows keep flowing chunk by chunk past a scattered GEMM: chunk i of the next op waits only
+    // for chunk i's collective (Domino's row split), so the last chunks' AllReduce hides behind
+    // the next op instead of blocking it.
+    const bool carried = e.chunk_gate_count() == static_cast<std::size_t>(chunks);
+    if (s.kind == SegmentKind::Compute) {
+      if (!carried) return false;
+      std::vector<int> gate = e.take_chunk_gates();
+      for (int i = 0; i < chunks; ++i)
+        for (std::size_t j = 0; j < s.compute.size(); ++j)
+          e.compute(s, s.compute[j], f, i, j == 0 ? std::vector<int>{gate[static_cast<std::size_t>(i)]} : std::vector<int>{});
+      return true;
+    }
     bool tp = !s.comm.empty() && s.comm[0].group == Group::Tp;
     if (!tp || (s.kind != SegmentKind::GatherGemm && s.kind != SegmentKind::GemmScatter)) return false;
-    const double f = 1.0 / chunks;
     if (s.kind == SegmentKind::GatherGemm) {
+      std::vector<int> gate = carried ? e.take_chunk_gates() : std::vector<int>{};
       std::vector<int> input = e.ready();
       for (int i = 0; i < chunks; ++i) {
-        int ag = e.comm_async(s, s.comm[0], input, f, i);
+        std::vector<int> deps = input;
+        if (carried) deps.push_back(gate[static_cast<std::size_t>(i)]);
+        int ag = e.comm_async(s, s.comm[0], deps, f, i);
         e.compute(s, s.compute[0], f, i, {ag});
       }
     } else {
-      int last = -1;
+      std::vector<int> scattered;
       for (int i = 0; i < chunks; ++i) {
         int gemm = e.compute(s, s.compute[0], f, i);
-        last = e.comm_async(s, s.comm[0], {gemm}, f, i);
+        scattered.push_back(e.comm_async(s, s.comm[0], {gemm}, f, i));
       }
-      e.gate(last);  // the stream runs the chunks in order: the last one ending means all did
+      e.set_chunk_gates(std::move(scattered));
     }
     return true;
   }
