@@ -1,5 +1,7 @@
 #include "collkit/overlap/cost.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -11,7 +13,7 @@ namespace collkit::overlap {
 
 ComputeModel::ComputeModel(topo::GpuPeak peak, Efficiency eff, int dtype_bytes) : peak_(std::move(peak)), eff_(eff), dtype_bytes_(dtype_bytes) {
   auto fraction = [](double v, const char* what) {
-    if (!(v > 0 && v <= 1)) throw InputError(std::string(what) + " efficiency must be in (0, 1], got " + std::to_string(v));
+    if (!(v > 0 && v <= 1)) throw InputError(fmt::format("{} efficiency must be in (0, 1], got {}", what, v));
   };
   fraction(eff_.gemm, "GEMM");
   fraction(eff_.attention, "attention");
