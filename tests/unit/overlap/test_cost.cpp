@@ -36,7 +36,7 @@ TEST_CASE("cost: attention uses its own efficiency") {
   CHECK(model().time_us(a, 0.5) == doctest::Approx(0.5e12 / 25e12 * 1e6 + 1.0));
 }
 
-TEST_CASE("cost: efficiencies outside (0, 1] are refused") {
+TEST_CASE("cost: efficiencies above 1 or not above 0 are refused") {
   Efficiency e;
   e.gemm = 1.5;
   CHECK_THROWS_WITH_AS(ComputeModel({"x", 1, 1}, e, 2), "GEMM efficiency must be in (0, 1], got 1.5", collkit::InputError);

@@ -18,7 +18,7 @@ Task task(const char* name, Stream s, double us, std::vector<int> deps = {}) {
 }
 }  // namespace
 
-TEST_CASE("timeline: a dependent chain runs back to back; exposed communication is its length") {
+TEST_CASE("timeline: a dependent chain runs back to back, and exposed communication is its length") {
   std::vector<Task> t = {task("ag", Stream::Tp, 30), task("gemm", Stream::Compute, 100, {0}), task("rs", Stream::Tp, 20, {1})};
   TimelineStats s = simulate(t, 0.5);
   CHECK(t[1].start_us == doctest::Approx(30));

@@ -64,7 +64,7 @@ TEST_CASE("workload: GEMM FLOPs are 6 x parameters x tokens for a training step 
   CHECK(gemm == doctest::Approx(6.0 * layer_weights * m.layers * 1024));
 }
 
-TEST_CASE("workload: Mixtral EP: dispatch and combine of tokens x top-k x h per layer; DP and expert-DP gradients") {
+TEST_CASE("workload: Mixtral EP: dispatch and combine of tokens x top-k x h per layer, DP and expert-DP gradients") {
   Layout l;
   l.dp = 16, l.ep = 8, l.seq_len = 4096;
   Workload w = build_workload(load_model("mixtral-8x7b"), l);
