@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start: installs what is missing, builds, and runs the pipeline as far as it exists:
 # discover this machine, show it, synthesise a 128-node DGX H100 cluster, plan an AllReduce on it,
-# then plan and run one with coll-run under mpirun on this machine.
+# plan and run one with coll-run under mpirun on this machine, then predict overlap schedules for
+# Llama-3 70B on two of its hosts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-deps.sh
@@ -24,8 +25,12 @@ echo "== coll-plan: the best 1 GiB AllReduce on it, with its lower bound"
 $bin/coll-plan generate --topo "$out/dgx-h100x128.json" --coll allreduce --size 1G --algo hier -o "$out/plan-h100x128.json"
 
 echo
-echo "== coll-run: 4 ranks on this machine, every AllReduce plan against MPI_Allreduce"
+echo "== coll-run: 4 ranks on this machine, ring and halving-doubling AllReduce against MPI_Allreduce"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun --oversubscribe -np 4 $bin/coll-run --coll allreduce --algo ring,rhd -b 64K -e 4M -f 8 -n 10 --json "$out/run.json"
+echo
+echo "== coll-overlap: Llama-3 70B, TP 8 + SP inside each host, DP 2 across two DGX H100"
+$bin/coll-overlap --topo dgx-h100 --nodes 2 --model llama3-70b --tp 8 --sp --dp 2 --seq-len 8192 \
+  --json "$out/overlap.json" --trace "$out/overlap.trace.json"
 echo
 echo "artifacts in $out/"

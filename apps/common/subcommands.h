@@ -18,8 +18,10 @@ struct Command {
   int (*run)(const Options&);
 };
 
+/// `fallback`, when given, runs when no subcommand was (a tool whose main action has no name).
 template <class Options>
-int run(CLI::App& app, int argc, char** argv, const Options& options, std::initializer_list<Command<Options>> commands) {
+int run(CLI::App& app, int argc, char** argv, const Options& options, std::initializer_list<Command<Options>> commands,
+        int (*fallback)(const Options&) = nullptr) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,6 +30,7 @@ int run(CLI::App& app, int argc, char** argv, const Options& options, std::initi
   try {
     for (const auto& c : commands)
       if (c.sub->parsed()) return c.run(options);
+    if (fallback) return fallback(options);
   } catch (const std::exception& e) {
     std::cerr << app.get_name() << ": error: " << e.what() << "\n";
     return exit_code_for(e);

@@ -1,0 +1,194 @@
+// coll-overlap: computation-communication overlap schedules for TP, SP, FSDP, EP and DP, with
+// timelines. Argument parsing and printing only; everything else is libs/overlap.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "collkit/core/error.h"
+#include "collkit/core/file.h"
+#include "collkit/core/size.h"
+#include "collkit/overlap/overlap.h"
+#include "collkit/overlap/report.h"
+#include "collkit/topo/gpu.h"
+#include "collkit/topo/io.h"
+#include "collkit/topo/synth.h"
+#include "subcommands.h"
+
+namespace ov = collkit::overlap;
+namespace topo = collkit::topo;
+
+namespace {
+
+struct Options {
+  std::string topo = "dgx-h100";
+  int nodes = 1;
+  std::string fabric;
+  std::string model;
+  ov::Layout layout;
+  std::string mode = "train";
+  std::string strategy = "auto";
+  int tp_chunks = 0, bucket_mb = 0, prefetch_depth = 0, moe_chunks = 0;
+  double contention = ov::kDefaultContention;
+  double comm_scale = 1.0;
+  ov::Efficiency eff;
+  std::string json_out, trace_out;
+  bool ops = false;
+};
+
+// --topo: a collkit.topology/1 file, else a node preset placed --nodes times (coll-topo synth).
+topo::Topology topology(const Options& o) {
+  if (std::filesystem::is_regular_file(o.topo)) return topo::load(o.topo);
+  if (o.topo.ends_with(".json")) throw collkit::InputError(o.topo + ": no such file");
+  return topo::synth({o.topo, o.nodes, o.fabric});
+}
+
+std::string ms(double us) { return fmt::format("{:.3f}", us / 1000.0); }
+// Percent with one decimal; a rounding residue of the order of 1e-12 prints as 0, not -0.0.
+std::string percent(double fraction) { return fmt::format("{:.1f}%", std::abs(fraction) < 5e-4 ? 0.0 : 100 * fraction); }
+
+std::string knobs(const ov::StrategyResult& r) {
+  std::string s;
+  for (const auto& c : r.choices) {
+    std::string knob;
+    for (const auto& i : ov::strategies())
+      if (i.name == c.strategy) knob = i.knob;
+    s += fmt::format("{}{}:{}={}", s.empty() ? "" : " ", c.strategy, knob, c.knob);
+  }
+  return s.empty() ? "-" : s;
+}
+
+int run_overlap(const Options& o) {
+  if (o.model.empty()) throw collkit::InputError("give --model (one of configs/models/, or a collkit.model/1 file)");
+  ov::Model model = ov::load_model(o.model);
+  topo::Topology t = topology(o);
+  ov::Layout l = o.layout;
+  l.mode = ov::parse_mode(o.mode);
+  ov::check_layout(l, model, t);
+  ov::ComputeModel cm(topo::gpu_peak(t, 0, l.dtype), o.eff, ov::dtype_bytes(l.dtype));
+  ov::CommModel comm(t, l, o.comm_scale);
+  ov::Workload w = ov::build_workload(model, l);
+
+  ov::Request req;
+  req.contention = o.contention;
+  req.strategies.clear();
+  std::stringstream list(o.strategy);
+  for (std::string item; std::getline(list, item, ',');)
+    if (!item.empty()) req.strategies.push_back(item);
+  if (req.strategies.empty()) throw collkit::InputError("--strategy is empty");
+  auto fix = [&](const char* name, int v) {
+    if (v > 0) req.fixed.push_back({name, v});
+  };
+  fix("tp-decompose", o.tp_chunks);
+  fix("dp-bucket", o.bucket_mb);
+  fix("fsdp-prefetch", o.prefetch_depth);
+  fix("moe-pipeline", o.moe_chunks);
+  ov::Report rep = ov::run(w, cm, comm, req);
+
+  const auto& pk = cm.peak();
+  std::cout << fmt::format("{}: {:.2f} B parameters, {} layers on this stage; {} on {} ({} ranks)\n", model.name,
+                           static_cast<double>(ov::parameter_count(model)) / 1e9, w.stage_layers, ov::to_string(l.mode), t.name,
+                           t.num_ranks());
+  std::cout << fmt::format("layout: tp {}{} dp {} zero {} ep {} pp {}, {} micro-batch(es) of {} x {} tokens, {}; GPU {} ({} TFLOP/s, {} GB/s)\n",
+                           l.tp, l.sp ? " (sp)" : "", l.dp, l.zero, l.ep, l.pp, l.microbatches, l.micro_batch, l.seq_len, l.dtype,
+                           pk.label, pk.tflops, pk.mem_bw_gbps);
+  // The collectives of the step at full size, as libs/plan planned and simulated them.
+  std::cout << "\ncollectives (rank 0's groups, best plan simulated on the topology):\n";
+  std::cout << fmt::format("  {:<10} {:<14} {:>10} {:>6} {:>10} {:>12}\n", "group", "collective", "size", "ranks", "plan", "time_us");
+  std::set<std::tuple<int, int, std::uint64_t>> seen;
+  for (const auto& s : w.segments)
+    for (const auto& c : s.comm) {
+      ov::CommEstimate e = comm.estimate(c.group, c.coll, c.bytes);
+      if (!seen.insert({static_cast<int>(e.group), static_cast<int>(e.coll), e.bytes}).second) continue;
+      std::cout << fmt::format("  {:<10} {:<14} {:>10} {:>6} {:>10} {:>12.2f}\n", ov::to_string(e.group), collkit::plan::to_string(e.coll),
+                               collkit::format_size_bytes(e.bytes), e.nranks, e.algorithm, e.time_us);
+    }
+  if (o.ops) {
+    std::cout << fmt::format("\nlayer 0, first micro-batch, each op alone:\n  {:<18} {:<8} {:<14} {:>12} {:>12} {:>10}  {}\n", "op", "pass", "kind",
+                             "GFLOP", "MB", "time_us", "bound / group");
+    for (const auto& c : ov::layer_costs(w, cm, comm, 0))
+      std::cout << fmt::format("  {:<18} {:<8} {:<14} {:>12} {:>12.2f} {:>10.2f}  {}\n", c.name, c.backward ? "bwd" : "fwd", c.kind,
+                               c.comm ? "-" : fmt::format("{:.2f}", c.flops / 1e9), c.bytes / 1e6, c.time_us,
+                               c.comm ? c.group : (c.memory_bound ? "memory" : "compute"));
+  }
+  std::cout << fmt::format("\n{:<34} {:>11} {:>10} {:>11} {:>8} {:>8} {:>11} {:>8}  {}\n", "strategy", "compute_ms", "comm_ms",
+                           "exposed_ms", "overlap", "slowdn", "step_ms", "speedup", "knobs");
+  for (const auto& r : rep.rows)
+    std::cout << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8.3f} {:>11} {:>7.3f}x  {}\n", r.name, ms(r.stats.compute_alone_us),
+                             ms(r.stats.comm_us), ms(std::abs(r.stats.exposed_comm_us) < 5e-4 ? 0.0 : r.stats.exposed_comm_us), percent(r.overlap_ratio), r.slowdown, ms(r.step_us), r.speedup,
+                             knobs(r));
+  const auto& last = rep.rows.back();
+  std::cout << fmt::format("\ncontention {:.3f} (compute slowdown under concurrent communication): {} {:.3f}x, {:.3f}x without it\n",
+                           o.contention, last.name, last.speedup, last.speedup_no_contention);
+  if (l.pp > 1) std::cout << fmt::format("pipeline bubble: {} ms per step (in step_ms)\n", ms(last.bubble_us));
+  for (const auto& s : rep.skipped) std::cout << "skipped " << s << "\n";
+  for (const auto& n : w.notes) std::cout << "note: " << n << "\n";
+
+  ov::RunContext ctx{&w, &t, &cm, &comm, o.contention};
+  if (!o.json_out.empty()) {
+    collkit::write_file_atomic(o.json_out, ov::to_json(rep, ctx));
+    if (o.json_out != "-") std::cout << "wrote " << o.json_out << " (collkit.overlap/1)\n";
+  }
+  if (!o.trace_out.empty()) {
+    collkit::write_file_atomic(o.trace_out, ov::to_trace(last, ctx));
+    if (o.trace_out != "-") std::cout << "wrote " << o.trace_out << " (Chrome trace events of " << last.name << "; open in ui.perfetto.dev)\n";
+  }
+  return 0;
+}
+
+int run_models(const Options&) {
+  std::cout << fmt::format("{:<16} {:>8} {:>14} {:>14} {:>7}\n", "model", "layers", "params", "published", "diff");
+  for (const auto& name : ov::list_models()) {
+    ov::Model m = ov::load_model(name);
+    double p = static_cast<double>(ov::parameter_count(m));
+    std::cout << fmt::format("{:<16} {:>8} {:>13.2f}B {:>13.2f}B {:>6.2f}%\n", m.name, m.layers, p / 1e9, m.published_params / 1e9,
+                             100 * (p - m.published_params) / m.published_params);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"coll-overlap: computation-communication overlap schedules (TP, SP, FSDP, EP, DP) with timelines", "coll-overlap"};
+  app.require_subcommand(0, 1);
+  Options o;
+  app.add_option("--topo", o.topo, "topology file (collkit.topology/1) or node preset (default dgx-h100)");
+  app.add_option("--nodes", o.nodes, "hosts of the preset (default 1)")->check(CLI::PositiveNumber);
+  app.add_option("--fabric", o.fabric, "fabric joining the preset's hosts (coll-topo synth; default a rail-optimised fat-tree)");
+  app.add_option("--model", o.model, "configs/models/ name (llama3-70b, ...) or a collkit.model/1 file");
+  app.add_option("--tp", o.layout.tp, "tensor-parallel degree (default 1)");
+  app.add_flag("--sp", o.layout.sp, "sequence parallelism: TP AllReduce becomes AllGather + ReduceScatter");
+  app.add_option("--dp", o.layout.dp, "data-parallel degree (default 1)");
+  app.add_option("--zero", o.layout.zero, "ZeRO stage: 0 DDP, 1|2 sharded optimizer, 3 FSDP (default 0)");
+  app.add_option("--ep", o.layout.ep, "expert-parallel degree, divides --dp (default 1)");
+  app.add_option("--pp", o.layout.pp, "pipeline stages (default 1)");
+  app.add_option("--microbatches", o.layout.microbatches, "micro-batches per step (default 1)");
+  app.add_option("--micro-batch", o.layout.micro_batch, "sequences per micro-batch (default 1)");
+  app.add_option("--seq-len", o.layout.seq_len, "tokens per sequence; decode: the context length (default 4096)");
+  app.add_option("--dtype", o.layout.dtype, "bf16 | fp16 | fp8 (default bf16)");
+  app.add_option("--order", o.layout.order, "rank placement, innermost first (default tp,dp,pp: TP inside a host)");
+  app.add_option("--mode", o.mode, "train | prefill | decode (default train)");
+  app.add_option("--strategy", o.strategy, "none | dp-bucket | fsdp-prefetch | tp-decompose | moe-pipeline | auto, comma-separated to combine (default auto)");
+  app.add_option("--tp-chunks", o.tp_chunks, "tp-decompose: chunks per GEMM (default: searched)")->check(CLI::PositiveNumber);
+  app.add_option("--bucket-mb", o.bucket_mb, "dp-bucket: bucket size in MiB (default: searched)")->check(CLI::PositiveNumber);
+  app.add_option("--prefetch-depth", o.prefetch_depth, "fsdp-prefetch: layers gathered ahead (default: searched)")->check(CLI::PositiveNumber);
+  app.add_option("--moe-chunks", o.moe_chunks, "moe-pipeline: token chunks per MoE layer (default: searched)")->check(CLI::PositiveNumber);
+  app.add_option("--contention", o.contention, "compute slowdown while communication runs (default 0.189, arXiv 2507.03114)")->check(CLI::NonNegativeNumber);
+  app.add_option("--comm-scale", o.comm_scale, "multiply every collective's time (0 = free communication; default 1)")->check(CLI::NonNegativeNumber);
+  app.add_option("--eff-gemm", o.eff.gemm, "GEMM efficiency, fraction of peak (default 0.70)");
+  app.add_option("--eff-attn", o.eff.attention, "attention efficiency (default 0.55)");
+  app.add_option("--eff-mem", o.eff.memory, "memory-bandwidth efficiency (default 0.80)");
+  app.add_option("--kernel-us", o.eff.kernel_us, "fixed cost per kernel (default 2 us)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--ops", o.ops, "print layer 0's ops: FLOPs, bytes, roofline time, what bounds them, the collectives");
+  app.add_option("--json", o.json_out, "write collkit.overlap/1 (\"-\" for stdout)");
+  app.add_option("--trace", o.trace_out, "write the chosen schedule as Chrome trace-event JSON (Perfetto)");
+  auto* models = app.add_subcommand("models", "list configs/models/ with their parameter counts against the published ones");
+  return collkit::app::run<Options>(app, argc, argv, o, {{models, run_models}}, run_overlap);
+}

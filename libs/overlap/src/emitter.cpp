@@ -1,0 +1,135 @@
+#include "emitter.h"
+
+#include <string>
+
+namespace collkit::overlap {
+
+std::uint64_t Emitter::Pending::total() const {
+  std::uint64_t t = 0;
+  for (const auto& [k, v] : bytes) t += v;
+  return t;
+}
+
+std::vector<int> Emitter::ready() const {
+  std::vector<int> d = gates_;
+  d.insert(d.end(), chunk_gates_.begin(), chunk_gates_.end());
+  if (tail_ >= 0) d.push_back(tail_);
+  return d;
+}
+
+int Emitter::add(Task t) {
+  tasks_->push_back(std::move(t));
+  return static_cast<int>(tasks_->size()) - 1;
+}
+
+Stream Emitter::stream_of(const CommOp& op) const {
+  switch (op.group) {
+    case Group::Tp: return Stream::Tp;
+    case Group::Ep: return Stream::Ep;
+    case Group::Dp:
+    case Group::ExpertDp: return op.coll == plan::Collective::AllGather ? Stream::Dp : Stream::DpReduce;
+    case Group::Pp: return Stream::Pp;
+  }
+  return Stream::Dp;
+}
+
+namespace {
+std::string chunk_name(const std::string& name, int chunk) { return chunk < 0 ? name : name + "[c" + std::to_string(chunk) + "]"; }
+}  // namespace
+
+int Emitter::compute(const Segment& s, const ComputeOp& op, double fraction, int chunk, std::vector<int> extra) {
+  Task t;
+  t.name = chunk_name(op.name, chunk);
+  t.stream = Stream::Compute;
+  t.work_us = cm_->time_us(op, fraction);
+  t.deps = ready();
+  t.deps.insert(t.deps.end(), extra.begin(), extra.end());
+  t.layer = s.layer;
+  t.microbatch = s.microbatch;
+  t.backward = s.backward;
+  t.chunk = chunk;
+  tail_ = add(std::move(t));
+  gates_.clear();
+  chunk_gates_.clear();
+  return tail_;
+}
+
+int Emitter::comm_async(const Segment& s, const CommOp& op, std::vector<int> deps, double fraction, int chunk) {
+  auto bytes = static_cast<std::uint64_t>(static_cast<double>(op.bytes) * fraction);
+  CommEstimate e = comm_->estimate(op.group, op.coll, bytes);
+  Task t;
+  t.name = chunk_name(op.name, chunk);
+  t.stream = stream_of(op);
+  // A DP gather and a DP reduction in flight together cross the same NICs (expert-DP too).
+  t.share = op.group == Group::Dp || op.group == Group::ExpertDp ? 0 : -1;
+  t.work_us = e.time_us;
+  t.deps = std::move(deps);
+  t.bytes = e.bytes;
+  t.layer = s.layer;
+  t.microbatch = s.microbatch;
+  t.backward = s.backward;
+  t.chunk = chunk;
+  return add(std::move(t));
+}
+
+int Emitter::comm_blocking(const Segment& s, const CommOp& op) {
+  tail_ = comm_async(s, op, ready());
+  gates_.clear();
+  chunk_gates_.clear();
+  return tail_;
+}
+
+std::vector<int> Emitter::flush_pending(const Segment& s, std::vector<int> deps) {
+  std::vector<int> out;
+  for (const auto& [key, bytes] : pending_.bytes) {
+    if (bytes == 0) continue;
+    std::string name = std::string(to_string(key.first)) + ".grads";
+    out.push_back(comm_async(s, CommOp{name, key.first, key.second, bytes}, deps));
+  }
+  pending_.bytes.clear();
+  return out;
+}
+
+void Emitter::emit_serial(const Segment& s) {
+  switch (s.kind) {
+    case SegmentKind::Compute:
+      for (const auto& op : s.compute) compute(s, op);
+      break;
+    case SegmentKind::GatherGemm:
+      comm_blocking(s, s.comm[0]);
+      compute(s, s.compute[0]);
+      break;
+    case SegmentKind::GemmScatter:
+      compute(s, s.compute[0]);
+      comm_blocking(s, s.comm[0]);
+      break;
+    case SegmentKind::Moe:
+      comm_blocking(s, s.comm[0]);
+      for (const auto& op : s.compute) compute(s, op);
+      comm_blocking(s, s.comm[1]);
+      break;
+    case SegmentKind::ParamGather:
+    case SegmentKind::PpRecv:
+    case SegmentKind::PpSend:
+      for (const auto& c : s.comm) comm_blocking(s, c);
+      break;
+    case SegmentKind::GradReduce:
+      // Without overlap every gradient is reduced after the backward pass, all at once.
+      for (const auto& c : s.comm) pending_.bytes[{c.group, c.coll}] += c.bytes;
+      break;
+    case SegmentKind::StepEnd: emit_step_end(s); break;
+  }
+}
+
+void Emitter::emit_step_end(const Segment& s) {
+  for (int t : flush_pending(s, ready())) {
+    tail_ = t;
+    in_flight_.push_back(t);
+  }
+  // The optimizer step: a zero-length compute task that waits for every collective.
+  std::vector<int> wait = in_flight_;
+  compute(s, ComputeOp{"optimizer.wait", OpKind::Gemm, 0, 0, 0, 0, 0, 0}, 0, -1, std::move(wait));
+  (*tasks_)[static_cast<std::size_t>(tail_)].work_us = 0;
+}
+
+}  // namespace collkit::overlap

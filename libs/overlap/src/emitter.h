@@ -1,0 +1,72 @@
+#pragma once
+// Internal: turns segments into tasks. It keeps the program order (the `tail` every next op
+// follows), the gates the next op must also wait for, and the collectives still in flight.
+// Strategies call it to emit their segments their way; the rest are emitted serially here.
+
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "collkit/overlap/cost.h"
+#include "collkit/overlap/timeline.h"
+#include "collkit/overlap/workload.h"
+
+namespace collkit::overlap {
+
+class Emitter {
+ public:
+  Emitter(std::vector<Task>& tasks, ComputeModel& cm, CommModel& comm) : tasks_(&tasks), cm_(&cm), comm_(&comm) {}
+
+  /// What the next op in program order waits for: the tail and the gates.
+  std::vector<int> ready() const;
+  /// A compute op (or `fraction` of it, chunk `chunk`) after ready() plus `extra`; becomes the tail.
+  int compute(const Segment& s, const ComputeOp& op, double fraction = 1, int chunk = -1, std::vector<int> extra = {});
+  /// A collective on its group's stream after `deps`, not blocking the program.
+  int comm_async(const Segment& s, const CommOp& op, std::vector<int> deps, double fraction = 1, int chunk = -1);
+  /// A collective the program waits for: after ready(), becomes the tail.
+  int comm_blocking(const Segment& s, const CommOp& op);
+  /// The next op waits for `task` too.
+  void gate(int task) { gates_.push_back(task); }
+  /// Per-chunk gates: chunk i of the next op may start once task i has ended (a row-split pipeline
+  /// carried from one op to the next, as Domino does). Until a strategy takes them they act as gates.
+  void set_chunk_gates(std::vector<int> tasks) { chunk_gates_ = std::move(tasks); }
+  /// The chunk gates, handed over and cleared.
+  std::vector<int> take_chunk_gates() { return std::exchange(chunk_gates_, {}); }
+  std::size_t chunk_gate_count() const { return chunk_gates_.size(); }
+  /// The step end waits for `task`.
+  void in_flight(int task) { in_flight_.push_back(task); }
+
+  /// Gradient bytes not yet reduced, per (group, collective): the serial rule reduces them all at
+  /// the step end; dp-bucket launches them in buckets.
+  struct Pending {
+    std::map<std::pair<Group, plan::Collective>, std::uint64_t> bytes;
+    std::uint64_t total() const;
+  };
+  Pending& pending() { return pending_; }
+  /// Launches the pending gradients as one collective per group after `deps`; returns the tasks.
+  std::vector<int> flush_pending(const Segment& s, std::vector<int> deps);
+
+  /// Program-order marks a strategy can keep (fsdp-prefetch: the tail at each parameter gather).
+  std::vector<int>& marks() { return marks_; }
+
+  /// The serial rule for any segment.
+  void emit_serial(const Segment& s);
+  /// The step end: pending gradients reduced (blocking), then everything in flight waited for.
+  void emit_step_end(const Segment& s);
+
+  int tail() const { return tail_; }
+
+ private:
+  int add(Task t);
+  Stream stream_of(const CommOp& op) const;
+
+  std::vector<Task>* tasks_;
+  ComputeModel* cm_;
+  CommModel* comm_;
+  int tail_ = -1;
+  std::vector<int> gates_, chunk_gates_, in_flight_, marks_;
+  Pending pending_;
+};
+
+}  // namespace collkit::overlap
