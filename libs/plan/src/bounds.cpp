@@ -22,8 +22,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <bit>
 #include <queue>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/push_relabel_max_flow.hpp>
@@ -39,6 +37,7 @@
 #include "collkit/core/error.h"
 #include "collkit/topo/queries.h"
 #include "collkit/topo/routing.h"
+#include "host_symmetry.h"
 
 namespace collkit::plan {
 
@@ -208,44 +207,6 @@ struct RatioCut {
 /// max flows in all.
 constexpr std::size_t kExactSinks = 512;
 
-/// Per vertex: true when it lies in a host that is a twin of an earlier host. Hosts h and h' are
-/// twins when matching their vertices in id order is an automorphism of the whole topology that
-/// keeps rank weights: same kinds and weights, links inside the host between the same positions,
-/// links out of it to the very same outside vertices, all with equal bandwidths (a rail-optimised
-/// fat-tree's hosts under the same leaves). The automorphism maps every cut leaving out a rank
-/// of h to a cut of equal weight and bandwidth leaving out its twin rank of h', so the sweep
-/// over left-out ranks below can skip h' exactly: its best cut is one it has already scored.
-std::vector<char> in_later_twin(const Topology& t, const std::vector<double>& w) {
-  std::size_t n = t.num_vertices();
-  std::map<std::string_view, std::vector<VertexId>> hosts;
-  for (VertexId v = 0; v < n; ++v)
-    if (!t.vertex(v).host.empty()) hosts[t.vertex(v).host].push_back(v);
-  std::vector<std::uint32_t> local(n, 0);
-  for (auto& [name, vs] : hosts)
-    for (std::uint32_t k = 0; k < vs.size(); ++k) local[vs[k]] = k;
-  std::map<std::vector<std::uint64_t>, std::string_view> first;
-  std::vector<char> later(n, 0);
-  for (auto& [name, vs] : hosts) {
-    std::vector<std::uint64_t> sig;
-    for (VertexId v : vs) {
-      sig.push_back(static_cast<std::uint64_t>(t.vertex(v).kind));
-      sig.push_back(std::bit_cast<std::uint64_t>(w[v]));
-      std::vector<std::array<std::uint64_t, 3>> links;
-      for (const topo::Adjacent& a : t.adjacent(v)) {
-        bool inside = t.vertex(a.peer).host == name;
-        // Inside: the peer's position (tagged); outside: the peer itself.
-        links.push_back({inside ? (std::uint64_t{1} << 63) | local[a.peer] : a.peer, std::bit_cast<std::uint64_t>(t.link(a.link).bw_gbps), 0});
-      }
-      std::sort(links.begin(), links.end());
-      sig.push_back(links.size());
-      for (const auto& l : links) sig.insert(sig.end(), l.begin(), l.begin() + 2);
-    }
-    if (!first.emplace(std::move(sig), name).second)
-      for (VertexId v : vs) later[v] = 1;
-  }
-  return later;
-}
-
 RatioCut max_ratio_cut(const Topology& t, const std::vector<double>& w) {
   std::size_t n = t.num_vertices();
   std::vector<VertexId> ranked;
@@ -275,11 +236,12 @@ RatioCut max_ratio_cut(const Topology& t, const std::vector<double>& w) {
   // host only (and every rank vertex on the fabric): one max flow per host instead of per GPU.
   // Every cut found is still a real cut, so the bound stays a valid lower bound; on clusters of
   // identical hosts the symmetric optimum is among them. RatioCut::exact says which was done.
-  // Either way, ranks of a host that is the twin of an earlier one are skipped: exactly, as the
-  // twin's cuts are scored already (in_later_twin), so 2048 identical hosts under 64 groups of
-  // leaves cost 64 max flows, not 2048. RatioCut::exact still says which sweep was done.
+  // Either way, ranks of a host that an automorphism maps onto another host are skipped, exactly:
+  // their cuts mirror cuts left-out ranks of that host see (detail::mirrored_hosts). 2048
+  // identical DGX H100 hosts on a rail-optimised fat-tree then cost one max flow (and one per
+  // improvement), not 2048. RatioCut::exact still says which sweep was done.
   std::vector<VertexId> sinks;
-  std::vector<char> twin = in_later_twin(t, w);
+  std::vector<char> twin = detail::mirrored_hosts(t, w);
   bool all = ranked.size() <= kExactSinks;
   std::set<std::string_view> seen;
   std::size_t candidates = 0;  // sinks before twins are skipped
