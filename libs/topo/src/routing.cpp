@@ -316,7 +316,7 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
     }
     if (any) {
       if (!fabric_) fabric_ = std::make_shared<routing::FabricTables>(t_, host_, num_hosts_);
-      if (fabric_->small()) tables = std::make_unique<routing::AcrossHosts>(*fabric_, src);
+      if (fabric_->pays) tables = std::make_unique<routing::AcrossHosts>(*fabric_, src);
       else std::fill(across.begin(), across.end(), 0);
     }
   }

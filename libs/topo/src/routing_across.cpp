@@ -12,9 +12,13 @@ namespace collkit::topo::routing {
 
 namespace {
 
-// Fabric tables hold |fabric| entries per entry vertex; beyond this many fabric vertices the
-// plain searches serve (a fabric this big is a torus of switches, not a two-tier tree).
-constexpr std::size_t kFabricMax = 4096;
+// Fabric tables hold |fabric| labels per entry vertex (a fabric vertex next to a host). They pay
+// when many hosts share an entry (a leaf serves 32 hosts on each rail): the plain search floods
+// the fabric once per source, the tables once per entry. Where every host has its own entries (a
+// torus of per-host routers) they save nothing and would cost |fabric|^2, so the plain searches
+// serve; small fabrics use the tables either way (the tests compare both on them).
+constexpr std::size_t kFabricSmall = 256;
+constexpr std::size_t kFabricMax = 16384;
 
 using Widest = std::pair<double, VertexId>;  // max-heap: widest first
 using Item = std::pair<Label, VertexId>;
@@ -36,9 +40,20 @@ FabricTables::FabricTables(const Topology& topo, const std::vector<int>& hosts, 
     list.push_back(v);
   }
   widest_from.resize(fabric.size());
+  pays = pay();
 }
 
-bool FabricTables::small() const { return fabric.size() <= kFabricMax; }
+bool FabricTables::pay() const {
+  if (fabric.size() <= kFabricSmall) return true;
+  if (fabric.size() > kFabricMax) return false;
+  std::size_t entries = 0;
+  for (VertexId f : fabric) {
+    bool entry = false;
+    for (const Adjacent& a : t.adjacent(f)) entry = entry || host[a.peer] >= 0;
+    entries += entry ? 1 : 0;
+  }
+  return 2 * entries <= members.size();
+}
 
 // The widest bottleneck from `entry` to every fabric vertex over fabric vertices only.
 const std::vector<double>& FabricTables::widest(VertexId entry) {

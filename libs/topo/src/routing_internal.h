@@ -48,8 +48,8 @@ inline Hop hop_from(const Topology& t, LinkId l, VertexId from) { return Hop{l, 
 /// first use (per pass-2 level for the shortest ones).
 struct FabricTables {
   FabricTables(const Topology& t, const std::vector<int>& host, int num_hosts);
-  /// Whether tables of fabric size per entry vertex stay small (else the plain searches serve).
-  bool small() const;
+  /// Whether the tables pay (else the plain searches serve): see routing_across.cpp.
+  bool pays = false;
   const std::vector<double>& widest(VertexId entry);
   const std::vector<Label>& shortest(VertexId entry, double level);
 
@@ -61,6 +61,9 @@ struct FabricTables {
   std::vector<char> fwd;                        // forwards(kind)
   std::vector<std::vector<double>> widest_from;  // per fabric position: empty until needed
   std::vector<std::pair<double, std::vector<std::vector<Label>>>> shortest_from;  // per level
+
+ private:
+  bool pay() const;
 };
 
 /// Routes from one source vertex inside a host to vertices of other hosts, exactly as the plain
