@@ -121,6 +121,9 @@ TEST_CASE("routes between hosts through fabric tables are the plain searches' ro
   topos.push_back(synth({"dgx-h100", 6, "fat-tree:rails=8,leaf_radix=8"}));
   topos.push_back(synth({"dgx1-v100", 4, "fat-tree:rails=2,oversub=2,leaf_radix=4"}));
   topos.push_back(synth({"dgx-a100", 4, "torus:dims=2x2"}));
+  topos.push_back(synth({"pcie-8gpu", 3, "fat-tree:rails=1,leaf_radix=4"}));
+  topos.push_back(synth({"mi300x", 3, "single-switch"}));
+  topos.push_back(synth({"gb200-nvl72", 2, ""}));
   for (const Topology& t : topos) {
     Router tables(t), plain(t);
     plain.use_fabric_tables(false);
