@@ -16,9 +16,10 @@ namespace {
 // when many hosts share an entry (a leaf serves 32 hosts on each rail): the plain search floods
 // the fabric once per source, the tables once per entry. Where every host has its own entries (a
 // torus of per-host routers) they save nothing and would cost |fabric|^2, so the plain searches
-// serve; small fabrics use the tables either way (the tests compare both on them).
+// serve; small fabrics use the tables either way (the tests compare both on them). Tables stop
+// at 8 M labels in all (about 200 MB, with the widest ones): 8192 hosts on a two-tier tree fit.
 constexpr std::size_t kFabricSmall = 256;
-constexpr std::size_t kFabricMax = 16384;
+constexpr std::size_t kTableLabelsMax = std::size_t{1} << 23;
 
 using Widest = std::pair<double, VertexId>;  // max-heap: widest first
 using Item = std::pair<Label, VertexId>;
@@ -45,14 +46,13 @@ FabricTables::FabricTables(const Topology& topo, const std::vector<int>& hosts, 
 
 bool FabricTables::pay() const {
   if (fabric.size() <= kFabricSmall) return true;
-  if (fabric.size() > kFabricMax) return false;
   std::size_t entries = 0;
   for (VertexId f : fabric) {
     bool entry = false;
     for (const Adjacent& a : t.adjacent(f)) entry = entry || host[a.peer] >= 0;
     entries += entry ? 1 : 0;
   }
-  return 2 * entries <= members.size();
+  return 2 * entries <= members.size() && entries * fabric.size() <= kTableLabelsMax;
 }
 
 // The widest bottleneck from `entry` to every fabric vertex over fabric vertices only.
