@@ -9,6 +9,7 @@
 #include <map>
 
 #include "collkit/plan/algorithm.h"
+#include "collkit/plan/bounds.h"
 #include "collkit/plan/simulate.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/synth.h"
@@ -59,7 +60,17 @@ void BM_Simulate(benchmark::State& state, const char* algo, int nodes, int chann
   state.counters["predicted_us"] = r.time_us;
 }
 
-// The target as one measured number: all three steps end to end.
+// The lower bound `coll-plan simulate` prints next to the prediction (the ForestColl cut's max
+// flows). Memoised per (topology, ranks) inside the library: one iteration measures the real work.
+void BM_Bound(benchmark::State& state, int nodes) {
+  const auto& t = cluster(nodes);
+  plan::Bound b;
+  for (auto _ : state) b = plan::lower_bound(request(t), t);
+  state.counters["bound_us"] = b.time_us();
+}
+
+// The target as one measured number: all three steps end to end (not the bound: see
+// BM_Bound).
 void BM_EndToEnd(benchmark::State& state, const char* algo, int nodes, int channels) {
   const auto& t = cluster(nodes);
   for (auto _ : state) {
@@ -78,6 +89,10 @@ BENCHMARK_CAPTURE(BM_Verify, ring_1024_1ch, "ring", 128, 1)->Unit(benchmark::kMi
 BENCHMARK_CAPTURE(BM_Simulate, ring_1024_1ch, "ring", 128, 1)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_EndToEnd, ring_1024_1ch, "ring", 128, 1)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_EndToEnd, ring_1024_8ch, "ring", 128, 0)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Bound, ring_1024, 128)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_Generate, hier_16384, "hier", 2048, 0)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Verify, hier_16384, "hier", 2048, 0)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Simulate, hier_16384, "hier", 2048, 0)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Bound, hier_16384, 2048)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_EndToEnd, hier_16384, "hier", 2048, 0)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_MAIN();

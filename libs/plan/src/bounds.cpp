@@ -37,6 +37,7 @@
 #include "collkit/core/error.h"
 #include "collkit/topo/queries.h"
 #include "collkit/topo/routing.h"
+#include "host_symmetry.h"
 
 namespace collkit::plan {
 
@@ -235,13 +236,20 @@ RatioCut max_ratio_cut(const Topology& t, const std::vector<double>& w) {
   // host only (and every rank vertex on the fabric): one max flow per host instead of per GPU.
   // Every cut found is still a real cut, so the bound stays a valid lower bound; on clusters of
   // identical hosts the symmetric optimum is among them. RatioCut::exact says which was done.
+  // Either way, ranks of a host that an automorphism maps onto another host are skipped, exactly:
+  // their cuts mirror cuts left-out ranks of that host see (detail::mirrored_hosts). 2048
+  // identical DGX H100 hosts on a rail-optimised fat-tree then cost one max flow (and one per
+  // improvement), not 2048. RatioCut::exact still says which sweep was done.
   std::vector<VertexId> sinks;
-  if (ranked.size() <= kExactSinks) {
-    sinks = ranked;
-  } else {
-    std::set<std::string_view> seen;
-    for (VertexId r : ranked)
-      if (t.vertex(r).host.empty() || seen.insert(t.vertex(r).host).second) sinks.push_back(r);
+  std::vector<char> twin = detail::mirrored_hosts(t, w);
+  bool all = ranked.size() <= kExactSinks;
+  std::set<std::string_view> seen;
+  std::size_t candidates = 0;  // sinks before twins are skipped
+  for (VertexId r : ranked) {
+    bool first_of_host = t.vertex(r).host.empty() || seen.insert(t.vertex(r).host).second;
+    if (!all && !first_of_host) continue;
+    ++candidates;
+    if (!twin[r]) sinks.push_back(r);
   }
   for (VertexId r : sinks) {
     for (;;) {
@@ -256,7 +264,7 @@ RatioCut max_ratio_cut(const Topology& t, const std::vector<double>& w) {
       best = std::move(c);
     }
   }
-  best.exact = sinks.size() == ranked.size();
+  best.exact = candidates == ranked.size();
   return best;
 }
 

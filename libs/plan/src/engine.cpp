@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cells.h"
+
 namespace collkit::plan::detail {
 
 namespace {
@@ -13,16 +15,19 @@ namespace {
 constexpr std::uint32_t kNone = 0xffffffffu;
 constexpr std::uint8_t kDepTarget = 1u << 4;  // EngineOp::bits: another op depends on it
 constexpr std::uint8_t kHasDeps = 1u << 5;    // EngineOp::bits: it has deps (RankState::dep_at)
-constexpr std::uint32_t kMore = 0x80000000u;  // Access::reader: more readers in the overflow map
 constexpr std::size_t kStuckShown = 6;
 
 // Race-detection state of one chunk: op index + 1 of the last write (0: the initial contents)
-// and of a read since then (0: none). Concurrent reads beyond the first go to an overflow map;
-// a read that happens-after an earlier one replaces it, since whatever is ordered after the
-// later read is ordered after both.
+// and of a read since then (0: none). Concurrent reads beyond the first go to a list of the
+// engine's (`more`: its index + 1), never changed once made, so runs of chunks can share it; a
+// read that happens-after an earlier one replaces it, since whatever is ordered after the later
+// read is ordered after both.
 struct Access {
   std::uint32_t writer = 0;
   std::uint32_t reader = 0;
+  std::uint32_t more = 0;
+  Access shift(std::uint32_t) const { return *this; }  // the same for every chunk of a run
+  bool operator==(const Access&) const = default;
 };
 
 enum class Wait : std::uint8_t { Queued, Message, Dep, Done };
@@ -35,8 +40,7 @@ struct RankState {
   std::vector<Wait> wait;             // per channel
   std::vector<std::uint32_t> clock;   // channels x channels: vector clock of each channel's last op
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> snapshots;  // clocks of dep targets
-  std::vector<Access> access;
-  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> readers;
+  Cells<Access> access;
 };
 
 // Messages in flight on one (sender, receiver, channel) link, a FIFO threaded through a pool.
@@ -58,8 +62,9 @@ std::string plural(std::uint64_t n, const char* what) {
 
 class Engine {
  public:
-  Engine(const Plan& plan, Machine& machine)
-      : plan_(plan), info_(plan.info()), machine_(machine), layout_(info_), p_(plan.nranks()), channels_(info_.channels) {
+  Engine(const Plan& plan, Machine& machine, bool per_chunk)
+      : plan_(plan), info_(plan.info()), machine_(machine), layout_(info_), p_(plan.nranks()), channels_(info_.channels),
+        per_chunk_(per_chunk) {
     link_cache_.fill({~std::uint64_t{0}, 0});
     for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
       Shape& sh = shapes_[static_cast<std::size_t>(b)];
@@ -178,7 +183,7 @@ class Engine {
     for (std::size_t i = R.ops.size(); i-- > 0;) R.cursor[R.ops[i].channel] = static_cast<std::uint32_t>(i);
     R.wait.assign(channels_, Wait::Queued);
     R.clock.assign(std::size_t{channels_} * channels_, 0);
-    R.access.resize(layout_.cells());
+    R.access.init(layout_.cells(), Access{}, per_chunk_);
   }
 
   template <class Bad>
@@ -361,61 +366,57 @@ class Engine {
     return describe_op(static_cast<int>(&R - ranks_.data()), j) + ", and nothing orders the two (a dep is missing)";
   }
 
+  // The checks and records below go by pieces of equal Access (cells.h): a failing piece's
+  // first chunk is the first failing chunk, as a chunk-by-chunk walk would find.
   void check_reads(int r, const RankState& R, std::uint32_t x, Buf b, std::uint32_t chunk, std::uint32_t count) const {
-    for (std::uint32_t i = 0; i < count; ++i) {
-      const Access& a = R.access[layout_.base(b) + chunk + i];
+    std::uint32_t base = layout_.base(b);
+    R.access.read(base + chunk, base + chunk + count, [&](std::uint32_t lo, std::uint32_t, const Access& a) {
       if (a.writer != 0 && !before(R, a.writer - 1, x))
-        fail(r, x, "reads " + chunks_name(b, chunk + i, 1) + ", written by " + unordered(R, a.writer - 1));
-    }
+        fail(r, x, "reads " + chunks_name(b, lo - base, 1) + ", written by " + unordered(R, a.writer - 1));
+    });
   }
 
   void check_writes(int r, const RankState& R, std::uint32_t x, Buf b, std::uint32_t chunk, std::uint32_t count) const {
-    for (std::uint32_t i = 0; i < count; ++i) {
-      std::uint32_t cell = layout_.base(b) + chunk + i;
-      const Access& a = R.access[cell];
-      auto what = [&] { return "overwrites " + chunks_name(b, chunk + i, 1); };
+    std::uint32_t base = layout_.base(b);
+    R.access.read(base + chunk, base + chunk + count, [&](std::uint32_t lo, std::uint32_t, const Access& a) {
+      auto what = [&] { return "overwrites " + chunks_name(b, lo - base, 1); };
       if (a.writer != 0 && !before(R, a.writer - 1, x)) fail(r, x, what() + ", written by " + unordered(R, a.writer - 1));
-      std::uint32_t first = a.reader & ~kMore;
-      if (first != 0 && !before(R, first - 1, x)) fail(r, x, what() + ", read by " + unordered(R, first - 1));
-      if (a.reader & kMore)
-        for (std::uint32_t j : R.readers.at(cell))
+      if (a.reader != 0 && !before(R, a.reader - 1, x)) fail(r, x, what() + ", read by " + unordered(R, a.reader - 1));
+      if (a.more)
+        for (std::uint32_t j : reader_lists_[a.more - 1])
           if (!before(R, j - 1, x)) fail(r, x, what() + ", read by " + unordered(R, j - 1));
-    }
+    });
   }
 
   void record_reads(RankState& R, std::uint32_t x, Buf b, std::uint32_t chunk, std::uint32_t count) {
-    for (std::uint32_t i = 0; i < count; ++i) {
-      std::uint32_t cell = layout_.base(b) + chunk + i;
-      Access& a = R.access[cell];
-      std::uint32_t first = a.reader & ~kMore;
-      if (first == 0 || (!(a.reader & kMore) && before(R, first - 1, x))) {
-        a.reader = x + 1;
-        continue;
+    std::uint32_t base = layout_.base(b);
+    pieces_.clear();
+    R.access.read(base + chunk, base + chunk + count, [&](std::uint32_t lo, std::uint32_t hi, const Access& a) {
+      Access next = a;
+      if (a.reader == 0 || (a.more == 0 && before(R, a.reader - 1, x))) {
+        next.reader = x + 1;
+        next.more = 0;
+      } else {
+        // Several reads not ordered among themselves: keep those not ordered before x, plus x.
+        std::vector<std::uint32_t> all{a.reader};
+        if (a.more) all.insert(all.end(), reader_lists_[a.more - 1].begin(), reader_lists_[a.more - 1].end());
+        std::erase_if(all, [&](std::uint32_t j) { return before(R, j - 1, x); });
+        all.push_back(x + 1);
+        next.reader = all.front();
+        next.more = 0;
+        if (all.size() > 1) {
+          reader_lists_.emplace_back(all.begin() + 1, all.end());
+          next.more = static_cast<std::uint32_t>(reader_lists_.size());
+        }
       }
-      // Several reads not ordered among themselves: keep those not ordered before x, plus x.
-      std::vector<std::uint32_t> all{first};
-      if (a.reader & kMore) {
-        auto it = R.readers.find(cell);
-        all.insert(all.end(), it->second.begin(), it->second.end());
-        R.readers.erase(it);
-      }
-      std::erase_if(all, [&](std::uint32_t j) { return before(R, j - 1, x); });
-      all.push_back(x + 1);
-      a.reader = all.front();
-      if (all.size() > 1) {
-        a.reader |= kMore;
-        R.readers[cell].assign(all.begin() + 1, all.end());
-      }
-    }
+      pieces_.push_back({lo, hi, next});
+    });
+    for (const Piece& p : pieces_) R.access.write(p.lo, p.hi, p.access);
   }
 
   void record_writes(RankState& R, Buf b, std::uint32_t chunk, std::uint32_t count, std::uint32_t x) {
-    for (std::uint32_t i = 0; i < count; ++i) {
-      std::uint32_t cell = layout_.base(b) + chunk + i;
-      Access& a = R.access[cell];
-      if (a.reader & kMore) R.readers.erase(cell);
-      a = {x + 1, 0};
-    }
+    std::uint32_t base = layout_.base(b);
+    R.access.write(base + chunk, base + chunk + count, Access{x + 1, 0, 0});
   }
 
   // Nothing can run: if ops remain, they wait for each other forever.
@@ -457,12 +458,24 @@ class Engine {
   std::vector<std::uint32_t> free_;
   std::deque<std::uint32_t> queue_;
   std::vector<std::uint32_t> now_;  // vector clock of the op being executed
+  bool per_chunk_;
+  std::vector<std::vector<std::uint32_t>> reader_lists_;  // Access::more
+  struct Piece {
+    std::uint32_t lo, hi;
+    Access access;
+  };
+  std::vector<Piece> pieces_;  // record_reads() scratch
   EngineStats stats_;
 };
 
 }  // namespace
 
-EngineStats execute(const Plan& plan, Machine& machine) { return Engine(plan, machine).run(); }
+EngineStats execute(const Plan& plan, Machine& machine, bool per_chunk) { return Engine(plan, machine, per_chunk).run(); }
+
+bool per_chunk_store(const PlanInfo& info, ChunkStore store) {
+  if (store != ChunkStore::Auto) return store == ChunkStore::PerChunk;
+  return std::uint64_t(info.req.nranks > 0 ? info.req.nranks : 0) * Layout(info).cells() <= kPerChunkCellsMax;
+}
 
 std::string describe(OpType type, int peer, std::uint16_t channel, std::uint32_t index) {
   std::string text = "op " + std::to_string(index) + " (" + std::string(to_string(type));

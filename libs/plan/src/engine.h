@@ -19,6 +19,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/plan/plan.h"
+#include "collkit/plan/verify.h"
 
 namespace collkit::plan::detail {
 
@@ -78,8 +79,17 @@ struct EngineStats {
   std::size_t transfers = 0;
 };
 
-/// Runs the plan to its end; throws PlanFault at the first problem.
-EngineStats execute(const Plan& plan, Machine& machine);
+/// Runs the plan to its end; throws PlanFault at the first problem. `per_chunk`: how the
+/// per-chunk race records are stored (cells.h); the outcome is the same either way.
+EngineStats execute(const Plan& plan, Machine& machine, bool per_chunk);
+
+/// Up to this many cells over all ranks (20 bytes each, engine and verify() together: 640 MiB at
+/// most), ChunkStore::Auto stores one entry per chunk; beyond, runs, whose number grows with the
+/// ops. A 1024-rank ring with one ring per rail (8192 chunks) stays per chunk, where its one-chunk
+/// ops are cheapest; hier on 16k ranks (p x 3 x 8 x 2048 cells) goes to runs.
+inline constexpr std::uint64_t kPerChunkCellsMax = std::uint64_t{1} << 25;
+/// Whether `store` means one entry per chunk for this plan.
+bool per_chunk_store(const PlanInfo& info, ChunkStore store);
 
 /// "op 12 (recv_reduce from 2 ch 0)".
 std::string describe(OpType type, int peer, std::uint16_t channel, std::uint32_t index);

@@ -133,7 +133,7 @@ std::int64_t apply(RedOp op, std::int64_t a, std::int64_t b) {
 Buffers run(const Plan& plan, RedOp op, const Buffers& inputs) {
   if (plan.nranks() < 1) throw InputError("interpret: the plan has " + std::to_string(plan.nranks()) + " ranks");
   Numeric machine(plan.info(), op, inputs);
-  detail::execute(plan, machine);
+  detail::execute(plan, machine, detail::per_chunk_store(plan.info(), ChunkStore::Auto));
   return machine.outputs();
 }
 

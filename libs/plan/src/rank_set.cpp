@@ -21,8 +21,17 @@ RankSets::View RankSets::view(std::uint32_t id, Interval& scratch) const {
 }
 
 bool RankSets::unite(std::uint32_t a, std::uint32_t b, std::uint32_t* out, std::uint32_t* dup) {
+  if (a > b) std::swap(a, b);  // a union is symmetric, and so is the smallest shared rank
   Interval sa, sb;
   View va = view(a, sa), vb = view(b, sb);
+  // Small sets (a ring's arcs) are cheaper to merge and store again than to look up.
+  bool shared = va.size + vb.size > kSharedIntervals;
+  std::uint64_t key = std::uint64_t{a} << 32 | b;
+  if (shared)
+    if (auto it = unions_.find(key); it != unions_.end()) {
+      *out = it->second;
+      return true;
+    }
   tmp_.clear();
   std::size_t i = 0, j = 0;
   // Merge by lower end. Each input is disjoint and non-adjacent, so a new interval that starts
@@ -42,12 +51,34 @@ bool RankSets::unite(std::uint32_t a, std::uint32_t b, std::uint32_t* out, std::
     *out = all_;
   } else if (tmp_.size() == 1 && tmp_[0].hi == tmp_[0].lo + 1) {
     *out = singleton(tmp_[0].lo);
+  } else if (shared) {
+    *out = intern();
   } else {
     *out = static_cast<std::uint32_t>(begin_.size() - 1);
     data_.insert(data_.end(), tmp_.begin(), tmp_.end());
     begin_.push_back(static_cast<std::uint32_t>(data_.size()));
   }
+  if (shared) unions_.emplace(key, *out);
   return true;
+}
+
+std::uint32_t RankSets::intern() {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the interval ends
+  for (const Interval& i : tmp_)
+    for (std::uint32_t x : {i.lo, i.hi}) h = (h ^ x) * 0x100000001b3ull;
+  auto [lo, hi] = by_hash_.equal_range(h);
+  for (auto it = lo; it != hi; ++it) {
+    std::uint32_t id = it->second;
+    std::size_t n = begin_[id + 1] - begin_[id];
+    if (n == tmp_.size() && std::equal(tmp_.begin(), tmp_.end(), data_.begin() + begin_[id],
+                                       [](const Interval& x, const Interval& y) { return x.lo == y.lo && x.hi == y.hi; }))
+      return id;
+  }
+  auto id = static_cast<std::uint32_t>(begin_.size() - 1);
+  data_.insert(data_.end(), tmp_.begin(), tmp_.end());
+  begin_.push_back(static_cast<std::uint32_t>(data_.size()));
+  by_hash_.emplace(h, id);
+  return id;
 }
 
 bool RankSets::equal(std::uint32_t a, std::uint32_t b) const {

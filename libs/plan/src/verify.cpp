@@ -7,8 +7,10 @@
 
 #include "collkit/plan/verify.h"
 
+#include <algorithm>
 #include <vector>
 
+#include "cells.h"
 #include "engine.h"
 #include "rank_set.h"
 
@@ -25,56 +27,71 @@ constexpr std::uint32_t kEmpty = 0xffffffffu;
 struct Value {
   std::uint32_t chunk = kEmpty;  ///< input chunk index; kEmpty: nothing written yet
   std::uint32_t set = 0;         ///< RankSets id
+  /// The value n cells further along a run (cells.h): the next input chunks, same ranks.
+  Value shift(std::uint32_t n) const { return chunk == kEmpty ? *this : Value{chunk + n, set}; }
+  bool operator==(const Value&) const = default;
 };
 
+/// Consecutive cells holding v, v.shift(1), ...: what a send carries, or an op computes.
+struct Piece {
+  std::uint32_t size;
+  Value v;
+};
+
+// Every step goes by pieces (runs of cells whose values continue each other), not by chunks: a
+// piece's cells hold consecutive input chunks of one rank set, so one check or one union of rank
+// sets answers for all of them, and the first failing chunk is a piece's first.
 class Symbolic final : public detail::Machine {
  public:
-  explicit Symbolic(const PlanInfo& info)
+  Symbolic(const PlanInfo& info, bool per_chunk)
       : info_(info), layout_(info), sets_(static_cast<std::uint32_t>(info.req.nranks)), reduces_(facts(info.req.coll).reduces) {
     cells_.resize(static_cast<std::size_t>(info.req.nranks));
     for (std::size_t r = 0; r < cells_.size(); ++r) {
-      cells_[r].resize(layout_.cells());
-      for (std::uint32_t c = 0; c < layout_.in; ++c) cells_[r][c] = {c, RankSets::singleton(static_cast<std::uint32_t>(r))};
+      // Input chunk c holds {c, {r}}: one run; output and scratch hold nothing: another.
+      cells_[r].init(layout_.cells(), Value{}, per_chunk);
+      cells_[r].write(0, layout_.in, Value{0, RankSets::singleton(static_cast<std::uint32_t>(r))});
     }
   }
 
   std::uint32_t send(int rank, const EngineOp& op) override {
     std::uint32_t id = take();
-    std::vector<Value>& out = payloads_[id];
-    const Value* src = cell(rank, op.src_buf(), op.src_chunk);
-    for (std::uint32_t i = 0; i < op.count; ++i) out.push_back(read(src[i], op.src_buf(), op.src_chunk + i));
+    collect(rank, op.src_buf(), op.src_chunk, op.count, payloads_[id]);
+    require(payloads_[id], op.src_buf(), op.src_chunk);
     return id;
   }
 
   void receive(int rank, const EngineOp& op, std::uint32_t payload) override {
-    std::vector<Value>& in = payloads_[payload];
+    std::vector<Piece>& in = payloads_[payload];
     if (op.type == OpType::RecvReduce) {
-      const Value* src = cell(rank, op.src_buf(), op.src_chunk);
-      for (std::uint32_t i = 0; i < op.count; ++i) {
-        Value mine = read(src[i], op.src_buf(), op.src_chunk + i);
-        in[i] = combine(mine, [&] { return detail::chunks_name(op.src_buf(), op.src_chunk + i, 1); }, in[i],
-                        [] { return std::string("received"); });
-      }
+      collect(rank, op.src_buf(), op.src_chunk, op.count, mine_);
+      zip(mine_, in, [&](std::uint32_t at, Value mine, Value got) {
+        if (mine.chunk == kEmpty) empty(op.src_buf(), op.src_chunk + at);
+        return combine(mine, [&] { return detail::chunks_name(op.src_buf(), op.src_chunk + at, 1); }, got,
+                       [] { return std::string("received"); });
+      });
+      write(rank, op.dst_buf(), op.dst_chunk, out_);
+    } else {
+      write(rank, op.dst_buf(), op.dst_chunk, in);
     }
-    Value* dst = cell(rank, op.dst_buf(), op.dst_chunk);
-    std::copy(in.begin(), in.end(), dst);
     in.clear();
     free_.push_back(payload);
   }
 
   void local(int rank, const EngineOp& op) override {
-    const Value* src = cell(rank, op.src_buf(), op.src_chunk);
-    Value* dst = cell(rank, op.dst_buf(), op.dst_chunk);
-    tmp_.clear();
-    for (std::uint32_t i = 0; i < op.count; ++i) {
-      Value v = read(src[i], op.src_buf(), op.src_chunk + i);
-      if (op.type == OpType::Reduce) {
-        v = combine(read(dst[i], op.dst_buf(), op.dst_chunk + i), [&] { return detail::chunks_name(op.dst_buf(), op.dst_chunk + i, 1); },
-                    v, [&] { return detail::chunks_name(op.src_buf(), op.src_chunk + i, 1); });
-      }
-      tmp_.push_back(v);
+    collect(rank, op.src_buf(), op.src_chunk, op.count, mine_);
+    if (op.type == OpType::Reduce) {
+      collect(rank, op.dst_buf(), op.dst_chunk, op.count, theirs_);
+      zip(mine_, theirs_, [&](std::uint32_t at, Value src, Value dst) {
+        if (src.chunk == kEmpty) empty(op.src_buf(), op.src_chunk + at);
+        if (dst.chunk == kEmpty) empty(op.dst_buf(), op.dst_chunk + at);
+        return combine(dst, [&] { return detail::chunks_name(op.dst_buf(), op.dst_chunk + at, 1); }, src,
+                       [&] { return detail::chunks_name(op.src_buf(), op.src_chunk + at, 1); });
+      });
+      write(rank, op.dst_buf(), op.dst_chunk, out_);
+    } else {
+      require(mine_, op.src_buf(), op.src_chunk);
+      write(rank, op.dst_buf(), op.dst_chunk, mine_);  // read in full first: ranges may overlap
     }
-    std::copy(tmp_.begin(), tmp_.end(), dst);  // after reading all: ranges may overlap
   }
 
   // The first output chunk, in rank order, that does not hold what the collective defines.
@@ -84,22 +101,80 @@ class Symbolic final : public detail::Machine {
     std::uint32_t in = info_.in_chunks, out = info_.out_chunks;
     std::string layout = shape_error(p, in, out);
     if (!layout.empty()) return "plan: " + std::string(to_string(req.coll)) + " " + layout;
+    // Where the expected value stops continuing itself: every `in` chunks for AllGather (the
+    // next rank's block), every in/p for AlltoAll; nowhere for the others.
+    std::uint32_t period = std::max(1u, req.coll == Collective::AllGather ? in : req.coll == Collective::AlltoAll ? in / p : out);
+    std::uint32_t base = layout_.base(Buf::Output);
     for (std::uint32_t r = 0; r < p; ++r) {
       if (req.coll == Collective::Reduce && r != static_cast<std::uint32_t>(req.root)) continue;
-      const Value* got = &cells_[r][layout_.base(Buf::Output)];
-      for (std::uint32_t c = 0; c < out; ++c) {
-        Value want = expected(r, c, p, in, out);
-        if (got[c].chunk == want.chunk && sets_.equal(got[c].set, want.set)) continue;
-        return "rank " + std::to_string(r) + " output chunk " + std::to_string(c) + ": holds " +
-               (got[c].chunk == kEmpty ? "nothing" : format(got[c])) + " but should hold " + format(want);
-      }
+      std::string error;
+      cells_[r].read(base, base + out, [&](std::uint32_t lo, std::uint32_t hi, Value got) {
+        if (!error.empty()) return;
+        for (std::uint32_t c = lo - base; c < hi - base && error.empty(); c = (c / period + 1) * period) {
+          Value want = expected(r, c, p, in, out), at = got.shift(c - (lo - base));
+          if (at.chunk == want.chunk && sets_.equal(at.set, want.set)) continue;
+          error = "rank " + std::to_string(r) + " output chunk " + std::to_string(c) + ": holds " +
+                  (at.chunk == kEmpty ? "nothing" : format(at)) + " but should hold " + format(want);
+        }
+      });
+      if (!error.empty()) return error;
     }
     return {};
   }
 
  private:
-  Value* cell(int rank, Buf b, std::uint32_t chunk) {
-    return &cells_[static_cast<std::size_t>(rank)][layout_.base(b) + chunk];
+  // Rank `rank`'s chunks [chunk, chunk + count) of b, as pieces, empty ones included.
+  void collect(int rank, Buf b, std::uint32_t chunk, std::uint32_t count, std::vector<Piece>& out) const {
+    out.clear();
+    std::uint32_t base = layout_.base(b);
+    cells_[static_cast<std::size_t>(rank)].read(base + chunk, base + chunk + count,
+                                                [&](std::uint32_t lo, std::uint32_t hi, Value v) { out.push_back({hi - lo, v}); });
+  }
+
+  // Throws at the first chunk of `pieces` (read from b at `chunk`) that holds nothing.
+  static void require(const std::vector<Piece>& pieces, Buf b, std::uint32_t chunk) {
+    for (const Piece& p : pieces) {
+      if (p.v.chunk == kEmpty) empty(b, chunk);
+      chunk += p.size;
+    }
+  }
+
+  [[noreturn]] static void empty(Buf b, std::uint32_t chunk) {
+    throw OpFault{"reads " + detail::chunks_name(b, chunk, 1) + ", which holds nothing yet"};
+  }
+
+  void write(int rank, Buf b, std::uint32_t chunk, const std::vector<Piece>& pieces) {
+    std::uint32_t at = layout_.base(b) + chunk;
+    for (const Piece& p : pieces) {
+      cells_[static_cast<std::size_t>(rank)].write(at, at + p.size, p.v);
+      at += p.size;
+    }
+  }
+
+  // out_ = f(a, b) over the common refinement of two piece lists of one length; f gets the
+  // offset of each part's first chunk.
+  template <class F>
+  void zip(const std::vector<Piece>& a, const std::vector<Piece>& b, F f) {
+    out_.clear();
+    std::size_t i = 0, j = 0;
+    std::uint32_t used_a = 0, used_b = 0, at = 0;
+    while (i < a.size() && j < b.size()) {
+      std::uint32_t n = std::min(a[i].size - used_a, b[j].size - used_b);
+      Value v = f(at, a[i].v.shift(used_a), b[j].v.shift(used_b));
+      if (!out_.empty() && out_.back().v.shift(out_.back().size) == v) out_.back().size += n;
+      else out_.push_back({n, v});
+      at += n;
+      used_a += n;
+      used_b += n;
+      if (used_a == a[i].size) {
+        ++i;
+        used_a = 0;
+      }
+      if (used_b == b[j].size) {
+        ++j;
+        used_b = 0;
+      }
+    }
   }
 
   std::uint32_t take() {
@@ -110,11 +185,6 @@ class Symbolic final : public detail::Machine {
     std::uint32_t id = free_.back();
     free_.pop_back();
     return id;
-  }
-
-  static Value read(Value v, Buf b, std::uint32_t chunk) {
-    if (v.chunk == kEmpty) throw OpFault{"reads " + detail::chunks_name(b, chunk, 1) + ", which holds nothing yet"};
-    return v;
   }
 
   std::string format(Value v) const { return "{chunk " + std::to_string(v.chunk) + " from " + sets_.format(v.set) + "}"; }
@@ -175,23 +245,24 @@ class Symbolic final : public detail::Machine {
   detail::Layout layout_;
   RankSets sets_;
   bool reduces_;
-  std::vector<std::vector<Value>> cells_;  // per rank: input, output, scratch chunks
-  std::vector<std::vector<Value>> payloads_;
+  std::vector<detail::Cells<Value>> cells_;  // per rank: input, output, scratch chunks
+  std::vector<std::vector<Piece>> payloads_;
   std::vector<std::uint32_t> free_;
-  std::vector<Value> tmp_;
+  std::vector<Piece> mine_, theirs_, out_;  // scratch of receive() and local()
 };
 
 }  // namespace
 
-VerifyResult verify(const Plan& plan) {
+VerifyResult verify(const Plan& plan, ChunkStore store) {
   VerifyResult result;
   try {
     if (plan.nranks() < 1) {
       result.error = "plan: " + std::to_string(plan.nranks()) + " ranks";
       return result;
     }
-    Symbolic machine(plan.info());
-    detail::EngineStats stats = detail::execute(plan, machine);
+    bool per_chunk = detail::per_chunk_store(plan.info(), store);
+    Symbolic machine(plan.info(), per_chunk);
+    detail::EngineStats stats = detail::execute(plan, machine, per_chunk);
     result.ops = stats.ops;
     result.transfers = stats.transfers;
     result.error = machine.check_results();

@@ -4,18 +4,18 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
+#include "routing_internal.h"
+
 namespace collkit::topo {
 
+using namespace routing;
+
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-// Bandwidths equal to within this relative tolerance count as equal (JSON round trips, sums).
-constexpr double kRelTol = 1e-9;
-
-bool at_least(double bw, double threshold) { return bw >= threshold * (1 - kRelTol); }
 
 // The edge rules of routing.h, for routes that start at `src`. Factored out so that route(),
 // routes_from(), equal_cost_paths() and reachability all obey exactly the same rules.
@@ -106,25 +106,6 @@ std::vector<double> widest(const Search& q, VertexId src) {
   return best;
 }
 
-struct Label {
-  std::uint32_t hops = std::numeric_limits<std::uint32_t>::max();
-  double latency = kInf;
-  bool operator<(const Label& o) const { return hops != o.hops ? hops < o.hops : latency < o.latency; }
-};
-
-bool ties(const Label& x, const Label& y) {
-  return x.hops == y.hops && std::abs(x.latency - y.latency) <= 1e-9 * std::max(1.0, std::abs(x.latency));
-}
-
-// A stable pseudo-random rank of an equal-cost choice (splitmix64 of the three ids).
-std::uint64_t ecmp_rank(VertexId src, VertexId v, LinkId link) {
-  std::uint64_t x = (std::uint64_t{src} << 40) ^ (std::uint64_t{v} << 20) ^ link;
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // Pass 2: fewest hops, then least latency, over links at least `threshold` wide.
 struct ShortestTree {
   std::vector<Label> label;
@@ -183,8 +164,6 @@ ShortestTree shortest(const Search& q, VertexId src, double threshold) {
   }
   return s;
 }
-
-Hop hop_from(const Topology& t, LinkId l, VertexId from) { return Hop{l, t.link(l).a == from}; }
 
 Path self_path(const Topology& t, VertexId v) {
   Path p;
@@ -324,10 +303,28 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
     return left;
   };
 
+  // Destinations in other hosts go through the fabric tables (routing_across.cpp) when the
+  // source is in a host; the rest, and every destination when tables are off, through the
+  // plain searches below.
+  std::vector<char> across(dsts.size(), 0);
+  std::unique_ptr<routing::AcrossHosts> tables;
+  if (fabric_tables_ && host_[src] >= 0) {
+    bool any = false;
+    for (std::size_t i = 0; i < dsts.size(); ++i) {
+      across[i] = dsts[i] != src && host_[dsts[i]] >= 0 && host_[dsts[i]] != host_[src];
+      any = any || across[i];
+    }
+    if (any) {
+      if (!fabric_) fabric_ = std::make_shared<routing::FabricTables>(t_, host_, num_hosts_);
+      if (fabric_->pays) tables = std::make_unique<routing::AcrossHosts>(*fabric_, src);
+      else std::fill(across.begin(), across.end(), 0);
+    }
+  }
+
   // Pass 1: widest bottleneck to each destination.
   std::vector<VertexId> others;
-  for (VertexId d : dsts)
-    if (d != src) others.push_back(d);
+  for (std::size_t i = 0; i < dsts.size(); ++i)
+    if (dsts[i] != src && !across[i]) others.push_back(dsts[i]);
   std::vector<double> bottleneck(dsts.size(), 0.0);
   if (!others.empty()) {
     w.begin();
@@ -354,8 +351,10 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
       }
     }
     for (std::size_t i = 0; i < dsts.size(); ++i)
-      if (dsts[i] != src) bottleneck[i] = w.done[dsts[i]] ? w.best[dsts[i]] : 0.0;
+      if (dsts[i] != src && !across[i]) bottleneck[i] = w.done[dsts[i]] ? w.best[dsts[i]] : 0.0;
   }
+  for (std::size_t i = 0; i < dsts.size(); ++i)
+    if (across[i]) bottleneck[i] = tables->bottleneck(dsts[i]);
 
   // Pass 2: per distinct bottleneck, fewest hops then least latency over links that wide.
   std::vector<std::pair<double, std::vector<std::size_t>>> levels;
@@ -374,7 +373,14 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
   }
   using Item = std::pair<Label, VertexId>;
   auto cmp = [](const Item& x, const Item& y) { return y.first < x.first || (!(x.first < y.first) && y.second < x.second); };
-  for (auto& [level, idx] : levels) {
+  for (auto& [level, all] : levels) {
+    std::vector<std::size_t> idx;
+    for (std::size_t i : all) {
+      std::optional<Path> p = across[i] ? tables->path(dsts[i], level) : std::nullopt;
+      if (p) out[i] = std::move(*p);
+      else idx.push_back(i);
+    }
+    if (idx.empty()) continue;
     std::vector<VertexId> group;
     for (std::size_t i : idx) group.push_back(dsts[i]);
     w.begin();

@@ -6,7 +6,8 @@
 //                         equal the reference computed straight from the collective's definition.
 //                         Pick request bytes so that every chunk boundary falls on an 8-byte
 //                         element (e.g. 8 x in_chunks x out_chunks x nranks works for all).
-//   verify_error(plan)    verify()'s message, "" when the plan is correct (for mutation tests).
+//   verify_error(plan)    verify()'s message, "" when the plan is correct (for mutation tests);
+//                         like check_plan, it runs both chunk stores and checks they agree.
 //   reference(...)        the expected outputs (nullopt for ranks a Reduce leaves undefined).
 //   random_inputs(...)    seeded inputs of the right shape.
 //   hand_plan(...)        an ExplicitPlan from hand-written programs (build ops with the helpers
@@ -50,7 +51,16 @@ inline std::string describe_plan(const PlanInfo& info) {
   return text + "}";
 }
 
-inline std::string verify_error(const Plan& plan) { return verify(plan).error; }
+/// verify() under both chunk stores, which must agree word for word.
+inline VerifyResult verify_both(const Plan& plan) {
+  VerifyResult per_chunk = verify(plan, ChunkStore::PerChunk), runs = verify(plan, ChunkStore::Runs);
+  CHECK_MESSAGE(per_chunk.error == runs.error, "per chunk: " << per_chunk.error << "; runs: " << runs.error);
+  CHECK(per_chunk.ops == runs.ops);
+  CHECK(per_chunk.transfers == runs.transfers);
+  return per_chunk;
+}
+
+inline std::string verify_error(const Plan& plan) { return verify_both(plan).error; }
 
 inline interp::Buffers random_inputs(const PlanInfo& info, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
@@ -126,7 +136,7 @@ inline std::string interpret_mismatch(const Plan& plan, interp::RedOp op, std::u
 /// verify() must pass and the interpreter must agree with the reference under every operator.
 inline VerifyResult check_plan(const Plan& plan, std::uint64_t seed = 1) {
   INFO(describe_plan(plan.info()));
-  VerifyResult v = verify(plan);
+  VerifyResult v = verify_both(plan);
   CHECK_MESSAGE(v.ok, v.error);
   if (!v.ok) return v;
   for (interp::RedOp op : interp::kRedOps) {

@@ -98,6 +98,31 @@ TEST_CASE("bounds: the ForestColl ratio is exact on an irregular graph") {
         doctest::Approx(shard * brute_force_ratio(t, 5) / 1e3).epsilon(1e-9));
 }
 
+TEST_CASE("bounds: twin hosts are searched once, and the ratio stays exact") {
+  // A core switch and four hosts (a switch and two GPUs each): hosts 0 and 1 are twins, so are
+  // 2 and 3, whose thin uplinks make "everything but host 2 (or 3)" the tightest cut.
+  collkit::topo::Topology t;
+  t.name = "twins";
+  using collkit::topo::VertexKind;
+  auto core = t.add_vertex(make_vertex("core", VertexKind::NetSwitch));
+  const double up[] = {100, 100, 40, 40}, gpu[] = {80, 80, 100, 100};
+  for (int h = 0; h < 4; ++h) {
+    std::string host = "h" + std::to_string(h);
+    auto sw = t.add_vertex(make_vertex(host + "/sw", VertexKind::NvSwitch, host));
+    t.add_link(make_link(sw, core, up[h], 1));
+    for (int g = 0; g < 2; ++g) {
+      auto v = t.add_vertex(make_vertex(host + "/g" + std::to_string(g), VertexKind::Gpu, host));
+      t.add_link(make_link(v, sw, gpu[h], 0.5));
+      t.add_rank(v);
+    }
+  }
+  double exact = brute_force_ratio(t, 8);
+  CHECK(exact == doctest::Approx(6.0 / 40));
+  Bound b = lower_bound({Collective::AllGather, 8000000, 8, 0}, t);
+  CHECK(b.bandwidth_us == doctest::Approx(1e6 * exact / 1e3).epsilon(1e-9));
+  CHECK(b.witness.find("S = all vertices but host h2") == 0);
+}
+
 TEST_CASE("bounds: oversubscribing a fat-tree raises the bound") {
   auto full = fat_tree(4, 2, 2, 100, 1), half = fat_tree(4, 2, 2, 100, 2), quarter = fat_tree(4, 2, 2, 100, 4);
   Request a2a{Collective::AlltoAll, 8000000, 8, 0};

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "collkit/topo/routing.h"
+#include "collkit/topo/synth.h"
 #include "fixtures.h"
 
 using namespace collkit::topo;
@@ -109,4 +110,36 @@ TEST_CASE("hops name link directions as distinct channels") {
   REQUIRE(there.hops.size() == 2);
   CHECK(there.hops[0].link == back.hops[1].link);
   CHECK(there.hops[0].channel() != back.hops[1].channel());
+}
+
+TEST_CASE("routes between hosts through fabric tables are the plain searches' routes, to the bit") {
+  // Every source vertex to every vertex, on fabrics with spines (ECMP choices), one switch, a
+  // torus of routers, and nodes of several shapes.
+  std::vector<Topology> topos;
+  topos.push_back(mini_cluster(4, "fat-tree:rails=2,leaf_radix=4"));
+  topos.push_back(mini_cluster(3, "single-switch"));
+  topos.push_back(synth({"dgx-h100", 6, "fat-tree:rails=8,leaf_radix=8"}));
+  topos.push_back(synth({"dgx1-v100", 4, "fat-tree:rails=2,oversub=2,leaf_radix=4"}));
+  topos.push_back(synth({"dgx-a100", 4, "torus:dims=2x2"}));
+  topos.push_back(synth({"pcie-8gpu", 3, "fat-tree:rails=1,leaf_radix=4"}));
+  topos.push_back(synth({"mi300x", 3, "single-switch"}));
+  topos.push_back(synth({"gb200-nvl72", 2, ""}));
+  for (const Topology& t : topos) {
+    Router tables(t), plain(t);
+    plain.use_fabric_tables(false);
+    std::vector<VertexId> all(t.num_vertices());
+    for (VertexId v = 0; v < t.num_vertices(); ++v) all[v] = v;
+    for (VertexId src = 0; src < t.num_vertices(); ++src) {
+      auto a = tables.routes_to(src, all), b = plain.routes_to(src, all);
+      for (VertexId dst = 0; dst < t.num_vertices(); ++dst) {
+        CAPTURE(t.vertex(src).id);
+        CAPTURE(t.vertex(dst).id);
+        REQUIRE(a[dst].found == b[dst].found);
+        REQUIRE(a[dst].bottleneck_gbps == b[dst].bottleneck_gbps);
+        REQUIRE(a[dst].latency_us == b[dst].latency_us);
+        REQUIRE(a[dst].hops.size() == b[dst].hops.size());
+        for (std::size_t k = 0; k < a[dst].hops.size(); ++k) REQUIRE(a[dst].hops[k].channel() == b[dst].hops[k].channel());
+      }
+    }
+  }
 }

@@ -42,6 +42,28 @@ std::vector<int> param_order(const PlanInfo& info, const std::string& key, int n
   return order;
 }
 
+std::shared_ptr<const Order> shared_order(const PlanInfo& info, const std::string& key, int n) {
+  struct Entry {
+    std::string text;
+    int n;
+    std::shared_ptr<const Order> order;
+  };
+  constexpr std::size_t kKept = 4;
+  thread_local std::vector<Entry> kept;
+  auto it = info.params.find(key);
+  const std::string none;
+  const std::string& text = it == info.params.end() ? none : it->second;
+  for (const Entry& e : kept)
+    if (e.n == n && e.text == text) return e.order;
+  auto order = std::make_shared<Order>();
+  order->at = param_order(info, key, n);
+  order->pos.assign(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i) order->pos[static_cast<std::size_t>(order->at[static_cast<std::size_t>(i)])] = i;
+  if (kept.size() == kKept) kept.erase(kept.begin());
+  kept.push_back({text, n, order});
+  return order;
+}
+
 std::string format_order(const std::vector<int>& order) {
   std::string s;
   for (std::size_t i = 0; i < order.size(); ++i) s += (i ? "," : "") + std::to_string(order[i]);

@@ -2,6 +2,7 @@
 // Small helpers shared by the algorithm files: building ops, reading params.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,5 +68,15 @@ int param_int(const PlanInfo& info, const std::string& key, int fallback);
 /// A rank permutation stored as "3,1,0,2"; empty or absent = identity of `n`. Checks it is one.
 std::vector<int> param_order(const PlanInfo& info, const std::string& key, int n);
 std::string format_order(const std::vector<int>& order);
+
+/// A rank permutation decoded: at[i] is the rank at position i, pos[r] the position of rank r.
+struct Order {
+  std::vector<int> at, pos;
+};
+/// param_order() and its inverse, decoded once and shared: a plan expands every rank's program
+/// from the same PlanInfo, and decoding a 16k-rank order (and searching it) for each of them made
+/// expanding all programs quadratic in ranks. The last few orders are kept per thread, each found
+/// again by comparing its text, so a changed parameter is never served stale.
+std::shared_ptr<const Order> shared_order(const PlanInfo& info, const std::string& key, int n);
 
 }  // namespace collkit::plan::algo

@@ -38,9 +38,9 @@ int mod(int a, int m) { return ((a % m) + m) % m; }
 
 struct Grid {
   int hosts = 1, local = 1;
-  std::vector<int> order;  // position -> rank
-  int h = 0, l = 0;        // this rank's host and local index
-  int at(int host, int loc) const { return order[static_cast<std::size_t>(host * local + loc)]; }
+  std::shared_ptr<const Order> order;  // position <-> rank
+  int h = 0, l = 0;                     // this rank's host and local index
+  int at(int host, int loc) const { return order->at[static_cast<std::size_t>(host * local + loc)]; }
   int intra_next() const { return at(h, mod(l + 1, local)); }
   int intra_prev() const { return at(h, mod(l - 1, local)); }
   int inter_next() const { return at(mod(h + 1, hosts), l); }
@@ -180,8 +180,9 @@ class HierAlgorithm final : public Algorithm {
     if (g.hosts < 1 || g.local < 1 || g.hosts * g.local != info.req.nranks)
       throw InputError("plan parameters hosts=" + std::to_string(g.hosts) + ", local=" + std::to_string(g.local) +
                        ": their product must be nranks=" + std::to_string(info.req.nranks));
-    g.order = param_order(info, "order", info.req.nranks);
-    int pos = static_cast<int>(std::find(g.order.begin(), g.order.end(), rank) - g.order.begin());
+    g.order = shared_order(info, "order", info.req.nranks);
+    if (rank < 0 || rank >= info.req.nranks) throw InputError("hier: rank " + std::to_string(rank) + " is not in the plan");
+    int pos = g.order->pos[static_cast<std::size_t>(rank)];
     g.h = pos / g.local;
     g.l = pos % g.local;
     std::vector<Op> ops;

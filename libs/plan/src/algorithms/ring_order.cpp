@@ -44,16 +44,18 @@ Widths widths(const Topology& t, const std::vector<int>& ranks) {
   std::size_t m = ranks.size();
   Widths w{std::vector<std::vector<double>>(m, std::vector<double>(m, 0)),
            std::vector<std::vector<std::size_t>>(m, std::vector<std::size_t>(m, 0))};
+  // Routes to the host's own ranks only: searches that stop once those are settled, rather than
+  // routes to every vertex of a cluster of thousands of hosts.
+  std::vector<topo::VertexId> verts;
+  for (int r : ranks) verts.push_back(t.rank_vertex(static_cast<topo::Rank>(r)));
   for (std::size_t i = 0; i < m; ++i) {
-    topo::VertexId vi = t.rank_vertex(static_cast<topo::Rank>(ranks[i]));
-    std::vector<topo::Path> paths = router.routes_from(vi);
+    std::vector<topo::Path> paths = router.routes_to(verts[i], verts);
     for (std::size_t j = 0; j < m; ++j) {
-      topo::VertexId vj = t.rank_vertex(static_cast<topo::Rank>(ranks[j]));
-      if (vi == vj) {
+      if (verts[i] == verts[j]) {
         w.bw[i][j] = std::numeric_limits<double>::infinity();  // co-located ranks: no link at all
-      } else if (paths[vj].found) {
-        w.bw[i][j] = paths[vj].bottleneck_gbps;
-        w.hops[i][j] = paths[vj].hops.size();
+      } else if (paths[j].found) {
+        w.bw[i][j] = paths[j].bottleneck_gbps;
+        w.hops[i][j] = paths[j].hops.size();
       }
     }
   }

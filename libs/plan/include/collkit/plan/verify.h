@@ -5,6 +5,7 @@
 // that holds nothing yet, a send/receive mismatch, a result missing at the end, and an order of
 // sends and receives that cannot complete (deadlock).
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,14 @@ struct VerifyResult {
   std::size_t transfers = 0;
 };
 
+/// How verify() stores what every rank's chunks hold. PerChunk: an entry per chunk of every rank
+/// (fast for plans that move a chunk at a time; ranks x chunks entries). Runs: ranges of chunks
+/// that continue each other (entries grow with the ops, not with ranks x chunks: hierarchical
+/// plans at 16k ranks). Auto picks PerChunk while ranks x chunks is small. The result is the same
+/// whichever is used (the tests check both).
+enum class ChunkStore : std::uint8_t { Auto, PerChunk, Runs };
+
 /// Verifies the plan. Never throws for a wrong plan: the result says what is wrong.
-VerifyResult verify(const Plan& plan);
+VerifyResult verify(const Plan& plan, ChunkStore store = ChunkStore::Auto);
 
 }  // namespace collkit::plan

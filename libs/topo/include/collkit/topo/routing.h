@@ -21,6 +21,10 @@
 
 namespace collkit::topo {
 
+namespace routing {
+struct FabricTables;
+}
+
 /// One traversal of a link; `forward` is a->b as stored in the Link.
 struct Hop {
   LinkId link;
@@ -61,6 +65,11 @@ class Router {
   /// choices of a fat-tree), at most `limit`, in a deterministic order.
   std::vector<Path> equal_cost_paths(VertexId src, VertexId dst, std::size_t limit = 64) const;
 
+  /// Whether routes_to() finds routes between hosts through tables of the fabric shared by all
+  /// sources (the default: a search per source then costs its hosts, not the whole fabric) or
+  /// by plain searches. The routes are the same either way; tests compare the two.
+  void use_fabric_tables(bool on) { fabric_tables_ = on; }
+
  private:
   struct Workspace;
   Workspace& workspace() const;
@@ -71,6 +80,8 @@ class Router {
   // Arrays reused by routes_to() so that a search costs what it visits, not the topology's
   // size: one Router is not for concurrent use.
   mutable std::shared_ptr<Workspace> ws_;
+  mutable std::shared_ptr<routing::FabricTables> fabric_;  // made on first use
+  bool fabric_tables_ = true;
 };
 
 /// True for kinds that forward traffic (everything but Gpu).
