@@ -22,7 +22,8 @@ struct Candidate {
   std::unique_ptr<Plan> plan;
 };
 
-/// Every registered algorithm simulated for the request on the topology (its first req.nranks
+/// Every registered algorithm simulated (those with more ops than sim.op_budget, estimated as rank
+/// 0's program x ranks, are left out with the reason) for the request on the topology (its first req.nranks
 /// ranks), in registry order, plus the bound. Plans get predicted_us, bound_us and the topology's
 /// name and fingerprint.
 struct Evaluation {

@@ -20,6 +20,9 @@ struct SimOptions {
   double per_message_us = 0.0;  ///< fixed software overhead per send (NCCL/MPI launch), added once per transfer
   double reduce_gbps = 0.0;     ///< local reduction throughput; 0 = free
   std::size_t top_links = 5;    ///< how many busiest links to report
+  /// planner's evaluate(): a candidate with more ops is not simulated (at a few million simulated
+  /// ops per second it would take minutes; a flat ring over 16k ranks has half a billion)
+  double op_budget = 64e6;
 };
 
 struct LinkLoad {
