@@ -25,11 +25,11 @@ grep -q "COLLKIT_HAVE_CUDA 1" build-gpu/generated/collkit/config.h ||
 run=build-gpu/bin/coll-run
 
 step "GPU tests (ctest -L gpu)"
-(cd build-gpu && ctest --output-on-failure -L gpu --timeout 200)
+(cd build-gpu && ctest --output-on-failure -L gpu)
 
 bench=(--coll allreduce,allgather,reducescatter -b 1M -e 256M -f 4 -n 20 -w 5)
 step "cuda backend: 4 ranks on one GPU (no native collective to compare with)"
-timeout 120 "$run" --backend cuda --ranks 4 "${bench[@]}"
+timeout 180 "$run" --backend cuda --ranks 4 "${bench[@]}"
 
 step "nccl backend: mpirun -np 1"
 timeout 120 mpirun -np 1 "$run" --backend nccl "${bench[@]}"
