@@ -159,10 +159,8 @@ void Transport::match_self(std::uint16_t channel) {
       throw SystemError("rdma: rank " + std::to_string(me_) + " sends itself " + std::to_string(s.front().bytes) +
                         " bytes on channel " + std::to_string(channel) + " into a receive of " + std::to_string(r.front().bytes));
     std::memcpy(r.front().data, s.front().data, s.front().bytes);
-    for (std::uint32_t h : {s.front().handle, r.front().handle}) {
-      ready_.push_back(h);
-      free_handles_.push_back(h);
-    }
+    ready_.push_back(s.front().handle);
+    ready_.push_back(r.front().handle);
     s.pop_front();
     r.pop_front();
   }
@@ -218,7 +216,6 @@ void Transport::deliver(int peer, std::uint16_t channel) {
     ++m.pieces;
     if (m.done == m.bytes) {
       ready_.push_back(m.handle);
-      free_handles_.push_back(m.handle);
       l.recvs.pop_front();
     }
   }
@@ -257,10 +254,7 @@ void Transport::poll(std::vector<std::uint32_t>& finished) {
       auto slot = static_cast<std::uint32_t>(wc.wr_id >> 32 & 0xff);
       auto h = static_cast<std::uint32_t>(wc.wr_id);
       lane(peer, channel).busy[slot] = false;
-      if (--outstanding_[h] == 0 && all_posted_[h]) {
-        ready_.push_back(h);
-        free_handles_.push_back(h);
-      }
+      if (--outstanding_[h] == 0 && all_posted_[h]) ready_.push_back(h);
       pump(peer, channel);
     } else if (receive) {
       std::uint32_t imm = ntohl(wc.imm_data);
@@ -277,7 +271,9 @@ void Transport::poll(std::vector<std::uint32_t>& finished) {
     }
     // IBV_WC_SEND: a credit went out; nothing to do.
   }
+  // A handle is reused only once the scheduler has been told it finished.
   finished.insert(finished.end(), ready_.begin(), ready_.end());
+  free_handles_.insert(free_handles_.end(), ready_.begin(), ready_.end());
   ready_.clear();
 }
 
