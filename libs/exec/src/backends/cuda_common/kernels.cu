@@ -15,13 +15,23 @@ namespace {
 constexpr int kThreads = 256;
 constexpr std::size_t kMaxBlocks = 4096;
 
-// Integers combine through their unsigned type (wrapping, as reduce.cpp does on the host).
+// Each combine is written as reduce.cpp writes it, so that ties (+0 and -0) pick the same operand.
+// Integers combine through their unsigned type (wrapping, as on the host).
 template <class T, class U, RedOp Op>
 __device__ T combine(T a, T b) {
   if constexpr (Op == RedOp::Sum || Op == RedOp::Avg) return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
   if constexpr (Op == RedOp::Prod) return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
   if constexpr (Op == RedOp::Min) return a < b ? a : b;
   return a > b ? a : b;
+}
+
+// Half and bfloat16 combine in float as std::min / std::max do on the host.
+template <RedOp Op>
+__device__ float combine16(float a, float b) {
+  if constexpr (Op == RedOp::Sum || Op == RedOp::Avg) return a + b;
+  if constexpr (Op == RedOp::Prod) return a * b;
+  if constexpr (Op == RedOp::Min) return b < a ? b : a;
+  return a < b ? b : a;
 }
 
 template <class T, class U, RedOp Op>
@@ -44,7 +54,7 @@ template <class Conv, RedOp Op>
 __global__ void reduce16_kernel(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    dst[i] = Conv::store(combine<float, float, Op>(Conv::load(a[i]), Conv::load(b[i])));
+    dst[i] = Conv::store(combine16<Op>(Conv::load(a[i]), Conv::load(b[i])));
 }
 
 template <class T>
