@@ -197,6 +197,23 @@ std::vector<bool> sends_to_copy(const GlobalSchedule& s, int rank, const RegionA
   return copy;
 }
 
+SendCopies send_copies(const GlobalSchedule& s, const plan::Request& req, int rank, bool staged) {
+  SendCopies out;
+  const auto& ops = s.programs[static_cast<std::size_t>(rank)].ops;
+  for (std::size_t pi = 0; pi < 2; ++pi) {
+    std::vector<bool> copy = sends_to_copy(s, rank, region_layout(req, rank, pi == 1, staged));
+    std::uint64_t used = 0;
+    out.offset[pi].assign(ops.size(), kNoCopy);
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (copy[i]) {
+        out.offset[pi][i] = used;
+        used += (ops[i].bytes + 255) / 256 * 256;  // aligned for the copy engines and kernels
+      }
+    out.bytes = std::max(out.bytes, used);
+  }
+  return out;
+}
+
 std::string describe_op(const GlobalSchedule& s, int rank, std::uint32_t op) {
   return describe(s.programs[static_cast<std::size_t>(rank)].ops[op], op);
 }

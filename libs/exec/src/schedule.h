@@ -59,6 +59,15 @@ RegionAddrs region_layout(const plan::Request& req, int rank, bool in_place, boo
 /// it), so it must go from a copy made when reached.
 std::vector<bool> sends_to_copy(const GlobalSchedule& s, int rank, const RegionAddrs& regions);
 
+/// Where the copies of sends_to_copy()'s sends live: per placement (0 out of place, 1 in place),
+/// per op, an offset into one buffer of `bytes` (the larger placement's), or kNoCopy.
+inline constexpr std::uint64_t kNoCopy = ~0ull;
+struct SendCopies {
+  std::array<std::vector<std::uint64_t>, 2> offset;
+  std::uint64_t bytes = 0;
+};
+SendCopies send_copies(const GlobalSchedule& s, const plan::Request& req, int rank, bool staged);
+
 /// "op 12 (recv from rank 1, channel 0, 4096 bytes)" of `rank`'s program.
 std::string describe_op(const GlobalSchedule& s, int rank, std::uint32_t op);
 

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 
 #include "collkit/core/error.h"
 #include "collkit/exec/backend.h"
@@ -33,7 +32,8 @@ enum class Order { Steps, RoundForward, RoundReversed };
 struct RankMemory {
   std::vector<std::byte> in, out, scratch, inplace, stage;
   std::array<std::byte*, 3> regions{};
-  std::map<std::uint32_t, std::vector<std::byte>> bounce;  // send op -> its copy
+  detail::SendCopies copies;
+  std::vector<std::byte> bounce;  // the copies of sends overwritten before their data moves
 };
 
 // Runs the schedule on host memory; returns the wrong elements over all ranks.
@@ -43,7 +43,6 @@ std::uint64_t run_on_host(const plan::Plan& p, const Job& job, bool in_place, bo
   const int n = p.nranks();
   const std::size_t esize = size_of(job.type);
   std::vector<RankMemory> mem(static_cast<std::size_t>(n));
-  std::vector<std::vector<bool>> copy(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     RankMemory& m = mem[static_cast<std::size_t>(r)];
     InPlaceOffsets ip = in_place_offsets(req, r);
@@ -61,13 +60,15 @@ std::uint64_t run_on_host(const plan::Plan& p, const Job& job, bool in_place, bo
       m.stage.assign(m.regions[0], m.regions[0] + plan::input_bytes(req));
       m.regions[0] = m.stage.data();
     }
-    copy[static_cast<std::size_t>(r)] = detail::sends_to_copy(g, r, detail::region_layout(req, r, in_place, staged));
+    m.copies = detail::send_copies(g, req, r, staged);
+    m.bounce.assign(m.copies.bytes, std::byte{0});
   }
   auto op_of = [&](int r, std::uint32_t i) -> const detail::ExecOp& { return g.programs[static_cast<std::size_t>(r)].ops[i]; };
   auto at = [&](int r, Buf b, std::uint64_t off) { return mem[static_cast<std::size_t>(r)].regions[static_cast<std::size_t>(b)] + off; };
+  const std::size_t pi = in_place ? 1 : 0;
   auto source = [&](int r, std::uint32_t i) -> const std::byte* {
-    auto& bounce = mem[static_cast<std::size_t>(r)].bounce;
-    if (auto it = bounce.find(i); it != bounce.end()) return it->second.data();
+    RankMemory& m = mem[static_cast<std::size_t>(r)];
+    if (std::uint64_t off = m.copies.offset[pi][i]; off != detail::kNoCopy) return m.bounce.data() + off;
     return at(r, op_of(r, i).src_buf, op_of(r, i).src_off);
   };
   auto elems = [&](std::uint64_t bytes) { return static_cast<std::size_t>(bytes / esize); };
@@ -82,12 +83,13 @@ std::uint64_t run_on_host(const plan::Plan& p, const Job& job, bool in_place, bo
         else std::memmove(dst, at(st.rank, o.src_buf, o.src_off), o.bytes);
         break;
       }
-      case StepKind::Reach:
-        if (copy[static_cast<std::size_t>(st.rank)][st.op]) {
-          const std::byte* src = at(st.rank, op_of(st.rank, st.op).src_buf, op_of(st.rank, st.op).src_off);
-          mem[static_cast<std::size_t>(st.rank)].bounce[st.op].assign(src, src + op_of(st.rank, st.op).bytes);
-        }
+      case StepKind::Reach: {
+        RankMemory& m = mem[static_cast<std::size_t>(st.rank)];
+        const detail::ExecOp& o = op_of(st.rank, st.op);
+        if (std::uint64_t off = m.copies.offset[pi][st.op]; off != detail::kNoCopy)
+          std::memcpy(m.bounce.data() + off, at(st.rank, o.src_buf, o.src_off), o.bytes);
         break;
+      }
       case StepKind::Transfer:
         if (order == Order::Steps) {  // the cuda backend: now, reducing straight from the sender's bytes
           const detail::ExecOp& o = op_of(st.rank, st.op);

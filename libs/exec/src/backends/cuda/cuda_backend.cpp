@@ -26,12 +26,10 @@ namespace {
 using detail::StepKind;
 using plan::OpType;
 
-constexpr std::uint64_t kNone = ~0ull;
-
 struct RankBuffers {
   cuda::DeviceBuffer in, out, inplace, scratch, stage, bounce;
   InPlaceOffsets ip;
-  std::array<std::vector<std::uint64_t>, 2> bounce_off;  // per placement, per op: offset in bounce or kNone
+  detail::SendCopies copies;  // where sends overwritten before their data moves keep a copy, in `bounce`
 };
 
 class CudaBackend final : public Backend {
@@ -109,7 +107,8 @@ class CudaBackend final : public Backend {
   std::uint64_t bytes_needed(const Setup& s) const override {
     detail::GlobalSchedule g = detail::make_schedule(*s.plan);
     std::uint64_t total = 0;
-    for (int r = 0; r < nranks_; ++r) total += rank_bytes(s, r) + bounce_bytes(g, s, r, nullptr);
+    for (int r = 0; r < nranks_; ++r)
+      total += rank_bytes(s, r) + detail::send_copies(g, s.job.req, r, s.in_place == InPlaceMode::Staged).bytes;
     for (int d = 0; d < devices_; ++d) total += staging_bytes(g, d);
     return total;
   }
@@ -131,7 +130,8 @@ class CudaBackend final : public Backend {
       b.inplace = zeroed(d, b.ip.buffer_bytes);
       b.scratch = zeroed(d, s.plan->info().scratch_bytes);
       b.stage = zeroed(d, s.in_place == InPlaceMode::Staged ? plan::input_bytes(req) : 0);
-      b.bounce = zeroed(d, bounce_bytes(schedule_, s, r, &b.bounce_off));
+      b.copies = detail::send_copies(schedule_, req, r, s.in_place == InPlaceMode::Staged);
+      b.bounce = zeroed(d, b.copies.bytes);
     }
     for (int d = 0; d < devices_; ++d) staging_.push_back(zeroed(d, staging_bytes(schedule_, d)));
     synchronize();
@@ -189,8 +189,8 @@ class CudaBackend final : public Backend {
           break;
         }
         case StepKind::Reach: {
-          std::uint64_t off = ranks_[static_cast<std::size_t>(st.rank)].bounce_off[pi][st.op];
-          if (off == kNone) break;
+          std::uint64_t off = ranks_[static_cast<std::size_t>(st.rank)].copies.offset[pi][st.op];
+          if (off == detail::kNoCopy) break;
           const detail::ExecOp& o = op_of(st.rank, st.op);
           copy_async(st.rank, ranks_[static_cast<std::size_t>(st.rank)].bounce.data() + off, at(st.rank, o.src_buf, o.src_off), o.bytes);
           break;
@@ -198,8 +198,8 @@ class CudaBackend final : public Backend {
         case StepKind::Transfer: {
           const detail::ExecOp& so = op_of(st.peer, st.peer_op);
           const detail::ExecOp& ro = op_of(st.rank, st.op);
-          std::uint64_t off = ranks_[static_cast<std::size_t>(st.peer)].bounce_off[pi][st.peer_op];
-          const std::byte* src = off == kNone ? at(st.peer, so.src_buf, so.src_off)
+          std::uint64_t off = ranks_[static_cast<std::size_t>(st.peer)].copies.offset[pi][st.peer_op];
+          const std::byte* src = off == detail::kNoCopy ? at(st.peer, so.src_buf, so.src_off)
                                               : ranks_[static_cast<std::size_t>(st.peer)].bounce.data() + off;
           transfer(st.peer, src, st.rank, ro, at(st.rank, ro.dst_buf, ro.dst_off), at(st.rank, ro.src_buf, ro.src_off));
           break;
@@ -301,27 +301,6 @@ class CudaBackend final : public Backend {
     const plan::Request& req = s.job.req;
     return plan::input_bytes(req) + plan::output_bytes(req) + in_place_offsets(req, r).buffer_bytes +
            s.plan->info().scratch_bytes + (s.in_place == InPlaceMode::Staged ? plan::input_bytes(req) : 0);
-  }
-
-  // Copies of sends whose source the rank overwrites before the data moves: one slot per such
-  // send, laid out per placement; the buffer is the larger placement's.
-  std::uint64_t bounce_bytes(const detail::GlobalSchedule& g, const Setup& s, int r,
-                             std::array<std::vector<std::uint64_t>, 2>* offsets) const {
-    std::uint64_t most = 0;
-    for (std::size_t pi = 0; pi < 2; ++pi) {
-      auto layout = detail::region_layout(s.job.req, r, pi == 1, s.in_place == InPlaceMode::Staged);
-      std::vector<bool> copy = detail::sends_to_copy(g, r, layout);
-      const auto& ops = g.programs[static_cast<std::size_t>(r)].ops;
-      std::uint64_t used = 0;
-      if (offsets) (*offsets)[pi].assign(ops.size(), kNone);
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        if (copy[i]) {
-          if (offsets) (*offsets)[pi][i] = used;
-          used += (ops[i].bytes + 255) / 256 * 256;
-        }
-      most = std::max(most, used);
-    }
-    return most;
   }
 
   // Staging on GPU d: for overlapping local copies and for receive-and-reduce from a GPU it cannot read.

@@ -32,8 +32,6 @@ using detail::StepKind;
 using plan::Collective;
 using plan::OpType;
 
-constexpr std::uint64_t kNone = ~0ull;
-
 // This rank's part of the schedule.
 struct Action {
   enum class Kind : std::uint8_t { Local, Reach, Group } kind;
@@ -141,7 +139,9 @@ class NcclBackend final : public Backend {
 
   std::uint64_t bytes_needed(const Setup& s) const override {
     detail::GlobalSchedule g = detail::make_schedule(*s.plan);
-    return fixed_bytes(s) + bounce_bytes(g, s, nullptr) + staging_bytes(g) * g.programs[static_cast<std::size_t>(world_.rank())].channels;
+    const int me = world_.rank();
+    return fixed_bytes(s) + detail::send_copies(g, s.job.req, me, s.in_place == InPlaceMode::Staged).bytes +
+           staging_bytes(g) * g.programs[static_cast<std::size_t>(me)].channels;
   }
 
   void setup(const Setup& s) override {
@@ -186,7 +186,8 @@ class NcclBackend final : public Backend {
     scratch_ = zeroed(s.plan->info().scratch_bytes);
     stage_ = zeroed(s.in_place == InPlaceMode::Staged ? plan::input_bytes(req) : 0);
     native_stage_ = zeroed(req.coll == Collective::AlltoAll ? plan::input_bytes(req) : 0);
-    bounce_ = zeroed(bounce_bytes(g, s, &bounce_off_));
+    copies_ = detail::send_copies(g, req, me, s.in_place == InPlaceMode::Staged);
+    bounce_ = zeroed(copies_.bytes);
     std::uint64_t per_channel = staging_bytes(g);
     staging_.clear();
     for (std::uint16_t c = 0; c < program_.channels; ++c) staging_.push_back(zeroed(per_channel));
@@ -288,9 +289,9 @@ class NcclBackend final : public Backend {
           break;
         }
         case Action::Kind::Reach: {
-          std::uint64_t off = bounce_off_[pi][a.index];
+          std::uint64_t off = copies_.offset[pi][a.index];
           const detail::ExecOp& o = program_.ops[a.index];
-          if (off != kNone) copy_async(bounce_.data() + off, at(o.src_buf, o.src_off), o.bytes);
+          if (off != detail::kNoCopy) copy_async(bounce_.data() + off, at(o.src_buf, o.src_off), o.bytes);
           break;
         }
         case Action::Kind::Group: {
@@ -299,8 +300,8 @@ class NcclBackend final : public Backend {
           for (const Xfer& x : round) {
             const detail::ExecOp& o = program_.ops[x.op];
             if (x.send) {
-              std::uint64_t off = bounce_off_[pi][x.op];
-              const std::byte* src = off == kNone ? at(o.src_buf, o.src_off) : bounce_.data() + off;
+              std::uint64_t off = copies_.offset[pi][x.op];
+              const std::byte* src = off == detail::kNoCopy ? at(o.src_buf, o.src_off) : bounce_.data() + off;
               nccl::check(ncclSend(src, o.bytes, ncclUint8, x.peer, comm_, stream_), "ncclSend", comm_);
             } else {
               std::byte* dst = o.type == OpType::Recv ? at(o.dst_buf, o.dst_off) : staging_[o.channel].data();
@@ -457,27 +458,6 @@ class NcclBackend final : public Backend {
            (s.in_place == InPlaceMode::Staged ? in : 0) + (req.coll == Collective::AlltoAll ? in : 0);
   }
 
-  // Copies of sends whose source this rank overwrites before the data moves (schedule.h): one
-  // slot per such send, laid out per placement; the buffer is the larger placement's.
-  std::uint64_t bounce_bytes(const detail::GlobalSchedule& g, const Setup& s, std::array<std::vector<std::uint64_t>, 2>* offsets) const {
-    const int me = world_.rank();
-    std::uint64_t most = 0;
-    for (std::size_t pi = 0; pi < 2; ++pi) {
-      auto layout = detail::region_layout(s.job.req, me, pi == 1, s.in_place == InPlaceMode::Staged);
-      std::vector<bool> copy = detail::sends_to_copy(g, me, layout);
-      const auto& ops = g.programs[static_cast<std::size_t>(me)].ops;
-      std::uint64_t used = 0;
-      if (offsets) (*offsets)[pi].assign(ops.size(), kNone);
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        if (copy[i]) {
-          if (offsets) (*offsets)[pi][i] = used;
-          used += (ops[i].bytes + 255) / 256 * 256;
-        }
-      most = std::max(most, used);
-    }
-    return most;
-  }
-
   // Per channel: receive-and-reduce lands here, and overlapping local copies pass through.
   std::uint64_t staging_bytes(const detail::GlobalSchedule& g) const {
     std::uint64_t most = 0;
@@ -501,7 +481,7 @@ class NcclBackend final : public Backend {
   InPlaceOffsets ip_;
   cuda::DeviceBuffer send_, recv_, inplace_, scratch_, stage_, native_stage_, bounce_;
   std::vector<cuda::DeviceBuffer> staging_;
-  std::array<std::vector<std::uint64_t>, 2> bounce_off_;
+  detail::SendCopies copies_;
 };
 
 }  // namespace
