@@ -12,6 +12,7 @@
 #include "../registry.h"
 #include "collkit/core/error.h"
 #include "rdma_transport.h"
+#include "verbs_wire.h"
 
 namespace collkit::exec {
 
@@ -33,7 +34,8 @@ class RdmaBackend final : public Backend {
     if (!why.empty()) throw UnsupportedError(why);
     for (std::size_t r = 0; r < all.size(); ++r)
       if (!all[r].empty()) throw UnsupportedError("rdma: rank " + std::to_string(r) + ": " + all[r]);
-    transport_ = std::make_unique<rdma::Transport>(*device_, world, timeout_s);
+    wire_ = std::make_unique<rdma::VerbsWire>(*device_, world, shape_.region_bytes(world.size()), shape_.depth(), timeout_s);
+    transport_ = std::make_unique<rdma::Transport>(*wire_, world.rank(), world.size(), shape_);
   }
 
   std::string_view name() const override { return "rdma"; }
@@ -55,9 +57,9 @@ class RdmaBackend final : public Backend {
   }
 
   void setup(const Setup& s) override {
-    if (s.plan->info().channels > rdma::kMaxChannels)
+    if (s.plan->info().channels > shape_.max_channels)
       throw UnsupportedError("rdma: the plan has " + std::to_string(s.plan->info().channels) + " channels, this backend carries at most " +
-                             std::to_string(rdma::kMaxChannels) + " (lower --channels)");
+                             std::to_string(shape_.max_channels) + " (lower --channels)");
     setup_ = s;
     int rank = world_.rank();
     program_ = detail::compile(*s.plan, rank);
@@ -102,7 +104,9 @@ class RdmaBackend final : public Backend {
 
  private:
   World& world_;
+  rdma::Shape shape_;  // 4 slots of 128 KiB per peer and channel, 8 channels
   std::unique_ptr<rdma::Device> device_;
+  std::unique_ptr<rdma::VerbsWire> wire_;
   std::unique_ptr<rdma::Transport> transport_;
   Setup setup_;
   detail::RankProgram program_;

@@ -1,42 +1,43 @@
 #pragma once
-// program.h's Transport over ibverbs: one reliable-connected queue pair per peer, data moved by
-// RDMA writes with immediate into the receiver's landing slots, receives copied out of them.
+// program.h's Transport over a Wire (wire.h; ibverbs in verbs_wire.h): data moves by writes with
+// immediate into the receiver's landing slots, receives are copied out of them.
 //
-// Protocol. Each (peer, channel) has kSlots landing slots of kSlotBytes at the receiver, written
-// in ring order, and as many credits at the sender. A message is cut into slot-sized pieces; each
-// piece is copied into the sender's registered twin of the slot and written with the immediate
-// (channel, slot). The receiver queues arrivals per (peer, channel) in order (RC delivers in order),
-// copies each into the posted receive at its head, and hands the slot back with a zero-byte send
-// carrying the immediate (credit, channel, slot). Slots per channel, not per peer: a channel whose
-// receive is not posted yet can hold only its own slots, never another channel's, so the plan's
-// channels cannot block each other. A send is done when all its pieces' writes completed (the data
-// is at the peer); sends without credit wait in software, so posting never blocks.
-// The queue pairs' timeout and retry count make a dead peer show as a failed work completion,
-// which poll() turns into a SystemError naming the peer.
+// Protocol. Each (peer, channel) has `slots` landing slots of `slot_bytes` at the receiver,
+// written in ring order, and as many credits at the sender. A message is cut into slot-sized
+// pieces; each piece is copied into the sender's outgoing twin of the slot and written with the
+// immediate (channel, slot). The receiver queues arrivals per (peer, channel) in order (a reliable
+// connection delivers in order), copies each into the posted receive at its head, and hands the
+// slot back with a zero-byte message carrying (credit, channel, slot). Slots per channel, not per
+// peer: a channel whose receive is not posted yet holds only its own slots, never another
+// channel's, so the plan's channels cannot block each other. A send is done when all its pieces'
+// writes completed (the data is at the peer); sends without credit wait in software, so posting
+// never blocks.
 
 #include <array>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <vector>
 
 #include "../../program.h"
-#include "collkit/exec/world.h"
-#include "verbs.h"
+#include "wire.h"
 
 namespace collkit::exec::rdma {
 
-inline constexpr std::uint64_t kSlotBytes = 128 << 10;
-inline constexpr std::uint32_t kSlots = 4;
-inline constexpr std::uint16_t kMaxChannels = 8;
+struct Shape {
+  std::uint64_t slot_bytes = 128 << 10;
+  std::uint32_t slots = 4;         ///< per (peer, channel); at most 256
+  std::uint16_t max_channels = 8;  ///< at most 256
+  /// Bytes of each of a rank's two regions for `nranks` ranks.
+  std::uint64_t region_bytes(int nranks) const { return static_cast<std::uint64_t>(nranks) * max_channels * slots * slot_bytes; }
+  /// Work requests a queue pair may have outstanding per direction: every slot of every channel
+  /// in flight, each with its credit, and room to spare.
+  int depth() const { return 2 * max_channels * static_cast<int>(slots) + 16; }
+};
 
 class Transport final : public detail::Transport {
  public:
-  /// Creates and connects a queue pair to every other rank (addresses exchanged over `world`).
-  Transport(Device& device, World& world, double timeout_s);
-  ~Transport() override;
-  Transport(const Transport&) = delete;
-  Transport& operator=(const Transport&) = delete;
+  /// `wire`'s regions must be shape.region_bytes(nranks) long.
+  Transport(Wire& wire, int rank, int nranks, const Shape& shape = {});
 
   std::uint32_t post_send(int peer, std::uint16_t channel, const std::byte* data, std::uint64_t bytes) override;
   std::uint32_t post_recv(int peer, std::uint16_t channel, std::byte* data, std::uint64_t bytes) override;
@@ -51,38 +52,29 @@ class Transport final : public detail::Transport {
   };
   struct Lane {  // one (peer, channel)
     std::deque<Message> sends;  // waiting to be cut into pieces
-    std::uint32_t credits = kSlots, next = 0;
-    std::array<bool, kSlots> busy{};  // the sender's twin of the slot still being written from
+    std::uint32_t credits = 0, next = 0;
+    std::vector<bool> busy;  // the outgoing twin of the slot still being written from
     std::deque<std::pair<std::uint32_t, std::uint32_t>> arrived;  // (slot, bytes) in order
     std::deque<Message> recvs;
   };
 
   std::uint32_t new_handle();
   Lane& lane(int peer, std::uint16_t channel);
-  std::byte* send_slot(int peer, std::uint16_t channel, std::uint32_t slot) const;
-  std::byte* recv_slot(int peer, std::uint16_t channel, std::uint32_t slot) const;
+  std::uint64_t slot_offset(int peer, std::uint16_t channel, std::uint32_t slot) const;
   void pump(int peer, std::uint16_t channel);
   void deliver(int peer, std::uint16_t channel);
-  void post_credit(int peer, std::uint16_t channel, std::uint32_t slot);
-  void post_receive(int peer);
   void match_self(std::uint16_t channel);
 
-  Device& device_;
+  Wire& wire_;
   int me_ = 0, n_ = 1;
-  ibv_cq* cq_ = nullptr;
-  std::vector<ibv_qp*> qps_;  // by peer; none for this rank
-  std::unique_ptr<std::byte[]> send_mem_, recv_mem_;
-  std::uint64_t region_bytes_ = 0;
-  ibv_mr* send_mr_ = nullptr;
-  ibv_mr* recv_mr_ = nullptr;
-  std::vector<std::uint64_t> remote_addr_;
-  std::vector<std::uint32_t> remote_key_;
-  std::vector<Lane> lanes_;  // peer * kMaxChannels + channel
+  Shape shape_;
+  std::vector<Lane> lanes_;                 // peer * max_channels + channel
   std::vector<std::uint32_t> outstanding_;  // by handle: piece writes not yet completed
   std::vector<std::uint8_t> all_posted_;
   std::vector<std::uint32_t> free_handles_;
-  std::vector<std::uint32_t> ready_;  // finished outside poll()
-  std::array<std::deque<Message>, kMaxChannels> self_sends_, self_recvs_;
+  std::vector<std::uint32_t> ready_;  // finished, not yet reported by poll()
+  std::vector<Completion> completions_;
+  std::vector<std::deque<Message>> self_sends_, self_recvs_;  // by channel
 };
 
 }  // namespace collkit::exec::rdma
