@@ -3,9 +3,10 @@
 // ncclGroupStart/End of this rank's sends and receives in the global order every rank computes
 // alike, so every group finds its peers' matching group (see schedule.h); local copies and the
 // reduction kernel (receive-and-reduce lands in a per-channel staging buffer, then
-// dst = src (op) staged) run between rounds. Everything goes on one stream: NCCL runs one
-// communicator's kernels in issue order anyway, and a round's group already moves all channels'
-// transfers at once, so streams per channel would add events without adding overlap.
+// dst = src (op) staged) run between rounds. Everything goes on one stream: a group whose
+// operations use several streams makes all of them wait for it and it for all of them (NCCL's
+// "CUDA Stream Semantics"), so with one group per round, streams per channel would meet at every
+// round anyway; the group itself moves all channels' transfers at once.
 // The NCCL unique id travels over MPI. The communicator is non-blocking and every wait polls
 // ncclCommGetAsyncError: a dead or stalled peer ends in ncclCommAbort and a message naming the
 // operation and peer, never a hang.
