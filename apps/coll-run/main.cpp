@@ -23,7 +23,7 @@ struct Flags {
   std::string types = "float32", ops = "sum";
   std::string min_bytes = "32M", max_bytes = "32M";
   std::uint64_t factor = 2;
-  int iters = 20, warmup = 5, check = 1, root = 0, channels = 0;
+  int iters = 20, warmup = 5, check = 1, root = 0, channels = 0, ranks = 0;
   double timeout_s = 60;
   bool no_baseline = false, no_discover = false;
 };
@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   app.add_option("--topo", f.topo_file, "topology to plan on and predict with (default: discover the job's hosts)");
   app.add_flag("--no-discover", f.no_discover, "without --topo, plan with no topology instead of discovering one");
   app.add_option("--backend", f.backend, "mpi, nccl, cuda or rdma");
+  app.add_option("--ranks", f.ranks, "cuda backend: plan ranks to run in this one process (default: one per visible GPU)");
   app.add_option("--channels", f.channels, "channels for generated plans (0: the algorithm's default)");
   app.add_option("-b,--minbytes", f.min_bytes, "smallest size (K/M/G, 1024-based)");
   app.add_option("-e,--maxbytes", f.max_bytes, "largest size");
@@ -134,6 +135,7 @@ int main(int argc, char** argv) {
     exec::BackendOptions bo;
     bo.name = f.backend;
     bo.timeout_s = opt.timeout_s;
+    bo.ranks = f.ranks;
     auto backend = exec::make_backend(bo, world);
     exec::Results res = exec::run(opt, *backend, world, std::cout);
     if (world.rank() == 0 && !f.json_out.empty()) collkit::write_file_atomic(f.json_out, exec::to_json(res));

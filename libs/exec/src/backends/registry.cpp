@@ -7,10 +7,13 @@ namespace collkit::exec {
 std::vector<std::string> backend_names() { return {"mpi", "nccl", "cuda", "rdma"}; }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& opt, World& world) {
+  if (opt.ranks < 0) throw InputError("--ranks: cannot be negative");
+  if (opt.ranks > 0 && opt.name != "cuda")
+    throw InputError("--ranks is for --backend cuda (one process runs every rank); " + opt.name + " takes one rank per process from mpirun -np");
   if (opt.name == "mpi") return detail::make_mpi_backend(world, opt.timeout_s);
   if (opt.name == "cuda") {
 #if COLLKIT_EXEC_CUDA
-    return detail::make_cuda_backend(world, opt.timeout_s);
+    return detail::make_cuda_backend(world, opt.ranks, opt.timeout_s);
 #else
     throw UnsupportedError("backend cuda: this build of collkit has no CUDA (configure with CUDA at /usr/local/cuda or CUDAToolkit_ROOT)");
 #endif

@@ -11,7 +11,7 @@ namespace collkit::exec::detail {
 
 std::unique_ptr<Backend> make_mpi_backend(World& world, double timeout_s);
 #if COLLKIT_EXEC_CUDA
-std::unique_ptr<Backend> make_cuda_backend(World& world, double timeout_s);
+std::unique_ptr<Backend> make_cuda_backend(World& world, int nranks, double timeout_s);
 #endif
 #if COLLKIT_EXEC_NCCL
 std::unique_ptr<Backend> make_nccl_backend(World& world, double timeout_s);

@@ -78,6 +78,9 @@ class Backend {
 struct BackendOptions {
   std::string name = "mpi";
   double timeout_s = 60;
+  /// cuda only: the plan ranks its one process runs (0: one per visible GPU); the others take
+  /// one rank per process from the launcher.
+  int ranks = 0;
 };
 
 /// The backend by name; throws InputError for an unknown one and UnsupportedError for one this
