@@ -8,7 +8,7 @@
 
 #include "../../host_memory.h"
 #include "../../mpi_check.h"
-#include "../../program.h"
+#include "../../host_rank.h"
 #include "../registry.h"
 #include "collkit/core/error.h"
 
@@ -155,72 +155,26 @@ class MpiBackend final : public Backend {
     return "?";
   }
 
-  std::uint64_t bytes_needed(const Setup& s) const override {
-    const plan::PlanInfo& info = s.plan->info();
-    std::uint64_t in = plan::input_bytes(s.job.req), out = plan::output_bytes(s.job.req);
-    std::uint64_t staging = 0;
-    for (std::uint16_t c = 0; c < info.channels; ++c) staging += std::min<std::uint64_t>(in, plan::buffer_bytes(info, plan::Buf::Input));
-    return in + out + in_place_offsets(s.job.req, 0).buffer_bytes + info.scratch_bytes +
-           (s.in_place == InPlaceMode::Staged ? in : 0) + staging;
-  }
-
-  void setup(const Setup& s) override {
-    setup_ = s;
-    int rank = world_.rank();
-    program_ = detail::compile(*s.plan, rank);
-    runner_ = std::make_unique<detail::Runner>(program_, s.job.type, s.job.op, s.timeout_s);
-    const plan::Request& req = s.job.req;
-    send_.assign(plan::input_bytes(req), std::byte{0});
-    recv_.assign(plan::output_bytes(req), std::byte{0});
-    ip_ = in_place_offsets(req, rank);
-    inplace_.assign(ip_.buffer_bytes, std::byte{0});
-    scratch_.assign(s.plan->info().scratch_bytes, std::byte{0});
-    stage_.assign(s.in_place == InPlaceMode::Staged ? send_.size() : 0, std::byte{0});
-  }
-
-  void write_input(std::size_t, Placement p, std::span<const std::byte> data) override {
-    std::byte* dst = p == Placement::OutOfPlace ? send_.data() : inplace_.data() + ip_.input_offset;
-    std::memcpy(dst, data.data(), data.size());
-  }
+  std::uint64_t bytes_needed(const Setup& s) const override { return detail::HostRank::bytes_needed(s, world_.rank()); }
+  void setup(const Setup& s) override { host_.setup(s, world_.rank()); }
+  void write_input(std::size_t, Placement p, std::span<const std::byte> data) override { host_.write_input(p, data); }
 
   void read_output(std::size_t, Placement p, Subject who, std::span<std::byte> data) override {
-    const std::byte* src = recv_.data();
-    if (p == Placement::InPlace) {
-      // MPI_Reduce_scatter_block in place leaves the result at the start of the buffer.
-      bool mpi_rs = who == Subject::Native && setup_.job.req.coll == Collective::ReduceScatter;
-      src = inplace_.data() + (mpi_rs ? 0 : ip_.output_offset);
-    }
+    const std::byte* src = host_.output(p);
+    // MPI_Reduce_scatter_block in place leaves the result at the start of the buffer.
+    if (p == Placement::InPlace && who == Subject::Native && host_.current().job.req.coll == Collective::ReduceScatter)
+      src = host_.in_place();
     std::memcpy(data.data(), src, data.size());
   }
 
   void run(Subject who, Placement p) override {
-    if (who == Subject::Plan) run_plan(p);
+    if (who == Subject::Plan) host_.run(*transport_, p);
     else run_native(p);
   }
 
   void synchronize() override {}
 
  private:
-  void run_plan(Placement p) {
-    std::array<std::byte*, 3> regions{send_.data(), recv_.data(), scratch_.data()};
-    if (p == Placement::InPlace) {
-      regions[0] = inplace_.data() + ip_.input_offset;
-      regions[1] = inplace_.data() + ip_.output_offset;
-      if (setup_.in_place == InPlaceMode::Staged) {
-        std::memcpy(stage_.data(), regions[0], stage_.size());
-        regions[0] = stage_.data();
-      }
-    }
-    runner_->run(*transport_, regions);
-    if (setup_.job.op == RedOp::Avg && plan::facts(setup_.job.req.coll).reduces) finish_mean(regions[1]);
-  }
-
-  void finish_mean(std::byte* out) {
-    const plan::Request& req = setup_.job.req;
-    if (req.coll == Collective::Reduce && world_.rank() != req.root) return;
-    scale_mean(setup_.job.type, out, output_count(setup_.job), req.nranks);
-  }
-
   MPI_Datatype mpi_type(DataType t) const {
     switch (t) {
       case DataType::Float32: return MPI_FLOAT;
@@ -247,12 +201,14 @@ class MpiBackend final : public Backend {
   }
 
   void run_native(Placement p) {
-    const Job& job = setup_.job;
+    const Job& job = host_.current().job;
     const plan::Request& req = job.req;
     MPI_Datatype t = mpi_type(job.type);
     MPI_Op op = mpi_op(job.type, job.op);
     bool ip = p == Placement::InPlace;
-    std::byte* buf = inplace_.data();
+    std::byte* buf = host_.in_place();
+    std::byte* send = host_.send();
+    std::byte* recv = host_.recv();
     auto in = static_cast<int>(std::min<std::uint64_t>(input_count(job), INT_MAX));
     auto out = static_cast<int>(std::min<std::uint64_t>(output_count(job), INT_MAX));
     int root = req.root;
@@ -260,14 +216,14 @@ class MpiBackend final : public Backend {
     MPI_Request r;
     switch (req.coll) {
       case Collective::AllReduce:
-        mpi::check(MPI_Iallreduce(ip ? MPI_IN_PLACE : send_.data(), ip ? buf : recv_.data(), in, t, op, comm_, &r), "MPI_Iallreduce");
+        mpi::check(MPI_Iallreduce(ip ? MPI_IN_PLACE : send, ip ? buf : recv, in, t, op, comm_, &r), "MPI_Iallreduce");
         break;
       case Collective::ReduceScatter:
-        mpi::check(MPI_Ireduce_scatter_block(ip ? MPI_IN_PLACE : send_.data(), ip ? buf : recv_.data(), out, t, op, comm_, &r),
+        mpi::check(MPI_Ireduce_scatter_block(ip ? MPI_IN_PLACE : send, ip ? buf : recv, out, t, op, comm_, &r),
                    "MPI_Ireduce_scatter_block");
         break;
       case Collective::AllGather:
-        mpi::check(MPI_Iallgather(ip ? MPI_IN_PLACE : send_.data(), in, t, ip ? buf : recv_.data(), in, t, comm_, &r),
+        mpi::check(MPI_Iallgather(ip ? MPI_IN_PLACE : send, in, t, ip ? buf : recv, in, t, comm_, &r),
                    "MPI_Iallgather");
         break;
       case Collective::AlltoAll: {
@@ -278,37 +234,31 @@ class MpiBackend final : public Backend {
           mpi::check(MPI_Alltoall(MPI_IN_PLACE, per, t, buf, per, t, comm_), "MPI_Alltoall");
           return finish_native(buf);
         }
-        mpi::check(MPI_Ialltoall(send_.data(), per, t, recv_.data(), per, t, comm_, &r), "MPI_Ialltoall");
+        mpi::check(MPI_Ialltoall(send, per, t, recv, per, t, comm_, &r), "MPI_Ialltoall");
         break;
       }
       case Collective::Broadcast:
-        if (!ip && is_root) std::memcpy(recv_.data(), send_.data(), recv_.size());
-        mpi::check(MPI_Ibcast(ip ? buf : recv_.data(), in, t, root, comm_, &r), "MPI_Ibcast");
+        if (!ip && is_root) std::memcpy(recv, send, plan::output_bytes(req));
+        mpi::check(MPI_Ibcast(ip ? buf : recv, in, t, root, comm_, &r), "MPI_Ibcast");
         break;
       case Collective::Reduce:
-        mpi::check(MPI_Ireduce(ip && is_root ? MPI_IN_PLACE : (ip ? buf : send_.data()),
-                               ip ? (is_root ? buf : nullptr) : recv_.data(), in, t, op, root, comm_, &r),
+        mpi::check(MPI_Ireduce(ip && is_root ? MPI_IN_PLACE : (ip ? buf : send),
+                               ip ? (is_root ? buf : nullptr) : recv, in, t, op, root, comm_, &r),
                    "MPI_Ireduce");
         break;
     }
-    mpi::wait_all(&r, 1, setup_.timeout_s, "in " + native_name(req.coll));
-    finish_native(ip ? buf : recv_.data());
+    mpi::wait_all(&r, 1, host_.current().timeout_s, "in " + native_name(req.coll));
+    finish_native(ip ? buf : recv);
   }
 
-  void finish_native(std::byte* out) {
-    if (setup_.job.op == RedOp::Avg && plan::facts(setup_.job.req.coll).reduces) finish_mean(out);
-  }
+  void finish_native(std::byte* out) { host_.finish_mean(out); }
 
   World& world_;
   double timeout_s_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   SixteenBit sixteen_;
   std::unique_ptr<MpiTransport> transport_;
-  Setup setup_;
-  detail::RankProgram program_;
-  std::unique_ptr<detail::Runner> runner_;
-  InPlaceOffsets ip_;
-  std::vector<std::byte> send_, recv_, inplace_, scratch_, stage_;
+  detail::HostRank host_;
 };
 
 }  // namespace
