@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 #include <cstdint>
 #include <numeric>
 #include <thread>
@@ -15,6 +16,104 @@ namespace collkit::exec::detail {
 
 using plan::Buf;
 using plan::OpType;
+
+namespace {
+
+std::vector<std::uint32_t> channel_prev(const std::vector<ExecOp>& ops) {
+  std::vector<std::uint32_t> prev(ops.size(), plan::kNoDep), last;
+  for (std::uint32_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].channel >= last.size()) last.resize(ops[i].channel + 1u, plan::kNoDep);
+    prev[i] = last[ops[i].channel];
+    last[ops[i].channel] = i;
+  }
+  return prev;
+}
+
+bool is_recv(OpType t) { return t == OpType::Recv || t == OpType::RecvReduce; }
+
+// The analysis walks the peers' programs too; past this many steps in all, sends simply go from
+// copies (correct, only slower).
+constexpr std::int64_t kFenceBudget = 20'000'000;
+
+std::vector<std::vector<std::uint32_t>> fences(const plan::Plan& plan, const RankProgram& me) {
+  std::vector<std::vector<std::uint32_t>> out(me.ops.size());
+  std::int64_t budget = kFenceBudget;
+  // Per peer: its program, compiled only for its order (chunk sizes do not matter here).
+  std::map<int, RankProgram> peers;
+  // k-th op of a kind per (peer, channel), on my side and on the peer's.
+  auto nth = [](const std::vector<ExecOp>& ops, int peer, std::uint16_t channel, bool send) {
+    std::vector<std::uint32_t> idx;
+    for (std::uint32_t i = 0; i < ops.size(); ++i)
+      if (ops[i].peer == peer && ops[i].channel == channel && (send ? ops[i].type == OpType::Send : is_recv(ops[i].type)))
+        idx.push_back(i);
+    return idx;
+  };
+  for (std::uint32_t s = 0; s < me.ops.size() && budget > 0; ++s) {
+    const ExecOp& send = me.ops[s];
+    if (send.type != OpType::Send) continue;
+    int peer = send.peer;
+    auto it = peers.find(peer);
+    if (it == peers.end()) {
+      RankProgram q;
+      q.rank = peer;
+      for (const plan::Op& o : plan.program(peer)) {
+        ExecOp e;
+        e.type = o.type;
+        e.peer = o.peer;
+        e.channel = o.channel;
+        e.deps = o.deps;
+        q.ops.push_back(e);
+      }
+      q.channel_prev = channel_prev(q.ops);
+      it = peers.emplace(peer, std::move(q)).first;
+    }
+    const RankProgram& q = it->second;
+    // The peer's receive of this send: same (peer, channel) rank among my sends and its receives.
+    std::vector<std::uint32_t> mine = nth(me.ops, peer, send.channel, true);
+    auto k = static_cast<std::size_t>(std::find(mine.begin(), mine.end(), s) - mine.begin());
+    std::vector<std::uint32_t> theirs = nth(q.ops, me.rank, send.channel, false);
+    if (k >= theirs.size()) continue;
+    std::uint32_t their_recv = theirs[k];
+    // My later receives from the peer, first per channel whose matching send follows that receive.
+    std::vector<bool> channel_done(me.channels + 1u, false);
+    std::map<std::uint16_t, std::pair<std::vector<std::uint32_t>, std::vector<std::uint32_t>>> lists;
+    for (std::uint32_t r = s + 1; r < me.ops.size() && budget > 0; ++r) {
+      const ExecOp& o = me.ops[r];
+      if (!is_recv(o.type) || o.peer != peer || channel_done[o.channel]) continue;
+      auto& [my_recvs, their_sends] = lists[o.channel];
+      if (my_recvs.empty()) {
+        my_recvs = nth(me.ops, peer, o.channel, false);
+        their_sends = nth(q.ops, me.rank, o.channel, true);
+      }
+      auto j = static_cast<std::size_t>(std::find(my_recvs.begin(), my_recvs.end(), r) - my_recvs.begin());
+      if (j >= their_sends.size()) continue;
+      if (happens_before(q, their_recv, their_sends[j], budget)) {
+        out[s].push_back(r);
+        channel_done[o.channel] = true;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool happens_before(const RankProgram& p, std::uint32_t a, std::uint32_t b, std::int64_t& budget) {
+  if (a >= b) return a == b;
+  std::vector<std::uint32_t> stack{b};
+  std::unordered_map<std::uint32_t, bool> seen;
+  while (!stack.empty()) {
+    if (--budget < 0) return false;
+    std::uint32_t x = stack.back();
+    stack.pop_back();
+    if (x == a) return true;
+    if (x < a || !seen.emplace(x, true).second) continue;
+    if (p.channel_prev[x] != plan::kNoDep) stack.push_back(p.channel_prev[x]);
+    for (std::uint32_t d : p.ops[x].deps)
+      if (d != plan::kNoDep) stack.push_back(d);
+  }
+  return false;
+}
 
 RankProgram compile(const plan::Plan& plan, int rank) {
   const plan::PlanInfo& info = plan.info();
@@ -46,6 +145,8 @@ RankProgram compile(const plan::Plan& plan, int rank) {
     if (e.type == OpType::RecvReduce) p.max_recv_reduce_bytes = std::max(p.max_recv_reduce_bytes, e.bytes);
     p.ops.push_back(e);
   }
+  p.channel_prev = channel_prev(p.ops);
+  p.fences = fences(plan, p);
   return p;
 }
 
@@ -71,33 +172,53 @@ bool Runner::ready(std::uint32_t i) const {
   return true;
 }
 
-const std::vector<bool>& Runner::copied_sends(const std::array<std::byte*, 3>& regions) {
-  for (const auto& [key, flags] : copies_)
-    if (key == regions) return flags;
-  // The last op writing each unit of memory; units are the largest size every op's range is a
+const std::vector<Runner::Guard>& Runner::send_guards(const std::array<std::byte*, 3>& regions) {
+  for (const auto& [key, guards] : guards_)
+    if (key == regions) return guards;
+  // Every op writing each unit of memory; units are the largest size every op's range is a
   // multiple of (every buffer splits into equal chunks).
   std::uint64_t unit = 0;
   for (const ExecOp& o : prog_.ops) unit = std::gcd(unit, o.bytes);
-  std::unordered_map<std::uintptr_t, std::uint32_t> last_write;
+  std::unordered_map<std::uintptr_t, std::vector<std::uint32_t>> writers;
   auto units = [&](plan::Buf b, std::uint64_t off, std::uint64_t bytes, auto&& fn) {
     auto base = reinterpret_cast<std::uintptr_t>(regions[static_cast<std::size_t>(b)]) + off;
     for (std::uint64_t k = 0; unit && k < bytes; k += unit) fn(base + k);
   };
   for (std::uint32_t j = 0; j < prog_.ops.size(); ++j) {
     const ExecOp& o = prog_.ops[j];
-    if (o.type != OpType::Send) units(o.dst_buf, o.dst_off, o.bytes, [&](std::uintptr_t a) { last_write[a] = j; });
+    if (o.type != OpType::Send) units(o.dst_buf, o.dst_off, o.bytes, [&](std::uintptr_t a) { writers[a].push_back(j); });
   }
-  std::vector<bool> flags(prog_.ops.size(), false);
+  std::vector<Guard> guards(prog_.ops.size(), Guard::None);
+  std::int64_t budget = 20'000'000;
   for (std::uint32_t i = 0; i < prog_.ops.size(); ++i) {
     const ExecOp& o = prog_.ops[i];
     if (o.type != OpType::Send) continue;
+    // Each later writer must follow one of the send's fences; else the send goes from a copy.
     units(o.src_buf, o.src_off, o.bytes, [&](std::uintptr_t a) {
-      auto it = last_write.find(a);
-      if (it != last_write.end() && it->second > i) flags[i] = true;
+      auto it = writers.find(a);
+      if (it == writers.end() || guards[i] == Guard::Copy) return;
+      for (std::uint32_t w : it->second) {
+        if (w <= i) continue;
+        bool fenced = false;
+        for (std::uint32_t f : prog_.fences[i]) fenced = fenced || happens_before(prog_, f, w, budget);
+        guards[i] = fenced ? Guard::Wait : Guard::Copy;
+        if (!fenced) return;
+      }
     });
   }
-  copies_.emplace_back(regions, std::move(flags));
-  return copies_.back().second;
+  guards_.emplace_back(regions, std::move(guards));
+  return guards_.back().second;
+}
+
+bool Runner::overwrites_waiting_send(const ExecOp& op) const {
+  if (op.type == OpType::Send) return false;
+  const std::byte* b = regions_[static_cast<std::size_t>(op.dst_buf)] + op.dst_off;
+  for (std::uint32_t s : waiting_) {
+    const ExecOp& send = prog_.ops[s];
+    const std::byte* a = regions_[static_cast<std::size_t>(send.src_buf)] + send.src_off;
+    if (a < b + op.bytes && b < a + send.bytes) return true;
+  }
+  return false;
 }
 
 std::size_t Runner::bounce(std::uint64_t bytes) {
@@ -114,12 +235,13 @@ std::size_t Runner::bounce(std::uint64_t bytes) {
 
 void Runner::run(Transport& transport, const std::array<std::byte*, 3>& regions) {
   regions_ = regions;
-  const std::vector<bool>& copied = copied_sends(regions);
+  const std::vector<Guard>& guards = send_guards(regions);
   const std::size_t n = prog_.ops.size();
   state_.assign(n, 0);
   cursor_.assign(by_channel_.size(), 0);
   handles_.clear();
   sends_.clear();
+  waiting_.clear();
   std::size_t done = 0;
   std::vector<std::uint32_t> finished;
   double last = wall_seconds();
@@ -138,14 +260,16 @@ void Runner::run(Transport& transport, const std::array<std::byte*, 3>& regions)
         if (cursor_[c] > 0 && state_[list[cursor_[c] - 1]] != 2) break;
         if (state_[i] != 0 || !ready(i)) break;
         const ExecOp& o = prog_.ops[i];
+        if (!waiting_.empty() && overwrites_waiting_send(o)) break;  // the send finishes soon: its peer has the data
         switch (o.type) {
           case OpType::Send:
-            if (copied[i]) {
+            if (guards[i] == Guard::Copy) {
               std::size_t b = bounce(o.bytes);
               std::memcpy(bounces_[b].data(), at(o.src_buf, o.src_off), o.bytes);
               track(transport.post_send(o.peer, o.channel, bounces_[b].data(), o.bytes), i, true, b);
             } else {
               track(transport.post_send(o.peer, o.channel, at(o.src_buf, o.src_off), o.bytes), i, true);
+              if (guards[i] == Guard::Wait) waiting_.push_back(i);
             }
             sends_.push_back(i);
             state_[i] = 2;
@@ -184,6 +308,7 @@ void Runner::run(Transport& transport, const std::array<std::byte*, 3>& regions)
       if (f.send) {
         sends_.erase(std::find(sends_.begin(), sends_.end(), f.op));
         if (f.bounce != SIZE_MAX) free_bounces_.push_back(f.bounce);
+        if (auto w = std::find(waiting_.begin(), waiting_.end(), f.op); w != waiting_.end()) waiting_.erase(w);
       } else {
         if (o.type == OpType::RecvReduce)
           reduce(type_, op_, at(o.dst_buf, o.dst_off), at(o.src_buf, o.src_off), staging_[o.channel].data(),

@@ -5,10 +5,13 @@
 // RDMA writes). Semantics kept (docs/plan.md):
 //  - ops of a channel start in program order, each after the previous one of its channel is done;
 //    a send counts as done once posted (sends are eager), so a channel never waits on its peer
-//    to receive. A transport may still be reading the source after that (MPI's rendezvous does):
-//    a send whose bytes a later op of the program overwrites is sent from a copy, so no op ever
-//    waits on a peer the plan does not make it wait on (waiting instead could deadlock two ranks
-//    that each overwrite what they are sending to the other, as in-place recursive doubling does);
+//    to receive. A transport may still be reading the source after that (MPI's rendezvous does),
+//    so an op that overwrites a send's bytes must not start before the send has finished. Waiting
+//    for it is safe only when the peer has surely received the data by then: when the writer
+//    happens after a receive from that peer whose send, on the peer, happens after the peer's
+//    receive of ours (the send's "fences", found by compile()). Otherwise waiting could deadlock
+//    two ranks that each overwrite what they are sending to the other (in-place recursive
+//    doubling does), and the send goes from a copy instead;
 //  - an op also waits for its deps; channels run concurrently;
 //  - receive-and-reduce lands in a staging buffer of its channel, then reduces into place.
 
@@ -38,7 +41,16 @@ struct RankProgram {
   std::array<std::uint64_t, 3> region_bytes{};  ///< input, output, scratch
   std::uint16_t channels = 1;
   std::uint64_t max_recv_reduce_bytes = 0;
+  /// Per op, the op index on the same channel that precedes it (kNoDep for the first).
+  std::vector<std::uint32_t> channel_prev;
+  /// Per send: receives of this program from the same peer, each the first on its channel, whose
+  /// matching send on the peer happens after the peer's receive of this send (see above).
+  std::vector<std::vector<std::uint32_t>> fences;
 };
+
+/// Does op `a` happen before op `b` in `p` (channel order and deps, transitively)? Gives up
+/// (false) after `budget` steps, which it decrements.
+bool happens_before(const RankProgram& p, std::uint32_t a, std::uint32_t b, std::int64_t& budget);
 
 /// Rank `rank`'s program of `plan` with chunks as byte ranges (every buffer's chunks are equal:
 /// the plan was resized to a multiple of its granularity).
@@ -67,8 +79,11 @@ class Runner {
 
  private:
   bool ready(std::uint32_t i) const;
-  /// Which sends go from a copy, for this placement of the regions (cached per placement).
-  const std::vector<bool>& copied_sends(const std::array<std::byte*, 3>& regions);
+  /// How each send protects its bytes, for this placement of the regions (cached per placement).
+  enum class Guard : std::uint8_t { None, Wait, Copy };
+  const std::vector<Guard>& send_guards(const std::array<std::byte*, 3>& regions);
+  /// Would `op` write bytes that a send in flight under Guard::Wait still reads?
+  bool overwrites_waiting_send(const ExecOp& op) const;
   /// A free bounce buffer of at least `bytes`: its index in bounces_.
   std::size_t bounce(std::uint64_t bytes);
   [[noreturn]] void stalled() const;
@@ -79,7 +94,8 @@ class Runner {
   double timeout_s_;
   std::vector<std::vector<std::uint32_t>> by_channel_;  // op indices per channel
   std::vector<std::vector<std::byte>> staging_;         // per channel, for recv_reduce
-  std::vector<std::pair<std::array<std::byte*, 3>, std::vector<bool>>> copies_;
+  std::vector<std::pair<std::array<std::byte*, 3>, std::vector<Guard>>> guards_;
+  std::vector<std::uint32_t> waiting_;  // sends in flight under Guard::Wait
   std::vector<std::vector<std::byte>> bounces_;          // copies of sent data, reused
   std::vector<std::size_t> free_bounces_;
   // Per run:
