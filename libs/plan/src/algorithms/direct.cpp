@@ -100,14 +100,15 @@ class DirectAlgorithm final : public Algorithm {
         for (int s = 1; s < p; ++s) ops.push_back(send(mod(r + s, p), in(u32(mod(r + s, p))), 1, ch(s)));
         gather_sum(ops, p, r, in(u32(r)), ch);
         break;
+      // The own block's copy after the sends, so that the transfers start at once.
       case Collective::AllGather:
-        ops.push_back(copy(in(0), out(u32(r)), 1, 0));
         for (int s = 1; s < p; ++s) ops.push_back(send(mod(r + s, p), in(0), 1, ch(s)));
+        ops.push_back(copy(in(0), out(u32(r)), 1, 0));
         for (int s = 1; s < p; ++s) ops.push_back(recv(mod(r - s, p), out(u32(mod(r - s, p))), 1, ch(s)));
         break;
       case Collective::AlltoAll:
-        ops.push_back(copy(in(u32(r)), out(u32(r)), 1, 0));
         for (int s = 1; s < p; ++s) ops.push_back(send(mod(r + s, p), in(u32(mod(r + s, p))), 1, ch(s)));
+        ops.push_back(copy(in(u32(r)), out(u32(r)), 1, 0));
         for (int s = 1; s < p; ++s) ops.push_back(recv(mod(r - s, p), out(u32(mod(r - s, p))), 1, ch(s)));
         break;
       case Collective::Broadcast:

@@ -66,21 +66,25 @@ class PairwiseAlgorithm final : public Algorithm {
     std::vector<Op> ops;
     int p = info.req.nranks;
     switch (info.req.coll) {
+      // The own block's local copy goes after the first send: the first transfer starts at once
+      // and the copy overlaps its wait (the sends read the input, not the copied block).
       case Collective::AlltoAll:
-        ops.push_back(copy(in(u32(r)), out(u32(r)), 1, 0));
         for (int s = 1; s < p; ++s) {
           int to = mod(r + s, p), from = mod(r - s, p);
           ops.push_back(send(to, in(u32(to)), 1, 0));
+          if (s == 1) ops.push_back(copy(in(u32(r)), out(u32(r)), 1, 0));
           ops.push_back(recv(from, out(u32(from)), 1, 0));
         }
+        if (p == 1) ops.push_back(copy(in(0), out(0), 1, 0));
         break;
       case Collective::AllGather:
-        ops.push_back(copy(in(0), out(u32(r)), 1, 0));
         for (int s = 1; s < p; ++s) {
           int to = mod(r + s, p), from = mod(r - s, p);
           ops.push_back(send(to, in(0), 1, 0));
+          if (s == 1) ops.push_back(copy(in(0), out(u32(r)), 1, 0));
           ops.push_back(recv(from, out(u32(from)), 1, 0));
         }
+        if (p == 1) ops.push_back(copy(in(0), out(0), 1, 0));
         break;
       case Collective::ReduceScatter:
         if (p == 1) ops.push_back(copy(in(0), out(0), 1, 0));
