@@ -284,7 +284,9 @@ void Runner::run(Transport& transport, const std::array<std::byte*, 3>& regions)
             state_[i] = 1;
             break;
           case OpType::Copy:
-            std::memmove(at(o.dst_buf, o.dst_off), at(o.src_buf, o.src_off), o.bytes);
+            // In place, a copy of a rank's own block onto itself moves nothing (transform.h).
+            if (at(o.dst_buf, o.dst_off) != at(o.src_buf, o.src_off))
+              std::memmove(at(o.dst_buf, o.dst_off), at(o.src_buf, o.src_off), o.bytes);
             state_[i] = 2;
             ++done;
             break;

@@ -1,5 +1,6 @@
 #include "collkit/plan/transform.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "collkit/core/error.h"
@@ -98,6 +99,58 @@ void alias(ChunkRef& ref, const InPlace& ip, std::uint32_t base) {
   ref.chunk += base;
 }
 
+// Drops the copies that aliasing turned into copies of a chunk onto itself: in place they move
+// nothing (the runtime skips them too), and kept, their write would race with every unordered
+// reader of the chunk. Whatever a dropped op ordered is handed on: an op that depended on it
+// depends on what it depended on (its deps and its channel predecessor), and so does the next op
+// of its channel. Throws UnsupportedError when that needs more than kMaxDeps.
+std::vector<Op> drop_self_copies(std::vector<Op> ops, int rank) {
+  auto self = [](const Op& o) { return o.type == OpType::Copy && o.src == o.dst; };
+  if (std::none_of(ops.begin(), ops.end(), self)) return ops;
+  const std::uint32_t n = static_cast<std::uint32_t>(ops.size());
+  std::vector<std::uint32_t> prev(n, kNoDep), last(1, kNoDep);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (ops[i].channel >= last.size()) last.resize(ops[i].channel + 1u, kNoDep);
+    prev[i] = last[ops[i].channel];
+    last[ops[i].channel] = i;
+  }
+  // What each dropped op stands for: the kept ops it waited on, transitively through dropped ones.
+  std::vector<std::vector<std::uint32_t>> stands_for(n);
+  auto expand = [&](std::uint32_t d, std::vector<std::uint32_t>& into) {
+    if (d == kNoDep) return;
+    if (!self(ops[d])) into.push_back(d);
+    else into.insert(into.end(), stands_for[d].begin(), stands_for[d].end());
+  };
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (!self(ops[i])) continue;
+    expand(prev[i], stands_for[i]);
+    for (std::uint32_t d : ops[i].deps) expand(d, stands_for[i]);
+  }
+  std::vector<std::uint32_t> index(n, kNoDep);
+  std::vector<Op> out;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (self(ops[i])) continue;
+    Op o = ops[i];
+    std::vector<std::uint32_t> deps;
+    for (std::uint32_t d : ops[i].deps) expand(d, deps);
+    if (prev[i] != kNoDep && self(ops[prev[i]])) expand(prev[i], deps);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    // The kept channel predecessor orders itself already.
+    std::uint32_t kept_prev = prev[i];
+    while (kept_prev != kNoDep && self(ops[kept_prev])) kept_prev = prev[kept_prev];
+    std::erase(deps, kept_prev);
+    if (deps.size() > kMaxDeps)
+      throw UnsupportedError("plan: rank " + std::to_string(rank) + ": dropping its in-place self-copies leaves op " +
+                             std::to_string(i) + " more than " + std::to_string(kMaxDeps) + " dependencies");
+    o.deps.fill(kNoDep);
+    for (std::size_t k = 0; k < deps.size(); ++k) o.deps[k] = index[deps[k]];
+    index[i] = static_cast<std::uint32_t>(out.size());
+    out.push_back(o);
+  }
+  return out;
+}
+
 // Adds a dependency on `index` to `op`; false when it has no room left.
 bool try_depend(Op& op, std::uint32_t index) {
   if (op.num_deps() >= kMaxDeps) return false;
@@ -122,6 +175,7 @@ ExplicitPlan in_place_form(const Plan& plan) {
       alias(op.src, *ip, base);
       alias(op.dst, *ip, base);
     }
+    ops = drop_self_copies(std::move(ops), r);
     // The copies between the aliased buffer and its slot, all on channel 0: the input enters the
     // slot before any op, the output leaves it after every op.
     Op copy;

@@ -185,3 +185,17 @@ TEST_CASE("resized plans keep their programs and refuse sizes their chunks do no
   CHECK(q->program(1).size() == p->program(1).size());
   CHECK_THROWS_AS(plan::resized(*p, step * 4 + 4, 4), InputError);
 }
+
+TEST_CASE("in place: a rank's copy of its own block onto itself is dropped, what it ordered is kept") {
+  // direct AllGather copies its input into its own output slot: in place that is a copy onto
+  // itself, whose write would race with the sends reading the block on other channels.
+  auto ag = plan::generate("direct", plan::Request{Collective::AllGather, 4 * 64 * 4, 4, 0}, nullptr);
+  CHECK(plan::in_place_problem(*ag) == "");
+  plan::ExplicitPlan form = plan::in_place_form(*ag);
+  for (int r = 0; r < 4; ++r)
+    for (const plan::Op& o : form.program_ref(r)) CHECK_FALSE((o.type == plan::OpType::Copy && o.src == o.dst));
+  // Still caught: a plan that overwrites what in place still needs (pairwise AlltoAll receives
+  // step 1's block into the slot that step 2 has yet to send).
+  auto a2a = plan::generate("pairwise", plan::Request{Collective::AlltoAll, 4 * 9 * 8, 3, 0}, nullptr);
+  CHECK(plan::in_place_problem(*a2a).find("not safe on overlapping buffers: rank 0 output chunk") == 0);
+}
