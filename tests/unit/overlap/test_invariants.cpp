@@ -1,6 +1,8 @@
 // The invariants of the overlap model, over several layouts: overlap is never slower than none,
 // exposed communication is never negative, with communication free the speedup is 1, groups
 // across hosts pay the network and groups inside a host NVLink, contention costs.
+// Every *_us compared here is the model's predicted time (deterministic output of the step model
+// and the plan simulator), not a measured one: these are properties of the model, as issue 5 asks.
 
 #include <doctest/doctest.h>
 
