@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "collkit/core/error.h"
+#include "stream_copy.h"
 #include "world_time.h"
 
 namespace collkit::exec::detail {
@@ -172,9 +173,44 @@ bool Runner::ready(std::uint32_t i) const {
   return true;
 }
 
-const std::vector<Runner::Guard>& Runner::send_guards(const std::array<std::byte*, 3>& regions) {
-  for (const auto& [key, guards] : guards_)
-    if (key == regions) return guards;
+std::vector<bool> streaming_copies(const RankProgram& p, const std::array<std::byte*, 3>& regions) {
+  std::vector<bool> out(p.ops.size(), false);
+  auto at = [&](Buf b, std::uint64_t off) { return reinterpret_cast<std::uintptr_t>(regions[static_cast<std::size_t>(b)]) + off; };
+  bool any = false;
+  for (const ExecOp& o : p.ops) any = any || (o.type == OpType::Copy && o.bytes >= kStreamingCopyBytes);
+  if (!any) return out;
+  // Every range some op reads, sorted by start, with the furthest end among those before it: a
+  // destination [a, b) is read iff some range starting before b ends after a.
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> reads;
+  for (const ExecOp& o : p.ops) {
+    if (o.type == OpType::Send || o.type == OpType::Copy || o.type == OpType::Reduce)
+      reads.emplace_back(at(o.src_buf, o.src_off), at(o.src_buf, o.src_off) + o.bytes);
+    if (o.type == OpType::Reduce || o.type == OpType::RecvReduce)
+      reads.emplace_back(at(o.dst_buf, o.dst_off), at(o.dst_buf, o.dst_off) + o.bytes);
+  }
+  std::sort(reads.begin(), reads.end());
+  std::vector<std::uintptr_t> furthest(reads.size());
+  for (std::size_t k = 0; k < reads.size(); ++k) furthest[k] = std::max(reads[k].second, k ? furthest[k - 1] : 0);
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const ExecOp& o = p.ops[i];
+    if (o.type != OpType::Copy || o.bytes < kStreamingCopyBytes) continue;
+    std::uintptr_t a = at(o.dst_buf, o.dst_off), b = a + o.bytes, s = at(o.src_buf, o.src_off);
+    if (s < b && a < s + o.bytes) continue;  // overlapping: memmove's job
+    auto before = static_cast<std::size_t>(
+        std::lower_bound(reads.begin(), reads.end(), std::pair<std::uintptr_t, std::uintptr_t>{b, 0}) - reads.begin());
+    out[i] = before == 0 || furthest[before - 1] <= a;
+  }
+  return out;
+}
+
+const Runner::Layout& Runner::layout(const std::array<std::byte*, 3>& regions) {
+  for (const Layout& l : layouts_)
+    if (l.regions == regions) return l;
+  layouts_.push_back(Layout{regions, send_guards(regions), streaming_copies(prog_, regions)});
+  return layouts_.back();
+}
+
+std::vector<Runner::Guard> Runner::send_guards(const std::array<std::byte*, 3>& regions) const {
   // Every op writing each unit of memory; units are the largest size every op's range is a
   // multiple of (every buffer splits into equal chunks).
   std::uint64_t unit = 0;
@@ -206,8 +242,7 @@ const std::vector<Runner::Guard>& Runner::send_guards(const std::array<std::byte
       }
     });
   }
-  guards_.emplace_back(regions, std::move(guards));
-  return guards_.back().second;
+  return guards;
 }
 
 bool Runner::overwrites_waiting_send(const ExecOp& op) const {
@@ -235,7 +270,8 @@ std::size_t Runner::bounce(std::uint64_t bytes) {
 
 void Runner::run(Transport& transport, const std::array<std::byte*, 3>& regions) {
   regions_ = regions;
-  const std::vector<Guard>& guards = send_guards(regions);
+  const Layout& placed = layout(regions);
+  const std::vector<Guard>& guards = placed.guards;
   const std::size_t n = prog_.ops.size();
   state_.assign(n, 0);
   cursor_.assign(by_channel_.size(), 0);
@@ -285,7 +321,9 @@ void Runner::run(Transport& transport, const std::array<std::byte*, 3>& regions)
             break;
           case OpType::Copy:
             // In place, a copy of a rank's own block onto itself moves nothing (transform.h).
-            if (at(o.dst_buf, o.dst_off) != at(o.src_buf, o.src_off))
+            if (placed.streaming[i])
+              copy_streaming(at(o.dst_buf, o.dst_off), at(o.src_buf, o.src_off), o.bytes);
+            else if (at(o.dst_buf, o.dst_off) != at(o.src_buf, o.src_off))
               std::memmove(at(o.dst_buf, o.dst_off), at(o.src_buf, o.src_off), o.bytes);
             state_[i] = 2;
             ++done;

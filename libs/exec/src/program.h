@@ -13,7 +13,8 @@
 //    two ranks that each overwrite what they are sending to the other (in-place recursive
 //    doubling does), and the send goes from a copy instead;
 //  - an op also waits for its deps; channels run concurrently;
-//  - receive-and-reduce lands in a staging buffer of its channel, then reduces into place.
+//  - receive-and-reduce lands in a staging buffer of its channel, then reduces into place;
+//  - a large copy into bytes that nothing else in the program reads streams past the cache.
 
 #include <array>
 #include <cstddef>
@@ -56,6 +57,15 @@ bool happens_before(const RankProgram& p, std::uint32_t a, std::uint32_t b, std:
 /// the plan was resized to a multiple of its granularity).
 RankProgram compile(const plan::Plan& plan, int rank);
 
+/// Copies of at least this size may stream past the cache (stream_copy.h). A smaller destination
+/// would likely still be cached when the caller reads the result, which streaming would forfeit.
+constexpr std::uint64_t kStreamingCopyBytes = 1ull << 20;
+
+/// Per op of `p`, its regions placed at `regions` (in place, input and output overlap): is it a
+/// copy of at least kStreamingCopyBytes, apart from its own source, into bytes that no op of `p`
+/// reads (a send's or a copy's source, a reduction's operands)? Those copies stream.
+std::vector<bool> streaming_copies(const RankProgram& p, const std::array<std::byte*, 3>& regions);
+
 /// "op 12 (recv from rank 1, channel 0, 4096 bytes)".
 std::string describe(const ExecOp& op, std::uint32_t index);
 
@@ -79,9 +89,16 @@ class Runner {
 
  private:
   bool ready(std::uint32_t i) const;
-  /// How each send protects its bytes, for this placement of the regions (cached per placement).
+  /// How each send protects its bytes, for one placement of the regions.
   enum class Guard : std::uint8_t { None, Wait, Copy };
-  const std::vector<Guard>& send_guards(const std::array<std::byte*, 3>& regions);
+  /// What depends on where the regions are: send guards and streaming copies (cached per placement).
+  struct Layout {
+    std::array<std::byte*, 3> regions;
+    std::vector<Guard> guards;
+    std::vector<bool> streaming;
+  };
+  const Layout& layout(const std::array<std::byte*, 3>& regions);
+  std::vector<Guard> send_guards(const std::array<std::byte*, 3>& regions) const;
   /// Would `op` write bytes that a send in flight under Guard::Wait still reads?
   bool overwrites_waiting_send(const ExecOp& op) const;
   /// A free bounce buffer of at least `bytes`: its index in bounces_.
@@ -94,7 +111,7 @@ class Runner {
   double timeout_s_;
   std::vector<std::vector<std::uint32_t>> by_channel_;  // op indices per channel
   std::vector<std::vector<std::byte>> staging_;         // per channel, for recv_reduce
-  std::vector<std::pair<std::array<std::byte*, 3>, std::vector<Guard>>> guards_;
+  std::vector<Layout> layouts_;
   std::vector<std::uint32_t> waiting_;  // sends in flight under Guard::Wait
   std::vector<std::vector<std::byte>> bounces_;          // copies of sent data, reused
   std::vector<std::size_t> free_bounces_;

@@ -17,6 +17,7 @@
 #include "collkit/plan/transform.h"
 #include "collkit/plan/verify.h"
 #include "program.h"
+#include "stream_copy.h"
 
 using namespace collkit;
 using namespace collkit::exec;
@@ -198,4 +199,63 @@ TEST_CASE("in place: a rank's copy of its own block onto itself is dropped, what
   // step 1's block into the slot that step 2 has yet to send).
   auto a2a = plan::generate("pairwise", plan::Request{Collective::AlltoAll, 4 * 9 * 8, 3, 0}, nullptr);
   CHECK(plan::in_place_problem(*a2a).find("not safe on overlapping buffers: rank 0 output chunk") == 0);
+}
+
+TEST_CASE("streaming copy: every byte of every size and alignment, nothing around it") {
+  std::vector<std::byte> src(3 << 20), dst(src.size() + 64);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>((i * 131 + 7) % 251);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{63},
+                        std::size_t{64}, std::size_t{65}, std::size_t{4096 + 17}, std::size_t{(2 << 20) + 5}})
+    for (std::size_t d : {0, 1, 8, 15})
+      for (std::size_t s : {0, 3}) {
+        INFO("n=" << n << " dst+" << d << " src+" << s);
+        std::fill(dst.begin(), dst.end(), std::byte{0xee});
+        detail::copy_streaming(dst.data() + d, src.data() + s, n);
+        CHECK(std::memcmp(dst.data() + d, src.data() + s, n) == 0);
+        bool untouched = true;
+        for (std::size_t i = 0; i < dst.size(); ++i)
+          if (i < d || i >= d + n) untouched = untouched && dst[i] == std::byte{0xee};
+        CHECK(untouched);
+      }
+}
+
+TEST_CASE("streaming copies: large copies into bytes nothing else reads, per placement") {
+  constexpr std::uint64_t kBlock = detail::kStreamingCopyBytes;
+  auto copies = [](const plan::Plan& p, bool in_place) {
+    detail::RankProgram prog = detail::compile(p, 1);
+    InPlaceOffsets ip = in_place_offsets(p.info().req, 1);
+    std::vector<std::byte> in(prog.region_bytes[0]), out(prog.region_bytes[1]), one(ip.buffer_bytes);
+    std::array<std::byte*, 3> regions{in.data(), out.data(), nullptr};
+    if (in_place) regions = {one.data() + ip.input_offset, one.data() + ip.output_offset, nullptr};
+    std::vector<bool> s = detail::streaming_copies(prog, regions);
+    int streamed = 0, large = 0;
+    for (std::size_t i = 0; i < prog.ops.size(); ++i) {
+      large += prog.ops[i].type == plan::OpType::Copy && prog.ops[i].bytes >= kBlock;
+      streamed += s[i];
+    }
+    return std::pair{streamed, large};
+  };
+  plan::Request big{Collective::AllGather, 4 * kBlock, 4, 0};
+  // direct and ring send their own block from the input: its copy into the output is never read.
+  auto direct = plan::generate("direct", big, nullptr);
+  CHECK(copies(*direct, false) == std::pair{1, 1});
+  CHECK(copies(*plan::generate("ring", big, nullptr), false) == std::pair{1, 1});
+  // In place the copy lies onto itself: nothing to stream.
+  CHECK(copies(*direct, true).first == 0);
+  // Recursive doubling sends the copied block on from the output: it stays cached.
+  CHECK(copies(*plan::generate("rd", big, nullptr), false) == std::pair{0, 1});
+  // Below the threshold nothing streams.
+  CHECK(copies(*plan::generate("direct", plan::Request{Collective::AllGather, 4 * kBlock / 2, 4, 0}, nullptr), false) ==
+        std::pair{0, 0});
+}
+
+TEST_CASE("a plan whose copies stream still computes exactly, threads as ranks") {
+  for (const char* algo : {"direct", "ring"}) {
+    auto p = plan::generate(algo, plan::Request{Collective::AllGather, 4 * detail::kStreamingCopyBytes + 4 * 64, 4, 0},
+                            nullptr);
+    Job job{p->info().req, DataType::Float32, RedOp::Sum};
+    INFO(algo);
+    CHECK(run_threads(*p, job, Placement::OutOfPlace, InPlaceMode::Direct) == 0);
+    CHECK(run_threads(*p, job, Placement::InPlace, InPlaceMode::Direct) == 0);
+  }
 }
