@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # coll-run's mpi backend against Open MPI's own collectives, measured in the same run (issue 4):
-# mpirun -np 4 on this machine, every applicable plan for AllReduce, AllGather and ReduceScatter,
-# the best plan per size against the best of the native collective's measurements at that size.
-# Targets: time ratio <= 1.0 from 4 MiB up, <= 1.5 at 64 KiB and below. Four ranks share two
-# cores, so scheduling noise is large: the whole run is repeated (COLLKIT_BENCH_REPEATS, default 5)
-# and each side keeps its best time per size.
+# mpirun -np 4 on this machine, every applicable plan for AllReduce, AllGather and ReduceScatter.
+# Targets: time ratio <= 1.0 from 4 MiB up, <= 1.5 at 64 KiB and below.
+#
+# Four ranks share two cores, so the machine's state drifts between runs (the native time alone
+# moves by 30%). Each coll-run table measures a plan and then the native collective on the same
+# buffers, so the ratio within a table is paired; the whole run is repeated
+# (COLLKIT_BENCH_REPEATS, default 5). Per size, the plan is the algorithm with the lowest median
+# paired ratio, and that median is the figure judged against the target. The best-of-repeats
+# ratio of the same tables (best plan time / best native time) is printed beside it. Minima taken
+# over unequal numbers of runs would favour the native side, which runs once per algorithm's table.
+# The native side is the non-blocking call (MPI_Iallreduce, ...: docs/run.md). bench_mpi_native_forms
+# times it against the blocking call in the same job, and the column 'vs faster' scales each ratio
+# by that measurement where the blocking call was faster: the ratio against whichever form of
+# Open MPI's collective is faster at that size (an estimate, from two runs rather than one table).
 # Usage: bench/coll_run_mpi.sh [build/bin] [out.txt]
 set -euo pipefail
 bin=${1:-build/bin}
@@ -18,39 +27,54 @@ for rep in $(seq "${COLLKIT_BENCH_REPEATS:-5}"); do
       --json "$tmp/$coll.$rep.json" >"$tmp/$coll.$rep.txt"
   done
 done
+mpirun --oversubscribe -np 4 "$bin/bench_mpi_native_forms" 20 >"$tmp/native_forms.txt"
 python3 - "$tmp" "$out" "$(nproc)" <<'PY'
-import json, sys, os, datetime
+import datetime, glob, json, os, statistics, sys
 tmp, out, cores = sys.argv[1], sys.argv[2], sys.argv[3]
-import glob
 lines = [f"# coll-run mpi backend vs Open MPI, mpirun -np 4 on {cores} cores, {datetime.date.today()}",
-         "# ratio = best plan's out-of-place time / best native out-of-place time at that size, over every",
-         "# algorithm and repeat (lower is better); every row checked: #wrong must be 0",
-         "# targets: <= 1.0 from 4 MiB up, <= 1.5 at 64 KiB and below"]
+         "# per table, ratio = plan's out-of-place time / the native collective's, measured in that table;",
+         "# per size, the algorithm with the lowest median ratio over the repeats (lower is better).",
+         "# 'best-of' = that algorithm's best time / the best native time of the same tables.",
+         "# every row checked: #wrong must be 0; targets (median): <= 1.0 from 4 MiB up, <= 1.5 at 64 KiB and below"]
+forms = {}  # (collective, bytes) -> non-blocking time / blocking time
+for l in open(os.path.join(tmp, "native_forms.txt")):
+    f = l.split()
+    if len(f) == 5 and f[1].isdigit():
+        forms[(f[0], int(f[1]))] = float(f[3]) / float(f[2])
 verdict = True
 for coll in ["allreduce", "allgather", "reducescatter"]:
-    best, native = {}, {}
-    wrong = 0
+    pairs = {}  # (bytes, algorithm) -> [(plan us, native us)] one per table
+    wrong, runs = 0, 0
     for path in sorted(glob.glob(os.path.join(tmp, coll + ".*.json"))):
         j = json.load(open(path))
         wrong += j["total_wrong"]
-        rows = [(t["algorithm"], r) for t in j["tables"] for r in t["rows"]]
-        for algo, r in rows:
-            b = r["bytes"]
-            if r["out_of_place"] and (b not in best or r["out_of_place"]["time_us"] < best[b][1]):
-                best[b] = (algo, r["out_of_place"]["time_us"])
-            if r["native_out_of_place"]:
-                native[b] = min(native.get(b, 1e30), r["native_out_of_place"]["time_us"])
+        runs += 1
+        for t in j["tables"]:
+            for r in t["rows"]:
+                if r["out_of_place"] and r["native_out_of_place"]:
+                    pairs.setdefault((r["bytes"], t["algorithm"]), []).append(
+                        (r["out_of_place"]["time_us"], r["native_out_of_place"]["time_us"]))
     verdict &= wrong == 0
-    lines.append(f"## {coll} ({j['library_version']}), wrong elements over all runs: {wrong}")
-    lines.append(f"{'bytes':>10} {'best plan':>10} {'plan us':>10} {'native us':>10} {'ratio':>7} target")
-    for b in sorted(best):
-        algo, t = best[b]
-        ratio = t / native[b]
+    lines.append(f"## {coll} ({j['library_version']}), {runs} repeats, wrong elements over all runs: {wrong}")
+    lines.append(f"{'bytes':>10} {'best plan':>10} {'plan us':>10} {'native us':>10} {'ratio':>7} {'best-of':>8} "
+                 f"{'vs faster':>9} target")
+    for b in sorted({k[0] for k in pairs}):
+        med = {a: statistics.median(p / n for p, n in v) for (bb, a), v in pairs.items() if bb == b}
+        algo = min(med, key=med.get)
+        v = pairs[(b, algo)]
+        plan_us = statistics.median(p for p, _ in v)
+        native_us = statistics.median(n for _, n in v)
+        best_of = min(p for p, _ in v) / min(n for _, n in v)
+        ratio = med[algo]
         target = 1.0 if b >= 4 << 20 else (1.5 if b <= 64 << 10 else None)
         ok = "" if target is None else ("ok" if ratio <= target else "MISSED")
         verdict &= ok != "MISSED"
-        lines.append(f"{b:>10} {algo:>10} {t:>10.1f} {native[b]:>10.1f} {ratio:>7.3f} {'' if target is None else '<= %.1f %s' % (target, ok)}")
+        faster = ratio * max(1.0, forms.get((coll, b), 1.0))
+        lines.append(f"{b:>10} {algo:>10} {plan_us:>10.1f} {native_us:>10.1f} {ratio:>7.3f} {best_of:>8.3f} {faster:>9.3f} "
+                     f"{'' if target is None else '<= %.1f %s' % (target, ok)}")
 lines.append("# all targets met" if verdict else "# some targets missed")
+lines.append("## the baseline's form: Open MPI's blocking and non-blocking collectives, best of 5 repeats")
+lines += ["# " + l.rstrip() for l in open(os.path.join(tmp, "native_forms.txt")) if l.strip()]
 text = "\n".join(lines) + "\n"
 os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
 open(out, "w").write(text)
