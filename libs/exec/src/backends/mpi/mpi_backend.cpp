@@ -228,13 +228,7 @@ class MpiBackend final : public Backend {
         break;
       case Collective::AlltoAll: {
         int per = in / req.nranks;
-        // Open MPI 4.1 has no non-blocking in-place alltoall; the blocking one is bounded by the
-        // job's own timeout only through mpirun, so in place runs blocking.
-        if (ip) {
-          mpi::check(MPI_Alltoall(MPI_IN_PLACE, per, t, buf, per, t, comm_), "MPI_Alltoall");
-          return finish_native(buf);
-        }
-        mpi::check(MPI_Ialltoall(send, per, t, recv, per, t, comm_, &r), "MPI_Ialltoall");
+        mpi::check(MPI_Ialltoall(ip ? MPI_IN_PLACE : send, per, t, ip ? buf : recv, per, t, comm_, &r), "MPI_Ialltoall");
         break;
       }
       case Collective::Broadcast:
