@@ -4,8 +4,8 @@
 # Targets: time ratio <= 1.0 from 4 MiB up, <= 1.5 at 64 KiB and below.
 #
 # Four ranks share two cores, so the machine's state drifts between runs (the native time alone
-# moves by 30%). Each coll-run table measures a plan and then the native collective on the same
-# buffers, so the ratio within a table is paired; the whole run is repeated
+# moves by 30%). Each coll-run row times the plan and the native collective on the same buffers
+# in alternating blocks (docs/run.md), so the ratio within a row is paired; the whole run is repeated
 # (COLLKIT_BENCH_REPEATS, default 5). Per size, the plan is the algorithm with the lowest median
 # paired ratio, and that median is the figure judged against the target. The best-of-repeats
 # ratio of the same tables (best plan time / best native time) is printed beside it. Minima taken

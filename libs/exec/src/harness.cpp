@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <ostream>
+#include <tuple>
+#include <utility>
 
 #include "collkit/core/error.h"
 #include "collkit/core/size.h"
@@ -29,44 +31,74 @@ std::vector<std::uint64_t> sizes(const RunOptions& opt, const Planner& planner) 
   return out;
 }
 
-// Runs `who` in placement `p`: warm-up, timed loop, then one checked run on fresh data.
-Timing measure(Backend& b, World& world, const RunOptions& opt, const Job& job, Subject who, Placement p) {
-  Timing t;
-  t.ran = true;
+// Writes every local rank's input where placement `p` expects it.
+void fill_inputs(Backend& b, const Job& job, Placement p) {
   std::vector<int> locals = b.local_ranks();
   std::vector<std::byte> data(input_count(job) * size_of(job.type));
-  auto fill = [&] {
-    for (std::size_t l = 0; l < locals.size(); ++l) {
-      fill_input(job, locals[l], data.data());
-      b.write_input(l, p, data);
-    }
-  };
-  const char* what = who == Subject::Plan ? "the plan" : "the native collective";
-  fill();
-  for (int i = 0; i < opt.warmup; ++i) b.run(who, p);
-  b.synchronize();
-  world.barrier(opt.timeout_s, std::string("waiting for every rank before timing ") + what);
-  double t0 = World::now();
-  for (int i = 0; i < opt.iters; ++i) b.run(who, p);
-  b.synchronize();
-  double mine = (World::now() - t0) / std::max(opt.iters, 1);
-  t.time_us = world.max(mine, opt.timeout_s) * 1e6;
-  t.algbw_gbps = plan::algbw_gbps(job.req.bytes, t.time_us);
-  t.busbw_gbps = t.algbw_gbps * plan::busbw_factor(job.req.coll, job.req.nranks);
-  if (opt.check) {
-    fill();
-    b.run(who, p);
-    b.synchronize();
-    std::vector<std::byte> out(output_count(job) * size_of(job.type));
-    std::uint64_t wrong = 0;
-    for (std::size_t l = 0; l < locals.size(); ++l) {
-      b.read_output(l, p, who, out);
-      wrong += count_wrong(job, locals[l], out.data());
-    }
-    t.wrong = world.sum(wrong, opt.timeout_s);
-    t.checked = true;
+  for (std::size_t l = 0; l < locals.size(); ++l) {
+    fill_input(job, locals[l], data.data());
+    b.write_input(l, p, data);
   }
-  return t;
+}
+
+// One run of `who` on fresh inputs, every element checked: #wrong over all ranks.
+std::uint64_t checked_run(Backend& b, World& world, const RunOptions& opt, const Job& job, Subject who, Placement p) {
+  fill_inputs(b, job, p);
+  b.run(who, p);
+  b.synchronize();
+  std::vector<int> locals = b.local_ranks();
+  std::vector<std::byte> out(output_count(job) * size_of(job.type));
+  std::uint64_t wrong = 0;
+  for (std::size_t l = 0; l < locals.size(); ++l) {
+    b.read_output(l, p, who, out);
+    wrong += count_wrong(job, locals[l], out.data());
+  }
+  return world.sum(wrong, opt.timeout_s);
+}
+
+// The timed iterations come in up to this many blocks per subject. With the native collective
+// measured too, the blocks alternate (plan, native, plan, ...): a machine whose speed drifts (four
+// ranks time-sharing two cores, other jobs, clocks) slows both sides alike, and the ratio of plan to
+// native stays paired instead of comparing two different moments.
+constexpr int kTimedBlocks = 5;
+
+// Times the plan in placement `p` and, when `native` is set, the native collective beside it:
+// warm-up, the timed iterations in alternating blocks each after a barrier, then one checked run
+// per subject. Times are the slowest rank's mean per iteration, as nccl-tests reports them.
+std::pair<Timing, Timing> measure(Backend& b, World& world, const RunOptions& opt, const Job& job, Placement p,
+                                  bool native) {
+  std::vector<Subject> who{Subject::Plan};
+  if (native) who.push_back(Subject::Native);
+  fill_inputs(b, job, p);
+  for (Subject w : who) {
+    for (int i = 0; i < opt.warmup; ++i) b.run(w, p);
+    b.synchronize();
+  }
+  double seconds[2] = {0, 0};
+  int blocks = std::min(opt.iters, kTimedBlocks);
+  for (int k = 0; k < blocks; ++k) {
+    int iters = opt.iters / blocks + (k < opt.iters % blocks ? 1 : 0);
+    for (std::size_t s = 0; s < who.size(); ++s) {
+      world.barrier(opt.timeout_s, std::string("waiting for every rank before timing ") +
+                                       (who[s] == Subject::Plan ? "the plan" : "the native collective"));
+      double t0 = World::now();
+      for (int i = 0; i < iters; ++i) b.run(who[s], p);
+      b.synchronize();
+      seconds[s] += World::now() - t0;
+    }
+  }
+  Timing t[2];
+  for (std::size_t s = 0; s < who.size(); ++s) {
+    t[s].ran = true;
+    t[s].time_us = world.max(seconds[s] / std::max(opt.iters, 1), opt.timeout_s) * 1e6;
+    t[s].algbw_gbps = plan::algbw_gbps(job.req.bytes, t[s].time_us);
+    t[s].busbw_gbps = t[s].algbw_gbps * plan::busbw_factor(job.req.coll, job.req.nranks);
+    if (opt.check) {
+      t[s].wrong = checked_run(b, world, opt, job, who[s], p);
+      t[s].checked = true;
+    }
+  }
+  return {t[0], t[1]};
 }
 
 // Hosts' ranks: how many of this job's processes share this one's memory.
@@ -156,15 +188,11 @@ Results run(const RunOptions& opt, Backend& backend, World& world, std::ostream&
             row.plan_json = ps.plan_json;
             Setup s{ps.plan.get(), ps.job, ps.in_place, opt.timeout_s};
             backend.setup(s);
-            row.out_of_place = measure(backend, world, opt, ps.job, Subject::Plan, Placement::OutOfPlace);
-            row.in_place = measure(backend, world, opt, ps.job, Subject::Plan, Placement::InPlace);
-            if (opt.baseline) {
-              row.native_note = backend.native_cannot_run(ps.job);
-              if (row.native_note.empty()) {
-                row.native_out_of_place = measure(backend, world, opt, ps.job, Subject::Native, Placement::OutOfPlace);
-                row.native_in_place = measure(backend, world, opt, ps.job, Subject::Native, Placement::InPlace);
-              }
-            }
+            if (opt.baseline) row.native_note = backend.native_cannot_run(ps.job);
+            bool native = opt.baseline && row.native_note.empty();
+            std::tie(row.out_of_place, row.native_out_of_place) =
+                measure(backend, world, opt, ps.job, Placement::OutOfPlace, native);
+            std::tie(row.in_place, row.native_in_place) = measure(backend, world, opt, ps.job, Placement::InPlace, native);
             res.total_wrong += row.out_of_place.wrong + row.in_place.wrong;
             if (root) print_row(out, row);
             table.rows.push_back(std::move(row));
