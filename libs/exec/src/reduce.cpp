@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "collkit/exec/datatype.h"
 #include "half.h"
@@ -60,7 +61,10 @@ void reduce_16(RedOp op, void* dst, const void* a, const void* b, std::size_t n)
 template <class T>
 void divide(void* x, std::size_t n, int nranks) {
   auto* v = static_cast<T*>(x);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i] / static_cast<T>(nranks));
+  // Integers divide as int: cast to the element type first, 128 ranks would be -128 in int8 and
+  // 256 would be a division by zero.
+  using Wide = std::common_type_t<T, int>;
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i] / static_cast<Wide>(nranks));
 }
 
 template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>

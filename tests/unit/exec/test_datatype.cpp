@@ -61,3 +61,18 @@ TEST_CASE("host reductions: integers wrap, 16-bit floats round once per operatio
   scale_mean(DataType::Int32, k.data(), 1, 2);
   CHECK(k[0] == 3);  // integer division, as NCCL's ncclAvg on integers
 }
+
+TEST_CASE("Avg divides 8-bit integers by the rank count itself, not by the count cast to 8 bits") {
+  std::vector<std::int8_t> s{-128, 127, 64};
+  scale_mean(DataType::Int8, s.data(), 3, 128);  // 128 is -128 as an int8
+  CHECK(s == std::vector<std::int8_t>{-1, 0, 0});
+  s = {-128, 127, 64};
+  scale_mean(DataType::Int8, s.data(), 3, 256);  // 256 is 0 as an int8: no division by zero
+  CHECK(s == std::vector<std::int8_t>{0, 0, 0});
+  std::vector<std::uint8_t> u{255, 10};
+  scale_mean(DataType::UInt8, u.data(), 2, 256);
+  CHECK(u == std::vector<std::uint8_t>{0, 0});
+  u = {255, 10};
+  scale_mean(DataType::UInt8, u.data(), 2, 5);
+  CHECK(u == std::vector<std::uint8_t>{51, 2});
+}

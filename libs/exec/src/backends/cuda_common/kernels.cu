@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels.h"
 
@@ -61,7 +62,7 @@ template <class T>
 __global__ void divide_kernel(T* x, std::size_t n, int nranks) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    x[i] = static_cast<T>(x[i] / static_cast<T>(nranks));
+    x[i] = static_cast<T>(x[i] / static_cast<std::common_type_t<T, int>>(nranks));  // int8: 128 is not -128
 }
 
 template <class Conv>
