@@ -141,7 +141,12 @@ class MpiBackend final : public Backend {
   int nranks() const override { return world_.size(); }
   std::uint64_t memory_available() const override { return detail::host_memory_available(); }
   std::string cannot_run(const Job&) const override { return {}; }
-  std::string native_cannot_run(const Job&) const override { return {}; }
+  std::string native_cannot_run(const Job& job) const override {
+    // The plan splits large messages; MPI's collectives take int counts.
+    std::uint64_t most = std::max(input_count(job), output_count(job));
+    if (most <= static_cast<std::uint64_t>(INT_MAX)) return {};
+    return native_name(job.req.coll) + " takes an int count: " + std::to_string(most) + " elements exceed 2^31-1";
+  }
 
   std::string native_name(Collective c) const override {
     switch (c) {
@@ -156,7 +161,10 @@ class MpiBackend final : public Backend {
   }
 
   std::uint64_t bytes_needed(const Setup& s) const override { return detail::HostRank::bytes_needed(s, world_.rank()); }
-  void setup(const Setup& s) override { host_.setup(s, world_.rank()); }
+  void setup(const Setup& s) override {
+    host_.setup(s, world_.rank());
+    native_wait_ = "in " + native_name(s.job.req.coll);  // not built inside the timed loop
+  }
   void write_input(std::size_t, Placement p, std::span<const std::byte> data) override { host_.write_input(p, data); }
 
   void read_output(std::size_t, Placement p, Subject who, std::span<std::byte> data) override {
@@ -209,8 +217,8 @@ class MpiBackend final : public Backend {
     std::byte* buf = host_.in_place();
     std::byte* send = host_.send();
     std::byte* recv = host_.recv();
-    auto in = static_cast<int>(std::min<std::uint64_t>(input_count(job), INT_MAX));
-    auto out = static_cast<int>(std::min<std::uint64_t>(output_count(job), INT_MAX));
+    auto in = static_cast<int>(input_count(job));  // native_cannot_run() refused larger counts
+    auto out = static_cast<int>(output_count(job));
     int root = req.root;
     bool is_root = world_.rank() == root;
     MPI_Request r;
@@ -241,7 +249,7 @@ class MpiBackend final : public Backend {
                    "MPI_Ireduce");
         break;
     }
-    mpi::wait_all(&r, 1, host_.current().timeout_s, "in " + native_name(req.coll));
+    mpi::wait_all(&r, 1, host_.current().timeout_s, native_wait_);
     finish_native(ip ? buf : recv);
   }
 
@@ -253,6 +261,7 @@ class MpiBackend final : public Backend {
   SixteenBit sixteen_;
   std::unique_ptr<MpiTransport> transport_;
   detail::HostRank host_;
+  std::string native_wait_;  // what a stalled native collective was doing
 };
 
 }  // namespace
