@@ -26,28 +26,27 @@ Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOp
     Candidate c;
     c.algorithm = std::string(a->name());
     c.applicable = a->supports(req, &topo, &c.why_not);
-    if (c.applicable) c.plan = generate(a->name(), req, &topo, opt);
-    // Too many ops to simulate in seconds: left out with the reason; it can still be generated
-    // and simulated by name.
     if (c.applicable) {
+      c.plan = generate(a->name(), req, &topo, opt);
+      // Too many ops to simulate in seconds: left out with the reason; it can still be generated
+      // and simulated by name.
       double ops = static_cast<double>(c.plan->program(0).size()) * req.nranks;
       if (ops > sim.op_budget) {
         c.applicable = false;
         c.why_not = "about " + std::to_string(static_cast<long long>(ops / 1e6)) + " M ops, beyond auto's budget of " +
                     std::to_string(static_cast<long long>(sim.op_budget / 1e6)) + " M (generate it by name to simulate it)";
         c.plan.reset();
+      } else {
+        SimResult r = simulate(*c.plan, topo, sim);
+        c.time_us = r.time_us;
+        c.busbw_gbps = r.busbw_gbps;
+        PlanInfo& info = c.plan->mutable_info();
+        stamp(info, topo);
+        info.predicted_us = r.time_us;
+        info.bound_us = ev.bound.time_us();
+        if (ev.best < 0 || c.time_us < ev.candidates[static_cast<std::size_t>(ev.best)].time_us)
+          ev.best = static_cast<int>(ev.candidates.size());
       }
-    }
-    if (c.applicable) {
-      SimResult r = simulate(*c.plan, topo, sim);
-      c.time_us = r.time_us;
-      c.busbw_gbps = r.busbw_gbps;
-      PlanInfo& info = c.plan->mutable_info();
-      stamp(info, topo);
-      info.predicted_us = r.time_us;
-      info.bound_us = ev.bound.time_us();
-      if (ev.best < 0 || c.time_us < ev.candidates[static_cast<std::size_t>(ev.best)].time_us)
-        ev.best = static_cast<int>(ev.candidates.size());
     }
     ev.candidates.push_back(std::move(c));
   }

@@ -36,11 +36,6 @@ Granularity granularity(const PlanInfo& info) {
     std::uint64_t need = r.den * chunks;
     step = std::lcm(step, need / std::gcd(r.num, need));
   }
-  // Buffers whose bytes are not proportional to the size (a scratch of fixed bytes) cannot scale.
-  if (info.scratch_chunks > 0) {
-    Ratio s = ratio(info, Buf::Scratch);
-    if (s.num * info.req.bytes != s.den * info.scratch_bytes) return {};
-  }
   return {step};
 }
 
@@ -58,11 +53,9 @@ std::unique_ptr<Plan> resized(const Plan& plan, std::uint64_t bytes, std::uint64
   info.scratch_bytes = info.scratch_chunks == 0 ? 0 : bytes / s.den * s.num;
   info.predicted_us = info.bound_us = 0;  // they were for the other size
   if (plan.is_explicit()) {
-    const auto& e = static_cast<const ExplicitPlan&>(plan);
-    std::vector<std::vector<Op>> programs;
-    programs.reserve(static_cast<std::size_t>(plan.nranks()));
-    for (int r = 0; r < plan.nranks(); ++r) programs.push_back(e.program_ref(r));
-    return std::make_unique<ExplicitPlan>(std::move(info), std::move(programs));
+    auto out = std::make_unique<ExplicitPlan>(materialize(plan));
+    out->mutable_info() = std::move(info);
+    return out;
   }
   return std::make_unique<GeneratedPlan>(std::move(info), static_cast<const GeneratedPlan&>(plan).algo());
 }
@@ -182,8 +175,8 @@ ExplicitPlan in_place_form(const Plan& plan) {
     copy.type = OpType::Copy;
     copy.count = n_alias;
     std::vector<Op> out;
-    out.reserve(ops.size() + 1);
     if (ip->aliased == Buf::Input) {
+      out.reserve(ops.size() + 1);
       copy.src = {Buf::Input, 0};
       copy.dst = {ip->base, base};
       out.push_back(copy);

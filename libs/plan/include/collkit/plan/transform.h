@@ -13,8 +13,8 @@ namespace collkit::plan {
 
 /// The element counts a plan can run at: with `elem_bytes`-byte elements, every buffer must
 /// split into whole, equal chunks. `step` is the smallest size-column element count that does,
-/// every multiple of it does too. Zero when the plan's buffers are not proportional to its size
-/// (a hand-made plan with a fixed scratch, say): it then runs at its own size only.
+/// every multiple of it does too (scratch is taken as proportional to the size: a PlanInfo
+/// cannot tell a fixed one apart). Zero for a plan of no bytes, which runs at its own size only.
 struct Granularity {
   std::uint64_t step = 0;
 };
