@@ -13,7 +13,7 @@ if [ "${COLLKIT_SANITIZE:-0}" = "1" ]; then
   # RelWithDebInfo, not Debug: Boost's push_relabel_max_flow asserts its flow conserves exactly
   # (is_flow() compares doubles with ==), which rounding breaks with real-valued capacities; the
   # sanitizers need no assert() to do their work.
-  COLLKIT_BUILD_DIR=build-asan COLLKIT_TARGETS="collkit_unit_tests coll-topo" \
+  COLLKIT_BUILD_DIR=build-asan COLLKIT_TARGETS="collkit_unit_tests collkit_exec_unit_tests coll-topo" \
     ./scripts/build.sh -DCOLLKIT_SANITIZE=ON -DCOLLKIT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2 -L unit)
 fi
