@@ -17,7 +17,6 @@
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/planner.h"
 #include "collkit/plan/transform.h"
-#include "collkit/plan/verify.h"
 #include "program.h"
 
 namespace collkit::exec {
@@ -144,13 +143,7 @@ TEST_CASE("the rdma landing-slot protocol runs every algorithm exactly with slot
             INFO(what);
             CHECK(run_over_protocol(*p, job, false, tiny) == 0);
             // In place on overlapping buffers: the Runner copies sends that later ops overwrite.
-            bool direct = false;
-            if (plan::in_place_layout(p->info(), &why)) {
-              try {
-                direct = plan::verify(plan::in_place_form(*p)).ok;
-              } catch (const UnsupportedError&) {
-              }
-            }
+            bool direct = plan::in_place_problem(*p).empty();
             if (direct) CHECK(run_over_protocol(*p, job, true, tiny) == 0);
             ++plans_run;
           }

@@ -16,7 +16,6 @@
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/planner.h"
 #include "collkit/plan/transform.h"
-#include "collkit/plan/verify.h"
 #include "schedule.h"
 
 namespace collkit::exec {
@@ -170,13 +169,7 @@ TEST_CASE("the global schedule runs every algorithm correctly in step order and 
             std::uint64_t count = step * std::max<std::uint64_t>(1, 24 / step);
             auto p = plan::resized(*first, count * esize, esize);
             Job job{p->info().req, c.type, c.op};
-            bool direct = false;
-            if (plan::in_place_layout(p->info(), &why)) {
-              try {
-                direct = plan::verify(plan::in_place_form(*p)).ok;
-              } catch (const UnsupportedError&) {
-              }
-            }
+            bool direct = plan::in_place_problem(*p).empty();
             std::string what = std::string(algo->name()) + " " + std::string(plan::to_string(coll)) + " n=" + std::to_string(n) +
                                " channels=" + std::to_string(channels) + " " + std::string(to_string(c.type)) + " " +
                                std::string(to_string(c.op)) + (direct ? " in place direct" : " in place staged");

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "collkit/core/error.h"
 #include "collkit/plan/planner.h"
 #include "sim_topologies.h"
@@ -19,9 +21,14 @@ TEST_CASE("evaluate keeps the fastest applicable candidate and leaves out those 
   tight.op_budget = 10;  // every candidate of 8 ranks has more ops than that
   Evaluation none = evaluate(req, t, {}, tight);
   CHECK(none.best == -1);
+  int over_budget = 0;
   for (const Candidate& c : none.candidates)
-    if (c.why_not.find("auto's budget") != std::string::npos)
+    if (c.why_not.find("auto's budget") != std::string::npos) {
+      ++over_budget;
       CHECK(c.why_not.find("beyond auto's budget of 0 M (generate it by name to simulate it)") != std::string::npos);
+    }
+  CHECK(over_budget == static_cast<int>(ev.candidates.size()) - static_cast<int>(std::count_if(
+                           ev.candidates.begin(), ev.candidates.end(), [](const Candidate& c) { return !c.applicable; })));
   CHECK_THROWS_WITH_AS(plan_for("auto", req, &t, {}, tight), "no algorithm can do allreduce on 8 ranks", InputError);
   CHECK(plan_for("ring", req, &t, {}, tight)->info().predicted_us > 0);  // by name: still simulated
 }
