@@ -160,16 +160,18 @@ std::string Planner::make(Collective c, const std::string& algo, DataType type, 
     if (!p) return skip(algo + " found no element count its chunks divide");
   }
 
-  plan::VerifyResult v = plan::verify(*p);
-  if (!v.ok) throw InputError("plan " + p->info().algorithm + " is wrong: " + v.error);
-
-  // In place: prove the overlapping form correct, once per plan shape.
+  // Proofs depend on the programs and chunk counts, not on the bytes: once per plan shape. The
+  // plan itself, then its in-place form.
   std::string key = shape_key(*p, esize);
-  auto it = in_place_cache_.find(key);
-  if (it == in_place_cache_.end()) it = in_place_cache_.emplace(key, plan::in_place_problem(*p)).first;
+  auto it = proofs_.find(key);
+  if (it == proofs_.end()) {
+    plan::VerifyResult v = plan::verify(*p);
+    it = proofs_.emplace(key, Proofs{v.ok ? std::string() : v.error, v.ok ? plan::in_place_problem(*p) : std::string()}).first;
+  }
+  if (!it->second.error.empty()) throw InputError("plan " + p->info().algorithm + " is wrong: " + it->second.error);
 
   out["plan"] = plan::to_json(*p);
-  out["in_place_note"] = it->second.empty() ? "" : "staged (" + it->second + ")";
+  out["in_place_note"] = it->second.in_place.empty() ? "" : "staged (" + it->second.in_place + ")";
   if (topo_) {
     double pred = p->info().predicted_us;
     if (pred <= 0) pred = plan::simulate(*p, *topo_).time_us;
@@ -180,7 +182,18 @@ std::string Planner::make(Collective c, const std::string& algo, DataType type, 
 }
 
 PlannedSize Planner::plan(Collective c, const std::string& algo, DataType type, RedOp op, std::uint64_t bytes, int root) {
-  json got = json::parse(decide(world_, opt_.timeout_s, [&] { return make(c, algo, type, bytes, root); }));
+  // The plan does not depend on the reduction operator: the harness asks again for each one, and
+  // gets rank 0's earlier answer (every rank keeps the same cache, so all skip the broadcast).
+  std::string request = std::string(plan::to_string(c)) + " " + algo + " " + std::string(to_string(type)) + " root " +
+                        std::to_string(root);
+  if (request != decided_for_) {
+    decided_.clear();
+    decided_for_ = request;
+  }
+  auto hit = decided_.find(bytes);
+  if (hit == decided_.end())
+    hit = decided_.emplace(bytes, decide(world_, opt_.timeout_s, [&] { return make(c, algo, type, bytes, root); })).first;
+  json got = json::parse(hit->second);
   PlannedSize ps;
   if (got.contains("skip")) {
     ps.skipped = got["skip"];

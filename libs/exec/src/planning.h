@@ -51,7 +51,14 @@ class Planner {
   std::unique_ptr<plan::Plan> file_plan_;
   std::optional<topo::Topology> topo_;  // rank 0 only
   std::string topo_name_;
-  std::map<std::string, std::string> in_place_cache_;  // plan shape -> "" (direct) or why staged
+  struct Proofs {
+    std::string error;     ///< why the plan is wrong; empty when verified
+    std::string in_place;  ///< "" when it runs in place directly, else why it is staged
+  };
+  std::map<std::string, Proofs> proofs_;  // by plan shape (rank 0)
+  // Rank 0's answers for the request last asked about, by size.
+  std::string decided_for_;
+  std::map<std::uint64_t, std::string> decided_;
 };
 
 }  // namespace collkit::exec
