@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <numeric>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <cstring>
 
@@ -36,19 +37,31 @@ bool is_recv(OpType t) { return t == OpType::Recv || t == OpType::RecvReduce; }
 // copies (correct, only slower).
 constexpr std::int64_t kFenceBudget = 20'000'000;
 
+// The ops of `ops` exchanged with `peer`, per (channel, is a send), in program order: the k-th
+// send of one side on a channel matches the k-th receive of the other.
+using Exchanges = std::map<std::pair<std::uint16_t, bool>, std::vector<std::uint32_t>>;
+Exchanges exchanges_with(const std::vector<ExecOp>& ops, int peer) {
+  Exchanges out;
+  for (std::uint32_t i = 0; i < ops.size(); ++i)
+    if (ops[i].peer == peer && (ops[i].type == OpType::Send || is_recv(ops[i].type)))
+      out[{ops[i].channel, ops[i].type == OpType::Send}].push_back(i);
+  return out;
+}
+
 std::vector<std::vector<std::uint32_t>> fences(const plan::Plan& plan, const RankProgram& me) {
   std::vector<std::vector<std::uint32_t>> out(me.ops.size());
   std::int64_t budget = kFenceBudget;
-  // Per peer: its program, compiled only for its order (chunk sizes do not matter here).
-  std::map<int, RankProgram> peers;
-  // k-th op of a kind per (peer, channel), on my side and on the peer's.
-  auto nth = [](const std::vector<ExecOp>& ops, int peer, std::uint16_t channel, bool send) {
-    std::vector<std::uint32_t> idx;
-    for (std::uint32_t i = 0; i < ops.size(); ++i)
-      if (ops[i].peer == peer && ops[i].channel == channel && (send ? ops[i].type == OpType::Send : is_recv(ops[i].type)))
-        idx.push_back(i);
-    return idx;
-  };
+  // Each op's place among this rank's exchanges with its peer on its channel, of its kind.
+  std::vector<std::uint32_t> ordinal(me.ops.size(), 0);
+  {
+    std::map<std::tuple<int, std::uint16_t, bool>, std::uint32_t> seen;
+    for (std::uint32_t i = 0; i < me.ops.size(); ++i)
+      if (me.ops[i].type == OpType::Send || is_recv(me.ops[i].type))
+        ordinal[i] = seen[{me.ops[i].peer, me.ops[i].channel, me.ops[i].type == OpType::Send}]++;
+  }
+  // Per peer: its program, compiled only for its order (chunk sizes do not matter here), and its
+  // exchanges with this rank.
+  std::map<int, std::pair<RankProgram, Exchanges>> peers;
   for (std::uint32_t s = 0; s < me.ops.size() && budget > 0; ++s) {
     const ExecOp& send = me.ops[s];
     if (send.type != OpType::Send) continue;
@@ -66,29 +79,26 @@ std::vector<std::vector<std::uint32_t>> fences(const plan::Plan& plan, const Ran
         q.ops.push_back(e);
       }
       q.channel_prev = channel_prev(q.ops);
-      it = peers.emplace(peer, std::move(q)).first;
+      Exchanges x = exchanges_with(q.ops, me.rank);
+      it = peers.emplace(peer, std::pair{std::move(q), std::move(x)}).first;
     }
-    const RankProgram& q = it->second;
-    // The peer's receive of this send: same (peer, channel) rank among my sends and its receives.
-    std::vector<std::uint32_t> mine = nth(me.ops, peer, send.channel, true);
-    auto k = static_cast<std::size_t>(std::find(mine.begin(), mine.end(), s) - mine.begin());
-    std::vector<std::uint32_t> theirs = nth(q.ops, me.rank, send.channel, false);
-    if (k >= theirs.size()) continue;
-    std::uint32_t their_recv = theirs[k];
+    const auto& [q, theirs] = it->second;
+    auto find = [&](std::uint16_t channel, bool sends) -> const std::vector<std::uint32_t>* {
+      auto f = theirs.find({channel, sends});
+      return f == theirs.end() ? nullptr : &f->second;
+    };
+    // The peer's receive of this send.
+    const std::vector<std::uint32_t>* their_recvs = find(send.channel, false);
+    if (!their_recvs || ordinal[s] >= their_recvs->size()) continue;
+    std::uint32_t their_recv = (*their_recvs)[ordinal[s]];
     // My later receives from the peer, first per channel whose matching send follows that receive.
     std::vector<bool> channel_done(me.channels + 1u, false);
-    std::map<std::uint16_t, std::pair<std::vector<std::uint32_t>, std::vector<std::uint32_t>>> lists;
     for (std::uint32_t r = s + 1; r < me.ops.size() && budget > 0; ++r) {
       const ExecOp& o = me.ops[r];
       if (!is_recv(o.type) || o.peer != peer || channel_done[o.channel]) continue;
-      auto& [my_recvs, their_sends] = lists[o.channel];
-      if (my_recvs.empty()) {
-        my_recvs = nth(me.ops, peer, o.channel, false);
-        their_sends = nth(q.ops, me.rank, o.channel, true);
-      }
-      auto j = static_cast<std::size_t>(std::find(my_recvs.begin(), my_recvs.end(), r) - my_recvs.begin());
-      if (j >= their_sends.size()) continue;
-      if (happens_before(q, their_recv, their_sends[j], budget)) {
+      const std::vector<std::uint32_t>* their_sends = find(o.channel, true);
+      if (!their_sends || ordinal[r] >= their_sends->size()) continue;
+      if (happens_before(q, their_recv, (*their_sends)[ordinal[r]], budget)) {
         out[s].push_back(r);
         channel_done[o.channel] = true;
       }
@@ -116,7 +126,7 @@ bool happens_before(const RankProgram& p, std::uint32_t a, std::uint32_t b, std:
   return false;
 }
 
-RankProgram compile(const plan::Plan& plan, int rank) {
+RankProgram compile(const plan::Plan& plan, int rank, bool with_fences) {
   const plan::PlanInfo& info = plan.info();
   RankProgram p;
   p.rank = rank;
@@ -147,7 +157,7 @@ RankProgram compile(const plan::Plan& plan, int rank) {
     p.ops.push_back(e);
   }
   p.channel_prev = channel_prev(p.ops);
-  p.fences = fences(plan, p);
+  if (with_fences) p.fences = fences(plan, p);
   return p;
 }
 

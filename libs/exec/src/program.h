@@ -54,8 +54,9 @@ struct RankProgram {
 bool happens_before(const RankProgram& p, std::uint32_t a, std::uint32_t b, std::int64_t& budget);
 
 /// Rank `rank`'s program of `plan` with chunks as byte ranges (every buffer's chunks are equal:
-/// the plan was resized to a multiple of its granularity).
-RankProgram compile(const plan::Plan& plan, int rank);
+/// the plan was resized to a multiple of its granularity). `with_fences`: also the sends' fences,
+/// which only the Runner reads (the GPU backends' global schedule has no use for them).
+RankProgram compile(const plan::Plan& plan, int rank, bool with_fences = true);
 
 /// Copies of at least this size may stream past the cache (stream_copy.h). A smaller destination
 /// would likely still be cached when the caller reads the result, which streaming would forfeit.

@@ -33,7 +33,7 @@ GlobalSchedule make_schedule(const plan::Plan& plan) {
   std::vector<RankState> ranks(static_cast<std::size_t>(n));
   std::size_t total = 0;
   for (int r = 0; r < n; ++r) {
-    g.programs.push_back(compile(plan, r));
+    g.programs.push_back(compile(plan, r, /*with_fences=*/false));
     const RankProgram& p = g.programs.back();
     RankState& st = ranks[static_cast<std::size_t>(r)];
     st.by_channel.resize(p.channels);
