@@ -36,9 +36,12 @@ double ComputeModel::time_us(const ComputeOp& op, double fraction) const {
 
 CommModel::CommModel(const topo::Topology& t, const Layout& l, double scale) : topo_(&t), layout_(l), scale_(scale) {
   if (scale < 0) throw InputError("communication scale must be >= 0");
+  // estimate() runs for every communication task of every evaluation: the sizes are known once.
+  for (Group g : {Group::Tp, Group::Ep, Group::Dp, Group::ExpertDp, Group::Pp})
+    sizes_[static_cast<std::size_t>(g)] = static_cast<int>(group_ranks(layout_, g).size());
 }
 
-int CommModel::group_size(Group g) const { return static_cast<int>(group_ranks(layout_, g).size()); }
+int CommModel::group_size(Group g) const { return sizes_[static_cast<std::size_t>(g)]; }
 
 CommEstimate CommModel::estimate(Group g, plan::Collective c, std::uint64_t bytes) {
   int n = group_size(g);

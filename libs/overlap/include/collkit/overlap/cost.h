@@ -3,6 +3,7 @@
 // compute, and for collectives the best libs/plan plan for the group's ranks, simulated on the
 // topology (never a formula of this library's own), cached by (collective, group, bytes).
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -64,6 +65,7 @@ class CommModel {
   const topo::Topology* topo_;
   Layout layout_;
   double scale_;
+  std::array<int, 5> sizes_{};  // by Group
   std::map<Group, topo::Topology> groups_;
   std::map<std::tuple<Group, plan::Collective, std::uint64_t>, std::size_t> index_;
   std::vector<CommEstimate> cache_;
