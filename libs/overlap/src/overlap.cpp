@@ -1,6 +1,7 @@
 #include "collkit/overlap/overlap.h"
 
 #include <algorithm>
+#include <map>
 
 #include "collkit/core/error.h"
 #include "emitter.h"
@@ -75,7 +76,16 @@ struct Search {
     if (auto f = fixed(s)) return {*f};
     return s.candidates(w);
   }
-  double step(const std::vector<Choice>& c) const { return evaluate(w, cm, comm, c, req.contention).step_us; }
+  // The descent revisits knob sets (a single strategy's second pass, auto's "off" trials, serial);
+  // evaluate() is deterministic, so each set is scheduled and simulated once.
+  mutable std::map<std::vector<std::pair<std::string, int>>, double> steps;
+  double step(const std::vector<Choice>& c) const {
+    std::vector<std::pair<std::string, int>> key;
+    for (const Choice& x : c) key.emplace_back(x.strategy, x.knob);
+    auto it = steps.find(key);
+    if (it == steps.end()) it = steps.emplace(std::move(key), evaluate(w, cm, comm, c, req.contention).step_us).first;
+    return it->second;
+  }
 
   // Coordinate descent over the strategies' knobs; an optional strategy may also be left off.
   std::vector<Choice> best(const std::vector<const Strategy*>& set, bool optional) const {
@@ -150,7 +160,7 @@ Report run(const Workload& w, ComputeModel& cm, CommModel& comm, const Request& 
       throw InputError("--strategy " + std::string(s->name()) + " does not apply: " + why);
     }
 
-  Search search{w, cm, comm, req};
+  Search search{w, cm, comm, req, {}};
   auto finish = [&](std::vector<Choice> choices, std::string name) {
     StrategyResult r = evaluate(w, cm, comm, choices, req.contention);
     if (!name.empty()) r.name = std::move(name);
