@@ -17,6 +17,7 @@
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/planner.h"
 #include "collkit/plan/transform.h"
+#include "host_rank.h"
 #include "program.h"
 
 namespace collkit::exec {
@@ -80,20 +81,16 @@ std::uint64_t run_over_protocol(const plan::Plan& p, const Job& job, bool in_pla
       try {
         LoopWire wire(fabric, r);
         rdma::Transport transport(wire, r, n, shape);
-        detail::RankProgram prog = detail::compile(p, r);
-        detail::Runner runner(prog, job.type, job.op, 20);
-        const plan::Request& req = job.req;
-        InPlaceOffsets ip = in_place_offsets(req, r);
-        std::vector<std::byte> in(plan::input_bytes(req)), out(plan::output_bytes(req)), one(ip.buffer_bytes),
-            scratch(p.info().scratch_bytes);
-        std::array<std::byte*, 3> regions{in.data(), out.data(), scratch.data()};
-        if (in_place) regions = {one.data() + ip.input_offset, one.data() + ip.output_offset, scratch.data()};
-        fill_input(job, r, regions[0]);
+        detail::HostRank host;  // the rdma backend's buffers and placements
+        host.setup(Setup{&p, job, InPlaceMode::Direct, 20}, r);
+        Placement placement = in_place ? Placement::InPlace : Placement::OutOfPlace;
+        std::vector<std::byte> input(input_count(job) * size_of(job.type));
+        fill_input(job, r, input.data());
         for (int rep = 0; rep < 2; ++rep) {  // twice: the second run starts on the credits the first returned
-          if (rep == 1) fill_input(job, r, regions[0]);
-          runner.run(transport, regions);
+          host.write_input(placement, input);
+          host.run(transport, placement);
         }
-        wrong[static_cast<std::size_t>(r)] = count_wrong(job, r, regions[1]);
+        wrong[static_cast<std::size_t>(r)] = count_wrong(job, r, host.output(placement));
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(r)] = e.what();
       }

@@ -16,6 +16,7 @@
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/transform.h"
 #include "collkit/plan/verify.h"
+#include "host_rank.h"
 #include "program.h"
 #include "stream_copy.h"
 
@@ -90,28 +91,15 @@ std::uint64_t run_threads(const plan::Plan& p, const Job& job, Placement placeme
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       try {
-        detail::RankProgram prog = detail::compile(p, r);
-        detail::Runner runner(prog, job.type, job.op, 20);
-        std::size_t es = size_of(job.type);
-        std::vector<std::byte> in(input_count(job) * es), out(output_count(job) * es), scratch(prog.region_bytes[2]);
-        InPlaceOffsets ip = in_place_offsets(job.req, r);
-        std::vector<std::byte> one(ip.buffer_bytes), stage(in.size());
-        std::array<std::byte*, 3> regions{in.data(), out.data(), scratch.data()};
-        if (placement == Placement::InPlace) {
-          regions[0] = one.data() + ip.input_offset;
-          regions[1] = one.data() + ip.output_offset;
-        }
-        fill_input(job, r, regions[0]);
-        if (placement == Placement::InPlace && mode == InPlaceMode::Staged) {
-          std::memcpy(stage.data(), regions[0], stage.size());
-          regions[0] = stage.data();
-        }
+        // The buffers, placements, staged copy and Avg's division of the mpi and rdma backends.
+        detail::HostRank host;
+        host.setup(Setup{&p, job, mode, 20}, r);
+        std::vector<std::byte> input(input_count(job) * size_of(job.type));
+        fill_input(job, r, input.data());
+        host.write_input(placement, input);
         Loopback t(po, r);
-        runner.run(t, regions);
-        bool mean = job.op == RedOp::Avg && plan::facts(job.req.coll).reduces &&
-                    (job.req.coll != Collective::Reduce || r == job.req.root);
-        if (mean) scale_mean(job.type, regions[1], output_count(job), n);
-        wrong[static_cast<std::size_t>(r)] = count_wrong(job, r, regions[1]);
+        host.run(t, placement);
+        wrong[static_cast<std::size_t>(r)] = count_wrong(job, r, host.output(placement));
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(r)] = e.what();
       }
