@@ -124,9 +124,7 @@ ShortestTree shortest(const Search& q, VertexId src, double threshold) {
   s.parent.assign(n, src);
   std::vector<char> done(n, 0);
   s.label[src] = {0, 0.0};
-  using Item = std::pair<Label, VertexId>;
-  auto cmp = [](const Item& x, const Item& y) { return y.first < x.first || (!(x.first < y.first) && y.second < x.second); };
-  std::priority_queue<Item, std::vector<Item>, decltype(cmp)> heap(cmp);
+  ShortestQueue heap;
   heap.push({s.label[src], src});
   std::vector<char> wanted;
   std::size_t left = 0;
@@ -147,19 +145,8 @@ ShortestTree shortest(const Search& q, VertexId src, double threshold) {
     for (const Adjacent& a : t.adjacent(u)) {
       const Link& l = t.link(a.link);
       if (done[a.peer] || !at_least(l.bw_gbps, threshold) || !rules.step(u, a.peer)) continue;
-      Label nl{lab.hops + 1, lab.latency + l.latency_us};
-      if (nl < s.label[a.peer]) {
-        s.label[a.peer] = nl;
-        s.parent[a.peer] = u;
-        s.parent_link[a.peer] = a.link;
-        heap.push({nl, a.peer});
-      } else if (ties(nl, s.label[a.peer]) && ecmp_rank(src, a.peer, a.link) < ecmp_rank(src, a.peer, s.parent_link[a.peer])) {
-        // Equal-cost parents (the spines of a fat-tree): pick one by a hash of (source, vertex,
-        // link), as ECMP hashes flows, so that different sources and destinations spread over
-        // the spines instead of all taking the lowest-numbered one. Same label: nothing to redo.
-        s.parent[a.peer] = u;
-        s.parent_link[a.peer] = a.link;
-      }
+      Label nl = plus(lab, l);
+      if (relax(s.label[a.peer], s.parent[a.peer], s.parent_link[a.peer], src, a.peer, nl, u, a.link)) heap.push({nl, a.peer});
     }
   }
   return s;
@@ -371,8 +358,6 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
     if (it == levels.end()) levels.push_back({b, {i}});
     else it->second.push_back(i);
   }
-  using Item = std::pair<Label, VertexId>;
-  auto cmp = [](const Item& x, const Item& y) { return y.first < x.first || (!(x.first < y.first) && y.second < x.second); };
   for (auto& [level, all] : levels) {
     std::vector<std::size_t> idx;
     for (std::size_t i : all) {
@@ -387,7 +372,7 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
     std::size_t left = mark_wanted(group);
     w.touch(src);
     w.label[src] = {0, 0.0};
-    std::priority_queue<Item, std::vector<Item>, decltype(cmp)> heap(cmp);
+    ShortestQueue heap;
     heap.push({w.label[src], src});
     while (!heap.empty() && left > 0) {
       auto [lab, u] = heap.top();
@@ -400,16 +385,8 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
         if (!at_least(l.bw_gbps, level) || !rules.step(u, a.peer)) continue;
         w.touch(a.peer);
         if (w.done[a.peer]) continue;
-        Label nl{lab.hops + 1, lab.latency + l.latency_us};
-        if (nl < w.label[a.peer]) {
-          w.label[a.peer] = nl;
-          w.parent[a.peer] = u;
-          w.parent_link[a.peer] = a.link;
-          heap.push({nl, a.peer});
-        } else if (ties(nl, w.label[a.peer]) && ecmp_rank(src, a.peer, a.link) < ecmp_rank(src, a.peer, w.parent_link[a.peer])) {
-          w.parent[a.peer] = u;
-          w.parent_link[a.peer] = a.link;
-        }
+        Label nl = plus(lab, l);
+        if (relax(w.label[a.peer], w.parent[a.peer], w.parent_link[a.peer], src, a.peer, nl, u, a.link)) heap.push({nl, a.peer});
       }
     }
     for (std::size_t i : idx) {

@@ -22,13 +22,6 @@ constexpr std::size_t kFabricSmall = 256;
 constexpr std::size_t kTableLabelsMax = std::size_t{1} << 23;
 
 using Widest = std::pair<double, VertexId>;  // max-heap: widest first
-using Item = std::pair<Label, VertexId>;
-struct Later {
-  bool operator()(const Item& x, const Item& y) const { return y.first < x.first || (!(x.first < y.first) && y.second < x.second); }
-};
-using Shortest = std::priority_queue<Item, std::vector<Item>, Later>;
-
-Label plus(const Label& a, const Link& l) { return Label{a.hops + 1, a.latency + l.latency_us}; }
 
 }  // namespace
 
@@ -95,7 +88,7 @@ const std::vector<Label>& FabricTables::shortest(VertexId entry, double level) {
   label.assign(fabric.size(), Label{});
   std::vector<char> done(fabric.size(), 0);
   label[pos[entry]] = {0, 0.0};
-  Shortest heap;
+  ShortestQueue heap;
   heap.push({label[pos[entry]], entry});
   while (!heap.empty()) {
     VertexId u = heap.top().second;
@@ -118,18 +111,10 @@ const std::vector<Label>& FabricTables::shortest(VertexId entry, double level) {
 
 AcrossHosts::AcrossHosts(FabricTables& f, VertexId src) : f_(f), t_(f.t), src_(src), home_(f.host[src]) {}
 
-// The plain search's relaxation of v from u: a better label takes over; an equal one takes
-// over when its link ranks lower (ECMP).
-void AcrossHosts::relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link) const {
+// The plain search's relaxation of v from u (routing_internal.h).
+bool AcrossHosts::relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link) const {
   std::uint32_t k = f_.pos[v];
-  if (nl < l.label[k]) {
-    l.label[k] = nl;
-    l.parent[k] = u;
-    l.parent_link[k] = link;
-  } else if (ties(nl, l.label[k]) && ecmp_rank(src_, v, link) < ecmp_rank(src_, v, l.parent_link[k])) {
-    l.parent[k] = u;
-    l.parent_link[k] = link;
-  }
+  return routing::relax(l.label[k], l.parent[k], l.parent_link[k], src_, v, nl, u, link);
 }
 
 // Completes the search inside host h from the labels already seeded in l (widest: l.best).
@@ -157,7 +142,7 @@ void AcrossHosts::search_host(int h, Local& l, bool widest, double level) const 
     }
     return;
   }
-  Shortest heap;
+  ShortestQueue heap;
   for (VertexId v : m)
     if (l.label[f_.pos[v]].reached()) heap.push({l.label[f_.pos[v]], v});
   while (!heap.empty()) {
@@ -169,9 +154,7 @@ void AcrossHosts::search_host(int h, Local& l, bool widest, double level) const 
     for (const Adjacent& a : t_.adjacent(u)) {
       const Link& l2 = t_.link(a.link);
       if (f_.host[a.peer] != h || done[f_.pos[a.peer]] || !at_least(l2.bw_gbps, level)) continue;
-      Label before = l.label[f_.pos[a.peer]];
-      relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link);
-      if (l.label[f_.pos[a.peer]] < before) heap.push({l.label[f_.pos[a.peer]], a.peer});
+      if (relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link)) heap.push({l.label[f_.pos[a.peer]], a.peer});
     }
   }
 }

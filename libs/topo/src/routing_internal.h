@@ -1,6 +1,7 @@
 #pragma once
 // Pieces of routing.cpp shared with routing_across.cpp: the route order (routing.h) as labels,
-// its ties and the ECMP choice among them.
+// its ties, the search queue and the relaxation with its ECMP choice, written once so that both
+// searches find the same routes.
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,8 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <queue>
+#include <utility>
 #include <vector>
 
 #include "collkit/topo/routing.h"
@@ -39,6 +42,37 @@ inline std::uint64_t ecmp_rank(VertexId src, VertexId v, LinkId link) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+/// Pass 2's search order: the least label first, the lower vertex on a tie.
+using LabelItem = std::pair<Label, VertexId>;
+struct Later {
+  bool operator()(const LabelItem& x, const LabelItem& y) const {
+    return y.first < x.first || (!(x.first < y.first) && y.second < x.second);
+  }
+};
+using ShortestQueue = std::priority_queue<LabelItem, std::vector<LabelItem>, Later>;
+
+/// A label one link further.
+inline Label plus(const Label& a, const Link& l) { return Label{a.hops + 1, a.latency + l.latency_us}; }
+
+/// Pass 2's relaxation of v from u over `link`, in the search from `src`: a better label takes
+/// over (returns true: v goes back on the queue); an equal one takes over when its link ranks
+/// lower, as ECMP hashes flows over equal-cost parents (the spines of a fat-tree), so that
+/// different sources and destinations spread instead of all taking the lowest-numbered one.
+inline bool relax(Label& label, VertexId& parent, LinkId& parent_link, VertexId src, VertexId v, const Label& nl,
+                  VertexId u, LinkId link) {
+  if (nl < label) {
+    label = nl;
+    parent = u;
+    parent_link = link;
+    return true;
+  }
+  if (ties(nl, label) && ecmp_rank(src, v, link) < ecmp_rank(src, v, parent_link)) {
+    parent = u;
+    parent_link = link;
+  }
+  return false;
 }
 
 inline Hop hop_from(const Topology& t, LinkId l, VertexId from) { return Hop{l, t.link(l).a == from}; }
@@ -100,7 +134,7 @@ class AcrossHosts {
     std::vector<std::pair<int, Local>> far;  // per far host number
   };
   bool may_leave(VertexId u) const { return u == src_ || f_.fwd[u]; }
-  void relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link) const;
+  bool relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link) const;
   void search_host(int h, Local& l, bool widest, double level) const;
   Level& level(double level);
   const Local& far_widest(int h);
