@@ -21,7 +21,7 @@ ComputeModel::ComputeModel(topo::GpuPeak peak, Efficiency eff, int dtype_bytes) 
   if (eff_.kernel_us < 0) throw InputError("kernel launch cost must be >= 0 us");
 }
 
-double ComputeModel::time_us(const ComputeOp& op, double fraction) const {
+ComputeModel::Roofline ComputeModel::roofline(const ComputeOp& op, double fraction) const {
   double flops = op.flops * fraction;
   double bytes = op.bytes * fraction;
   if (op.kind == OpKind::Gemm && fraction < 1) {
@@ -29,9 +29,17 @@ double ComputeModel::time_us(const ComputeOp& op, double fraction) const {
     bytes = (op.m * fraction * op.k + op.k * op.n + op.m * fraction * op.n) * dtype_bytes_ * op.mult;
   }
   double eff = op.kind == OpKind::Gemm ? eff_.gemm : eff_.attention;
-  double compute_us = flops / (peak_.tflops * 1e12 * eff) * 1e6;
-  double memory_us = bytes / (peak_.mem_bw_gbps * 1e9 * eff_.memory) * 1e6;
-  return std::max(compute_us, memory_us) + eff_.kernel_us;
+  return {flops / (peak_.tflops * 1e12 * eff) * 1e6, bytes / (peak_.mem_bw_gbps * 1e9 * eff_.memory) * 1e6};
+}
+
+double ComputeModel::time_us(const ComputeOp& op, double fraction) const {
+  Roofline r = roofline(op, fraction);
+  return std::max(r.compute_us, r.memory_us) + eff_.kernel_us;
+}
+
+bool ComputeModel::memory_bound(const ComputeOp& op) const {
+  Roofline r = roofline(op, 1.0);
+  return r.memory_us > r.compute_us;
 }
 
 CommModel::CommModel(const topo::Topology& t, const Layout& l, double scale) : topo_(&t), layout_(l), scale_(scale) {
@@ -72,8 +80,6 @@ std::vector<CommEstimate> CommModel::estimates() const { return cache_; }
 
 std::vector<OpCost> layer_costs(const Workload& w, const ComputeModel& cm, CommModel& comm, int layer) {
   std::vector<OpCost> out;
-  const auto& pk = cm.peak();
-  const auto& eff = cm.efficiency();
   for (const Segment& s : w.segments) {
     if (s.layer != layer || s.microbatch != 0) continue;
     auto add_comm = [&](const CommOp& c) {
@@ -82,9 +88,8 @@ std::vector<OpCost> layer_costs(const Workload& w, const ComputeModel& cm, CommM
                      static_cast<double>(e.bytes), e.time_us, false});
     };
     auto add_compute = [&](const ComputeOp& op) {
-      double peak_eff = op.kind == OpKind::Gemm ? eff.gemm : eff.attention;
-      bool mem = op.bytes / (pk.mem_bw_gbps * 1e9 * eff.memory) > op.flops / (pk.tflops * 1e12 * peak_eff);
-      out.push_back({op.name, s.backward, false, std::string(to_string(op.kind)), "", op.flops, op.bytes, cm.time_us(op), mem});
+      out.push_back({op.name, s.backward, false, std::string(to_string(op.kind)), "", op.flops, op.bytes, cm.time_us(op),
+                     cm.memory_bound(op)});
     };
     // Program order of the serial schedule: a gather before its GEMM, a scatter after it.
     bool comm_first = s.kind == SegmentKind::GatherGemm || s.kind == SegmentKind::ParamGather || s.kind == SegmentKind::Moe;

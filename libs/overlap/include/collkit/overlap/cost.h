@@ -31,10 +31,16 @@ class ComputeModel {
   ComputeModel(topo::GpuPeak peak, Efficiency eff, int dtype_bytes);
   /// Roofline: max(FLOPs / (peak·eff), bytes / (bw·eff_mem)) + kernel_us, for `fraction` of the op.
   double time_us(const ComputeOp& op, double fraction = 1.0) const;
+  /// Whether the whole op's memory time exceeds its compute time.
+  bool memory_bound(const ComputeOp& op) const;
   const topo::GpuPeak& peak() const { return peak_; }
   const Efficiency& efficiency() const { return eff_; }
 
  private:
+  struct Roofline {
+    double compute_us, memory_us;
+  };
+  Roofline roofline(const ComputeOp& op, double fraction) const;
   topo::GpuPeak peak_;
   Efficiency eff_;
   int dtype_bytes_;
