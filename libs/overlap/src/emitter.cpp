@@ -38,10 +38,14 @@ std::string chunk_name(const std::string& name, int chunk) { return chunk < 0 ? 
 }  // namespace
 
 int Emitter::compute(const Segment& s, const ComputeOp& op, double fraction, int chunk, std::vector<int> extra) {
+  return compute_task(s, chunk_name(op.name, chunk), cm_->time_us(op, fraction), chunk, std::move(extra));
+}
+
+int Emitter::compute_task(const Segment& s, std::string name, double work_us, int chunk, std::vector<int> extra) {
   Task t;
-  t.name = chunk_name(op.name, chunk);
+  t.name = std::move(name);
   t.stream = Stream::Compute;
-  t.work_us = cm_->time_us(op, fraction);
+  t.work_us = work_us;
   t.deps = ready();
   t.deps.insert(t.deps.end(), extra.begin(), extra.end());
   t.layer = s.layer;
@@ -127,9 +131,7 @@ void Emitter::emit_step_end(const Segment& s) {
     in_flight_.push_back(t);
   }
   // The optimizer step: a zero-length compute task that waits for every collective.
-  std::vector<int> wait = in_flight_;
-  compute(s, ComputeOp{"optimizer.wait", OpKind::Gemm, 0, 0, 0, 0, 0, 0}, 0, -1, std::move(wait));
-  (*tasks_)[static_cast<std::size_t>(tail_)].work_us = 0;
+  compute_task(s, "optimizer.wait", 0, -1, in_flight_);
 }
 
 }  // namespace collkit::overlap

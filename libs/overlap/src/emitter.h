@@ -59,6 +59,8 @@ class Emitter {
 
  private:
   int add(Task t);
+  /// A task on the compute stream of `work_us` after ready() plus `extra`; becomes the tail.
+  int compute_task(const Segment& s, std::string name, double work_us, int chunk, std::vector<int> extra);
   Stream stream_of(const CommOp& op) const;
 
   std::vector<Task>* tasks_;

@@ -41,11 +41,7 @@ StrategyResult evaluate(const Workload& w, ComputeModel& cm, CommModel& comm, co
   if (r.name.empty()) r.name = "none";
   Emitter e(r.tasks, cm, comm);
   for (const Segment& s : w.segments) {
-    if (s.kind == SegmentKind::StepEnd) {
-      e.emit_step_end(s);
-      continue;
-    }
-    bool done = false;
+    bool done = false;  // no strategy takes the step end: emit_serial() does
     for (const auto& [strategy, knob] : active)
       if ((done = strategy->emit(s, knob, e))) break;
     if (!done) e.emit_serial(s);
