@@ -31,19 +31,41 @@ std::vector<std::uint64_t> sizes(const RunOptions& opt, const Planner& planner) 
   return out;
 }
 
-// Writes every local rank's input where placement `p` expects it.
-void fill_inputs(Backend& b, const Job& job, Placement p) {
-  std::vector<int> locals = b.local_ranks();
-  std::vector<std::byte> data(input_count(job) * size_of(job.type));
-  for (std::size_t l = 0; l < locals.size(); ++l) {
-    fill_input(job, locals[l], data.data());
-    b.write_input(l, p, data);
+// Every local rank's input of one row. Each placement writes it again before timing and before
+// each checked run, so it is made once and kept, up to kKeptInputBytes; beyond that (many local
+// ranks of the cuda backend at large sizes) it is made again each time rather than multiply host
+// memory.
+constexpr std::uint64_t kKeptInputBytes = 1ull << 30;
+
+class Inputs {
+ public:
+  Inputs(const Backend& b, const Job& job) : job_(job), ranks_(b.local_ranks()) {
+    std::uint64_t bytes = input_count(job) * size_of(job.type);
+    if (bytes * ranks_.size() > kKeptInputBytes) return;
+    for (int rank : ranks_) kept_.push_back(make(rank));
   }
-}
+  void write(Backend& b, Placement p) const {
+    for (std::size_t l = 0; l < ranks_.size(); ++l) {
+      if (kept_.empty()) b.write_input(l, p, make(ranks_[l]));
+      else b.write_input(l, p, kept_[l]);
+    }
+  }
+
+ private:
+  std::vector<std::byte> make(int rank) const {
+    std::vector<std::byte> data(input_count(job_) * size_of(job_.type));
+    fill_input(job_, rank, data.data());
+    return data;
+  }
+  Job job_;
+  std::vector<int> ranks_;
+  std::vector<std::vector<std::byte>> kept_;
+};
 
 // One run of `who` on fresh inputs, every element checked: #wrong over all ranks.
-std::uint64_t checked_run(Backend& b, World& world, const RunOptions& opt, const Job& job, Subject who, Placement p) {
-  fill_inputs(b, job, p);
+std::uint64_t checked_run(Backend& b, World& world, const RunOptions& opt, const Job& job, const Inputs& inputs, Subject who,
+                          Placement p) {
+  inputs.write(b, p);
   b.run(who, p);
   b.synchronize();
   std::vector<int> locals = b.local_ranks();
@@ -65,11 +87,11 @@ constexpr int kTimedBlocks = 5;
 // Times the plan in placement `p` and, when `native` is set, the native collective beside it:
 // warm-up, the timed iterations in alternating blocks each after a barrier, then one checked run
 // per subject. Times are the slowest rank's mean per iteration, as nccl-tests reports them.
-std::pair<Timing, Timing> measure(Backend& b, World& world, const RunOptions& opt, const Job& job, Placement p,
-                                  bool native) {
+std::pair<Timing, Timing> measure(Backend& b, World& world, const RunOptions& opt, const Job& job, const Inputs& inputs,
+                                  Placement p, bool native) {
   std::vector<Subject> who{Subject::Plan};
   if (native) who.push_back(Subject::Native);
-  fill_inputs(b, job, p);
+  inputs.write(b, p);
   for (Subject w : who) {
     for (int i = 0; i < opt.warmup; ++i) b.run(w, p);
     b.synchronize();
@@ -94,7 +116,7 @@ std::pair<Timing, Timing> measure(Backend& b, World& world, const RunOptions& op
     t[s].algbw_gbps = plan::algbw_gbps(job.req.bytes, t[s].time_us);
     t[s].busbw_gbps = t[s].algbw_gbps * plan::busbw_factor(job.req.coll, job.req.nranks);
     if (opt.check) {
-      t[s].wrong = checked_run(b, world, opt, job, who[s], p);
+      t[s].wrong = checked_run(b, world, opt, job, inputs, who[s], p);
       t[s].checked = true;
     }
   }
@@ -190,9 +212,11 @@ Results run(const RunOptions& opt, Backend& backend, World& world, std::ostream&
             backend.setup(s);
             if (opt.baseline) row.native_note = backend.native_cannot_run(ps.job);
             bool native = opt.baseline && row.native_note.empty();
+            Inputs inputs(backend, ps.job);
             std::tie(row.out_of_place, row.native_out_of_place) =
-                measure(backend, world, opt, ps.job, Placement::OutOfPlace, native);
-            std::tie(row.in_place, row.native_in_place) = measure(backend, world, opt, ps.job, Placement::InPlace, native);
+                measure(backend, world, opt, ps.job, inputs, Placement::OutOfPlace, native);
+            std::tie(row.in_place, row.native_in_place) =
+                measure(backend, world, opt, ps.job, inputs, Placement::InPlace, native);
             res.total_wrong += row.out_of_place.wrong + row.in_place.wrong;
             if (root) print_row(out, row);
             table.rows.push_back(std::move(row));
