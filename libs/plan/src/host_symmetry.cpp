@@ -111,6 +111,9 @@ bool swap_is_automorphism(const Topology& t, const std::vector<double>& w, const
 
 }  // namespace
 
+// Kept groups of a shape a group is tried against (see below).
+constexpr std::size_t kMirrorTries = 4;
+
 std::vector<char> mirrored_hosts(const Topology& t, const std::vector<double>& w) {
   std::size_t n = t.num_vertices();
   std::vector<Host> hosts;
@@ -150,12 +153,12 @@ std::vector<char> mirrored_hosts(const Topology& t, const std::vector<double>& w
     auto shape = signature(t, w, first, local, [&](VertexId u) { return std::uint64_t{1} << 62 | static_cast<std::uint64_t>(t.vertex(u).kind); });
     shape.push_back(groups[g].size());
     auto& kept = by_shape[std::move(shape)];
+    // Only the first few kept groups are tried: where groups mirror at all (the leaf groups of a
+    // fat-tree), the first one does; where none does (a torus, every host its own router), trying
+    // them all is quadratic in hosts for nothing. Skipping is optional, so the bound stays exact.
     bool mirrored = false;
-    for (std::size_t k : kept)
-      if (swap_is_automorphism(t, w, hosts, groups[k], groups[g], links)) {
-        mirrored = true;
-        break;
-      }
+    for (std::size_t i = 0; i < std::min(kept.size(), kMirrorTries) && !mirrored; ++i)
+      mirrored = swap_is_automorphism(t, w, hosts, groups[kept[i]], groups[g], links);
     if (mirrored)
       for (int h : groups[g]) mark(h);
     else
