@@ -109,55 +109,73 @@ void single_switch(Topology& t, const Spec& s, const std::vector<HostNics>& host
 // Rail-optimised two-tier Clos (the layout of NVIDIA's DGX SuperPOD reference architecture):
 // NIC i of every host goes to a leaf of rail i % rails, so same-rail traffic crosses one leaf
 // and only cross-rail or cross-leaf traffic climbs to the spines, which every leaf reaches.
+//
+// A switch port runs at its line rate whatever the fabric's size: uplinks run at the rate of
+// the NIC ports they serve (or uplink_gbps), and oversubscription means fewer uplinks, not
+// slower ones. Every leaf is cabled alike, with enough uplinks for the fullest leaf's ports in
+// use over the oversubscription; a small cluster (2 hosts: 2 ports a leaf) thus gets 2 spines at
+// port rate, not the 32 thin links of a half-empty 64-port leaf's full complement.
 void fat_tree(Topology& t, const Spec& s, const std::vector<HostNics>& hosts) {
-  check_params(s, {"rails", "oversub", "leaf_radix", "spines"});
+  check_params(s, {"rails", "oversub", "leaf_radix", "spines", "uplink_gbps"});
   std::size_t max_nics = 0;
   for (auto& h : hosts) max_nics = std::max(max_nics, h.nics.size());
   int rails = param_int(s, "rails", static_cast<int>(max_nics), 1);
   double oversub = param_real(s, "oversub", 1.0, 1.0);
   int radix = param_int(s, "leaf_radix", kDefaultLeafRadix, 2);
+  double uplink_gbps = param_real(s, "uplink_gbps", 0.0, 0.0);
+  if (s.params.count("uplink_gbps") && !(uplink_gbps > 0)) throw InputError("fabric fat-tree: uplink_gbps must be > 0");
   int down = radix / 2;  // NIC-facing ports per leaf
-  int up = std::max(1, static_cast<int>(std::ceil(down / oversub)));
 
   // Ports of each rail, in host order.
   std::vector<std::vector<VertexId>> rail_ports(static_cast<std::size_t>(rails));
   for (auto& h : hosts)
     for (std::size_t i = 0; i < h.nics.size(); ++i) rail_ports[i % static_cast<std::size_t>(rails)].push_back(h.nics[i]);
 
-  std::vector<VertexId> leaves;
-  std::vector<double> leaf_down_gbps;
+  struct Leaf {
+    VertexId id;
+    std::size_t ports = 0;  // NIC ports in use
+    double port_gbps = 0;   // the fastest of them: the rate its uplinks run at
+  };
+  std::vector<Leaf> leaves;
+  std::size_t fullest = 0;
   for (int r = 0; r < rails; ++r) {
     auto& ports = rail_ports[static_cast<std::size_t>(r)];
     for (std::size_t first = 0, k = 0; first < ports.size(); first += static_cast<std::size_t>(down), ++k) {
-      VertexId leaf = add_switch(t, "fabric/leaf" + std::to_string(r) + "." + std::to_string(k),
-                                 "rail " + std::to_string(r) + " leaf " + std::to_string(k));
-      double bw = 0;
+      Leaf leaf{add_switch(t, "fabric/leaf" + std::to_string(r) + "." + std::to_string(k),
+                           "rail " + std::to_string(r) + " leaf " + std::to_string(k))};
       for (std::size_t p = first; p < std::min(ports.size(), first + static_cast<std::size_t>(down)); ++p) {
-        nic_link(t, ports[p], leaf);
-        bw += t.vertex(ports[p]).port_gbps;
+        nic_link(t, ports[p], leaf.id);
+        ++leaf.ports;
+        leaf.port_gbps = std::max(leaf.port_gbps, t.vertex(ports[p]).port_gbps);
       }
+      fullest = std::max(fullest, leaf.ports);
       leaves.push_back(leaf);
-      leaf_down_gbps.push_back(bw);
     }
   }
-  std::string note = "fabric fat-tree: " + std::to_string(rails) + " rail(s), " + std::to_string(leaves.size()) +
-                     " leaves of " + std::to_string(radix) + " ports (" + std::to_string(down) + " down, " +
+  // Uplink ports per leaf: the fullest leaf's downlinks over the oversubscription, at least one.
+  int up = std::max(1, static_cast<int>(std::ceil(static_cast<double>(fullest) / oversub - 1e-9)));
+  std::string note = "fabric fat-tree: " + std::to_string(rails) + " rail(s), " + std::to_string(leaves.size()) + " leaves of " +
+                     std::to_string(radix) + " ports (" + std::to_string(fullest) + " of " + std::to_string(down) + " down in use, " +
                      std::to_string(up) + " up), oversubscription " + fmt_num(oversub) + ":1";
   if (leaves.size() == 1) {
     t.notes.push_back(note + ", one leaf holds every port: no spine");
     return;
   }
   int spines = param_int(s, "spines", up, 1);
+  // One link per (leaf, spine) stands for the uplink ports between them: each leaf spreads its
+  // uplinks evenly over the spines, at least one port to each.
+  int lanes = std::max(1, (up + spines - 1) / spines);
   LinkType type = fabric_link_type(t, hosts.front().nics.front());
   std::vector<VertexId> spine_ids;
   for (int k = 0; k < spines; ++k) spine_ids.push_back(add_switch(t, "fabric/spine" + std::to_string(k), "spine " + std::to_string(k)));
-  // Each leaf's uplink bandwidth is its downlink bandwidth over the oversubscription, spread
-  // evenly over the spines; one link per (leaf, spine) stands for the up/spines cables between them.
-  int lanes = std::max(1, up / spines);
-  for (std::size_t l = 0; l < leaves.size(); ++l)
-    for (VertexId sp : spine_ids)
-      t.add_link({leaves[l], sp, type, leaf_down_gbps[l] / oversub / spines, hw::kSwitchLatencyUs, lanes});
-  note += ", " + std::to_string(spines) + " spines";
+  for (const Leaf& leaf : leaves) {
+    double rate = uplink_gbps > 0 ? uplink_gbps : leaf.port_gbps;
+    for (VertexId sp : spine_ids) t.add_link({leaf.id, sp, type, rate * lanes, hw::kSwitchLatencyUs, lanes});
+  }
+  note += ", " + std::to_string(spines) + " spines, " + std::to_string(lanes) + " uplink(s) of " +
+          fmt_num(uplink_gbps > 0 ? uplink_gbps : leaves.front().port_gbps) + " GB/s from each leaf to each";
+  if (lanes * spines > up)
+    note += " (" + std::to_string(lanes * spines) + " uplinks in all: spines do not divide " + std::to_string(up) + ")";
   if (static_cast<int>(leaves.size()) * lanes > radix)
     note += " (each spine needs " + std::to_string(leaves.size() * static_cast<std::size_t>(lanes)) +
             " ports: modelled as a modular director switch)";

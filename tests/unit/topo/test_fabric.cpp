@@ -41,12 +41,52 @@ TEST_CASE("fat-tree: rails, leaves, spines and oversubscription") {
   CHECK(o.vertices_of(VertexKind::NetSwitch).size() == 4 + 2);
   CHECK(spines(o).size() == 2);
   CHECK(cut_gbps(o, {o.at("fabric/leaf0.0")}, spines(o)) == doctest::Approx(100));
-  CHECK(o.notes.back() == "fabric fat-tree: 2 rail(s), 4 leaves of 8 ports (4 down, 2 up), oversubscription 2:1, 2 spines");
+  CHECK(o.notes.back() ==
+        "fabric fat-tree: 2 rail(s), 4 leaves of 8 ports (4 of 4 down in use, 2 up), oversubscription 2:1, 2 spines, 1 uplink(s) of "
+        "50 GB/s from each leaf to each");
 
   // One rail: both NICs of a host on the same leaf.
   Topology one = mini_cluster(2, "fat-tree:rails=1");
   CHECK(one.count(VertexKind::NetSwitch) == 1);
-  CHECK(one.notes.back() == "fabric fat-tree: 1 rail(s), 1 leaves of 64 ports (32 down, 32 up), oversubscription 1:1, one leaf holds every port: no spine");
+  CHECK(one.notes.back() ==
+        "fabric fat-tree: 1 rail(s), 1 leaves of 64 ports (4 of 32 down in use, 4 up), oversubscription 1:1, one leaf holds every port: no "
+        "spine");
+}
+
+TEST_CASE("fat-tree: leaf uplinks run at port rate however few ports a leaf uses") {
+  // 2 hosts x 2 NICs on 2 rails: each leaf serves 2 ports of its 32. It used to spread those
+  // 2 x 50 GB/s over 32 spines of 3.125 GB/s, so cross-rail traffic crawled (or detoured
+  // through the hosts' PCIe and CPUs).
+  Topology t = mini_cluster(2, "fat-tree:rails=2");
+  std::size_t uplinks = 0;
+  for (const Link& l : t.links()) {
+    bool a_leaf = t.vertex(l.a).id.find("leaf") != std::string::npos, b_spine = t.vertex(l.b).id.find("spine") != std::string::npos;
+    if (!a_leaf || !b_spine) continue;
+    ++uplinks;
+    CHECK(l.bw_gbps == doctest::Approx(50));
+    CHECK(l.lanes == 1);
+  }
+  CHECK(uplinks == 2 * 2);  // 2 leaves x 2 spines
+  CHECK(t.notes.back() ==
+        "fabric fat-tree: 2 rail(s), 2 leaves of 64 ports (2 of 32 down in use, 2 up), oversubscription 1:1, 2 spines, 1 uplink(s) "
+        "of 50 GB/s from each leaf to each");
+  // A cross-rail route climbs one spine at port rate.
+  Path p = Router(t).route(t.at("n0/nic0"), t.at("n1/nic1"));
+  CHECK(p.hops.size() == 4);
+  CHECK(p.bottleneck_gbps == doctest::Approx(50));
+
+  // 2:1 halves the uplinks, not their rate; uplink_gbps sets the rate; fewer spines take more lanes.
+  Topology o = mini_cluster(4, "fat-tree:rails=2,oversub=2");
+  CHECK(o.notes.back() ==
+        "fabric fat-tree: 2 rail(s), 2 leaves of 64 ports (4 of 32 down in use, 2 up), oversubscription 2:1, 2 spines, 1 uplink(s) "
+        "of 50 GB/s from each leaf to each");
+  Topology f = mini_cluster(4, "fat-tree:rails=2,uplink_gbps=100,spines=1");
+  CHECK(f.notes.back() ==
+        "fabric fat-tree: 2 rail(s), 2 leaves of 64 ports (4 of 32 down in use, 4 up), oversubscription 1:1, 1 spines, 4 uplink(s) "
+        "of 100 GB/s from each leaf to each");
+  CHECK(Router(f).route(f.at("n0/nic0"), f.at("n1/nic1")).bottleneck_gbps == doctest::Approx(50));
+  CHECK(cut_gbps(f, {f.at("fabric/leaf0.0")}, {f.at("fabric/spine0")}) == doctest::Approx(400));
+  CHECK_THROWS_WITH_AS(mini_cluster(2, "fat-tree:uplink_gbps=0"), "fabric fat-tree: uplink_gbps must be > 0", InputError);
 }
 
 TEST_CASE("torus: one router per host, wrap-around links") {
@@ -71,7 +111,8 @@ TEST_CASE("fabric specs are checked") {
   CHECK_THROWS_WITH_AS(mini_cluster(2, "fat-tree:rails=0"), "fabric fat-tree: rails=0: expected an integer >= 1", InputError);
   CHECK_THROWS_WITH_AS(mini_cluster(2, "fat-tree:oversub=0.5"), "fabric fat-tree: oversub=0.5: expected a number >= 1", InputError);
   CHECK_THROWS_WITH_AS(mini_cluster(2, "fat-tree:raisl=2"),
-                       "fabric fat-tree: unknown parameter \"raisl\" (it takes: rails, oversub, leaf_radix, spines)", InputError);
+                       "fabric fat-tree: unknown parameter \"raisl\" (it takes: rails, oversub, leaf_radix, spines, uplink_gbps)",
+                       InputError);
   CHECK_THROWS_WITH_AS(mini_cluster(6, "torus:dims=2x2"), "fabric torus: dims=2x2 holds 4 hosts, the cluster has 6", InputError);
   CHECK_THROWS_WITH_AS(mini_cluster(4, "torus"), "fabric torus: give dims, e.g. torus:dims=4x4 or torus:dims=4x4x8", InputError);
   CHECK_THROWS_WITH_AS(mini_cluster(4, "torus:dims=4"), "fabric torus: dims=4: a torus here has 2 or 3 dimensions", InputError);
