@@ -24,8 +24,11 @@ class Rules {
   // `host`: a dense host number per vertex (-1 for fabric). `allowed`: when given, the hosts a
   // targeted search may enter (the destinations' hosts); a route never crosses a third host,
   // so leaving the others out changes no route and saves flooding every host of a cluster.
-  Rules(const Topology& t, const std::vector<int>& host, VertexId src, const std::vector<char>* allowed = nullptr)
-      : t_(t), host_(host), src_(src), src_host_(host[src]), allowed_(allowed) {}
+  // `aff`: when given, the route leaves the source's host only through one of the source's NICs
+  // and, for a single destination `dst`, enters its host only through one of dst's (affinity.h).
+  Rules(const Topology& t, const std::vector<int>& host, VertexId src, const std::vector<char>* allowed = nullptr,
+        const NicAffinity* aff = nullptr, std::optional<VertexId> dst = std::nullopt)
+      : t_(t), host_(host), src_(src), src_host_(host[src]), allowed_(allowed), aff_(aff), dst_(dst) {}
 
   // May a route continue from u (already reached) over to w?
   bool step(VertexId u, VertexId w) const {
@@ -36,6 +39,12 @@ class Rules {
     if (!u_home && !u_fabric) return hw == hu;                     // inside the far host: stay there
     if (!u_home && hw == src_host_ && src_host_ >= 0) return false;  // no re-entry
     if (allowed_ && hw >= 0 && hw != src_host_ && !(*allowed_)[static_cast<std::size_t>(hw)]) return false;
+    if (aff_) {
+      bool leaving = u_home && src_host_ >= 0 && hw != src_host_;
+      if (leaving && t_.vertex(u).kind == VertexKind::Nic && !aff_->allows(src_, u)) return false;
+      bool entering = dst_ && hw >= 0 && hw == host_[*dst_] && hu != hw;
+      if (entering && t_.vertex(w).kind == VertexKind::Nic && !aff_->allows(*dst_, w)) return false;
+    }
     return true;
   }
 
@@ -45,6 +54,8 @@ class Rules {
   VertexId src_;
   int src_host_;
   const std::vector<char>* allowed_;
+  const NicAffinity* aff_;
+  std::optional<VertexId> dst_;
 };
 
 // What a search needs besides the topology: host numbers, and for targeted searches the
@@ -54,6 +65,8 @@ struct Search {
   const std::vector<int>& host;
   const std::vector<VertexId>* targets = nullptr;
   std::vector<char> allowed;  // per host number, when targets are given
+  const NicAffinity* aff = nullptr;
+  std::optional<VertexId> dst;  // the one destination whose entry NICs `aff` restricts
 
   Search(const Topology& topo, const std::vector<int>& hosts, const std::vector<VertexId>* dsts = nullptr)
       : t(topo), host(hosts), targets(dsts) {
@@ -64,7 +77,7 @@ struct Search {
     for (VertexId d : *targets)
       if (host[d] >= 0) allowed[static_cast<std::size_t>(host[d])] = 1;
   }
-  Rules rules(VertexId src) const { return Rules(t, host, src, targets ? &allowed : nullptr); }
+  Rules rules(VertexId src) const { return Rules(t, host, src, targets ? &allowed : nullptr, aff, dst); }
 };
 
 // Pass 1: the widest (max bottleneck) bandwidth from src to every vertex; with `targets`, it
@@ -160,19 +173,6 @@ Path self_path(const Topology& t, VertexId v) {
   return p;
 }
 
-Path extract(const Topology& t, const ShortestTree& s, VertexId src, VertexId dst, double bottleneck) {
-  Path p;
-  p.src = src;
-  p.dst = dst;
-  if (s.label[dst].hops == std::numeric_limits<std::uint32_t>::max()) return p;
-  p.found = true;
-  p.bottleneck_gbps = bottleneck;
-  p.latency_us = s.label[dst].latency;
-  for (VertexId v = dst; v != src; v = s.parent[v]) p.hops.push_back(hop_from(t, s.parent_link[v], s.parent[v]));
-  std::reverse(p.hops.begin(), p.hops.end());
-  return p;
-}
-
 }  // namespace
 
 bool forwards(VertexKind kind) { return kind != VertexKind::Gpu; }
@@ -239,30 +239,23 @@ Path Router::route(VertexId src, VertexId dst) const { return routes_to(src, {ds
 Path Router::route_ranks(Rank a, Rank b) const { return route(t_.rank_vertex(a), t_.rank_vertex(b)); }
 
 std::vector<Path> Router::routes_from(VertexId src) const {
-  Search all(t_, host_);
-  auto best = widest(all, src);
-  std::vector<Path> out(t_.num_vertices());
-  // One shortest-path pass per distinct bottleneck value; topologies have few distinct link
-  // bandwidths, so this stays a handful of passes even for 100k vertices.
-  std::vector<double> levels;
-  for (VertexId v = 0; v < best.size(); ++v)
-    if (v != src && best[v] > 0) levels.push_back(best[v]);
-  std::sort(levels.begin(), levels.end());
-  levels.erase(std::unique(levels.begin(), levels.end(), [](double x, double y) { return at_least(x, y) && at_least(y, x); }),
-               levels.end());
-  for (VertexId v = 0; v < out.size(); ++v) {
-    out[v].src = src;
-    out[v].dst = v;
+  std::vector<VertexId> all(t_.num_vertices());
+  for (VertexId v = 0; v < all.size(); ++v) all[v] = v;
+  return routes_to(src, all);
+}
+
+const NicAffinity& Router::affinity() const {
+  if (!aff_) aff_ = std::make_shared<NicAffinity>(nic_affinity(t_));
+  return *aff_;
+}
+
+const NicAffinity& Router::no_affinity() const {
+  if (!none_) {
+    none_ = std::make_shared<NicAffinity>();
+    none_->nics.assign(t_.num_vertices(), {});
+    none_->set.assign(t_.num_vertices(), -1);
   }
-  for (double level : levels) {
-    ShortestTree s = shortest(all, src, level);
-    for (VertexId v = 0; v < best.size(); ++v) {
-      if (v == src || best[v] <= 0) continue;
-      if (at_least(best[v], level) && at_least(level, best[v])) out[v] = extract(t_, s, src, v, best[v]);
-    }
-  }
-  out[src] = self_path(t_, src);
-  return out;
+  return *none_;
 }
 
 std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& dsts) const {
@@ -290,21 +283,32 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
     return left;
   };
 
-  // Destinations in other hosts go through the fabric tables (routing_across.cpp) when the
-  // source is in a host; the rest, and every destination when tables are off, through the
-  // plain searches below.
+  // Destinations outside the source's host (another host, or the fabric from a host) go
+  // through AcrossHosts (routing_across.cpp), which keeps to the NICs of source and destination;
+  // the rest through the plain searches below.
   std::vector<char> across(dsts.size(), 0);
-  std::unique_ptr<routing::AcrossHosts> tables;
-  if (fabric_tables_ && host_[src] >= 0) {
-    bool any = false;
+  bool any = false;
+  for (std::size_t i = 0; i < dsts.size(); ++i) {
+    int hs = host_[src], hd = host_[dsts[i]];
+    across[i] = dsts[i] != src && hd != hs && (hs >= 0 || hd >= 0);
+    any = any || across[i];
+  }
+  std::vector<double> bottleneck(dsts.size(), 0.0);
+  std::unique_ptr<routing::AcrossHosts> tables, unrestricted;
+  if (any) {
+    if (!fabric_) fabric_ = std::make_shared<routing::FabricTables>(t_, host_, num_hosts_);
+    bool use = fabric_tables_ && fabric_->pays;
+    tables = std::make_unique<routing::AcrossHosts>(*fabric_, affinity(), src, use);
     for (std::size_t i = 0; i < dsts.size(); ++i) {
-      across[i] = dsts[i] != src && host_[dsts[i]] >= 0 && host_[dsts[i]] != host_[src];
-      any = any || across[i];
-    }
-    if (any) {
-      if (!fabric_) fabric_ = std::make_shared<routing::FabricTables>(t_, host_, num_hosts_);
-      if (fabric_->pays) tables = std::make_unique<routing::AcrossHosts>(*fabric_, src);
-      else std::fill(across.begin(), across.end(), 0);
+      if (!across[i]) continue;
+      bottleneck[i] = tables->bottleneck(dsts[i]);
+      // No route through the NICs of both ends (a rail-only network has no path from one rail to
+      // another): any NIC will do then, rather than no route at all.
+      if (bottleneck[i] <= 0) {
+        if (!unrestricted) unrestricted = std::make_unique<routing::AcrossHosts>(*fabric_, no_affinity(), src, use);
+        bottleneck[i] = unrestricted->bottleneck(dsts[i]);
+        across[i] = 2;
+      }
     }
   }
 
@@ -312,7 +316,6 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
   std::vector<VertexId> others;
   for (std::size_t i = 0; i < dsts.size(); ++i)
     if (dsts[i] != src && !across[i]) others.push_back(dsts[i]);
-  std::vector<double> bottleneck(dsts.size(), 0.0);
   if (!others.empty()) {
     w.begin();
     std::size_t left = mark_wanted(others);
@@ -340,8 +343,6 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
     for (std::size_t i = 0; i < dsts.size(); ++i)
       if (dsts[i] != src && !across[i]) bottleneck[i] = w.done[dsts[i]] ? w.best[dsts[i]] : 0.0;
   }
-  for (std::size_t i = 0; i < dsts.size(); ++i)
-    if (across[i]) bottleneck[i] = tables->bottleneck(dsts[i]);
 
   // Pass 2: per distinct bottleneck, fewest hops then least latency over links that wide.
   std::vector<std::pair<double, std::vector<std::size_t>>> levels;
@@ -361,8 +362,7 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
   for (auto& [level, all] : levels) {
     std::vector<std::size_t> idx;
     for (std::size_t i : all) {
-      std::optional<Path> p = across[i] ? tables->path(dsts[i], level) : std::nullopt;
-      if (p) out[i] = std::move(*p);
+      if (across[i]) out[i] = (across[i] == 1 ? tables : unrestricted)->path(dsts[i], level);
       else idx.push_back(i);
     }
     if (idx.empty()) continue;
@@ -411,8 +411,18 @@ std::vector<Path> Router::equal_cost_paths(VertexId src, VertexId dst, std::size
     out.push_back(self_path(t_, src));
     return out;
   }
+  // Between hosts, the alternatives keep to the NICs of both ends, as route() does (and drop
+  // that rule where it leaves no path at all).
   Search all(t_, host_);
+  if (host_[dst] != host_[src]) {
+    all.aff = &affinity();
+    all.dst = dst;
+  }
   auto best = widest(all, src);
+  if (best[dst] <= 0 && all.aff) {
+    all.aff = nullptr;
+    best = widest(all, src);
+  }
   if (best[dst] <= 0) return out;
   double threshold = best[dst];
   ShortestTree s = shortest(all, src, threshold);

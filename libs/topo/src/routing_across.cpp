@@ -1,23 +1,28 @@
-// Routes between hosts through shared fabric tables (routing_internal.h, AcrossHosts): the plain
-// searches of routing.cpp flood the whole fabric once per source, which on a 2048-host
-// rail-optimised fat-tree (544 switches, 33k fabric links) made routing 16k sources cost more
+// Routes out of a source's host (routing_internal.h, AcrossHosts): through
+// shared fabric tables where they pay, since the plain searches of routing.cpp
+// flood the whole fabric once per source, which on a 2048-host rail-optimised
+// fat-tree (544 switches, 33k fabric links) made routing 16k sources cost more
 // than the rest of a simulation together.
 
+#include <algorithm>
 #include <optional>
 #include <queue>
 
+#include "collkit/core/error.h"
 #include "routing_internal.h"
 
 namespace collkit::topo::routing {
 
 namespace {
 
-// Fabric tables hold |fabric| labels per entry vertex (a fabric vertex next to a host). They pay
-// when many hosts share an entry (a leaf serves 32 hosts on each rail): the plain search floods
-// the fabric once per source, the tables once per entry. Where every host has its own entries (a
-// torus of per-host routers) they save nothing and would cost |fabric|^2, so the plain searches
-// serve; small fabrics use the tables either way (the tests compare both on them). Tables stop
-// at 8 M labels in all (about 200 MB, with the widest ones): 8192 hosts on a two-tier tree fit.
+// Fabric tables hold |fabric| labels per entry vertex (a fabric vertex next to
+// a host). They pay when many hosts share an entry (a leaf serves 32 hosts on
+// each rail): a search per source floods the fabric once per source, the tables
+// once per entry. Where every host has its own entries (a torus of per-host
+// routers) they save nothing and would cost |fabric|^2, so each source searches
+// the fabric; small fabrics use the tables either way (the tests compare both
+// on them). Tables stop at 8 M labels in all (about 200 MB, with the widest
+// ones): 8192 hosts on a two-tier tree fit.
 constexpr std::size_t kFabricSmall = 256;
 constexpr std::size_t kTableLabelsMax = std::size_t{1} << 23;
 
@@ -25,13 +30,27 @@ using Widest = std::pair<double, VertexId>;  // max-heap: widest first
 
 }  // namespace
 
-FabricTables::FabricTables(const Topology& topo, const std::vector<int>& hosts, int num_hosts)
-    : t(topo), host(hosts), pos(topo.num_vertices(), 0), members(static_cast<std::size_t>(num_hosts)), fwd(topo.num_vertices(), 0) {
+FabricTables::FabricTables(const Topology &topo, const std::vector<int> &hosts, int num_hosts)
+    : t(topo),
+      host(hosts),
+      pos(topo.num_vertices(), 0),
+      members(static_cast<std::size_t>(num_hosts)),
+      fwd(topo.num_vertices(), 0),
+      nic(topo.num_vertices(), 0),
+      port(topo.num_links(), 0) {
   for (VertexId v = 0; v < topo.num_vertices(); ++v) {
     fwd[v] = forwards(topo.vertex(v).kind) ? 1 : 0;
-    auto& list = host[v] < 0 ? fabric : members[static_cast<std::size_t>(host[v])];
+    nic[v] = topo.vertex(v).kind == VertexKind::Nic ? 1 : 0;
+    auto &list = host[v] < 0 ? fabric : members[static_cast<std::size_t>(host[v])];
     pos[v] = static_cast<std::uint32_t>(list.size());
     list.push_back(v);
+  }
+  for (VertexId f : fabric) {
+    std::vector<LinkId> down;
+    for (const Adjacent &a : topo.adjacent(f))
+      if (host[a.peer] >= 0) down.push_back(a.link);
+    std::sort(down.begin(), down.end());
+    for (std::size_t k = 0; k < down.size(); ++k) port[down[k]] = static_cast<std::uint32_t>(k);
   }
   widest_from.resize(fabric.size());
   pays = pay();
@@ -42,15 +61,16 @@ bool FabricTables::pay() const {
   std::size_t entries = 0;
   for (VertexId f : fabric) {
     bool entry = false;
-    for (const Adjacent& a : t.adjacent(f)) entry = entry || host[a.peer] >= 0;
+    for (const Adjacent &a : t.adjacent(f)) entry = entry || host[a.peer] >= 0;
     entries += entry ? 1 : 0;
   }
   return 2 * entries <= members.size() && entries * fabric.size() <= kTableLabelsMax;
 }
 
-// The widest bottleneck from `entry` to every fabric vertex over fabric vertices only.
-const std::vector<double>& FabricTables::widest(VertexId entry) {
-  std::vector<double>& best = widest_from[pos[entry]];
+// The widest bottleneck from `entry` to every fabric vertex over fabric
+// vertices only.
+const std::vector<double> &FabricTables::widest(VertexId entry) {
+  std::vector<double> &best = widest_from[pos[entry]];
   if (!best.empty()) return best;
   best.assign(fabric.size(), 0.0);
   std::vector<char> done(fabric.size(), 0);
@@ -62,8 +82,8 @@ const std::vector<double>& FabricTables::widest(VertexId entry) {
     heap.pop();
     if (done[pos[u]]) continue;
     done[pos[u]] = 1;
-    if (!fwd[u]) continue;
-    for (const Adjacent& a : t.adjacent(u)) {
+    if (!fwd[u] && u != entry) continue;
+    for (const Adjacent &a : t.adjacent(u)) {
       if (host[a.peer] >= 0 || done[pos[a.peer]]) continue;
       double nb = std::min(bw, t.link(a.link).bw_gbps);
       if (nb > best[pos[a.peer]]) {
@@ -75,15 +95,15 @@ const std::vector<double>& FabricTables::widest(VertexId entry) {
   return best;
 }
 
-// Fewest hops, then least latency, from `entry` to every fabric vertex over fabric vertices
-// and links at least `level` wide.
-const std::vector<Label>& FabricTables::shortest(VertexId entry, double level) {
-  auto it = std::find_if(shortest_from.begin(), shortest_from.end(), [&](const auto& l) { return l.first == level; });
+// Fewest hops, then least latency, from `entry` to every fabric vertex over
+// fabric vertices and links at least `level` wide.
+const std::vector<Label> &FabricTables::shortest(VertexId entry, double level) {
+  auto it = std::find_if(shortest_from.begin(), shortest_from.end(), [&](const auto &l) { return l.first == level; });
   if (it == shortest_from.end()) {
     shortest_from.push_back({level, std::vector<std::vector<Label>>(fabric.size())});
     it = shortest_from.end() - 1;
   }
-  std::vector<Label>& label = it->second[pos[entry]];
+  std::vector<Label> &label = it->second[pos[entry]];
   if (!label.empty()) return label;
   label.assign(fabric.size(), Label{});
   std::vector<char> done(fabric.size(), 0);
@@ -95,9 +115,9 @@ const std::vector<Label>& FabricTables::shortest(VertexId entry, double level) {
     heap.pop();
     if (done[pos[u]]) continue;
     done[pos[u]] = 1;
-    if (!fwd[u]) continue;
-    for (const Adjacent& a : t.adjacent(u)) {
-      const Link& l = t.link(a.link);
+    if (!fwd[u] && u != entry) continue;
+    for (const Adjacent &a : t.adjacent(u)) {
+      const Link &l = t.link(a.link);
       if (host[a.peer] >= 0 || done[pos[a.peer]] || !at_least(l.bw_gbps, level)) continue;
       Label nl = plus(label[pos[u]], l);
       if (nl < label[pos[a.peer]]) {
@@ -109,17 +129,25 @@ const std::vector<Label>& FabricTables::shortest(VertexId entry, double level) {
   return label;
 }
 
-AcrossHosts::AcrossHosts(FabricTables& f, VertexId src) : f_(f), t_(f.t), src_(src), home_(f.host[src]) {}
+AcrossHosts::AcrossHosts(FabricTables &f, const NicAffinity &aff, VertexId src, bool use_tables)
+    : f_(f), aff_(aff), t_(f.t), src_(src), home_(f.host[src]), use_tables_(use_tables) {}
+
+bool AcrossHosts::entry_ok(VertexId y, int set) const {
+  if (!f_.nic[y] || set < 0) return true;
+  const auto &allowed = aff_.sets[static_cast<std::size_t>(set)];
+  return std::find(allowed.begin(), allowed.end(), y) != allowed.end();
+}
 
 // The plain search's relaxation of v from u (routing_internal.h).
-bool AcrossHosts::relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link) const {
+bool AcrossHosts::relax(Local &l, VertexId v, Label nl, VertexId u, LinkId link) const {
   std::uint32_t k = f_.pos[v];
   return routing::relax(l.label[k], l.parent[k], l.parent_link[k], src_, v, nl, u, link);
 }
 
-// Completes the search inside host h from the labels already seeded in l (widest: l.best).
-void AcrossHosts::search_host(int h, Local& l, bool widest, double level) const {
-  const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
+// Completes the search inside host h from the labels already seeded in l
+// (widest: l.best).
+void AcrossHosts::search_host(int h, Local &l, bool widest, double level) const {
+  const std::vector<VertexId> &m = f_.members[static_cast<std::size_t>(h)];
   std::vector<char> done(m.size(), 0);
   if (widest) {
     std::priority_queue<Widest> heap;
@@ -131,7 +159,7 @@ void AcrossHosts::search_host(int h, Local& l, bool widest, double level) const 
       if (done[f_.pos[u]]) continue;
       done[f_.pos[u]] = 1;
       if (!may_leave(u)) continue;
-      for (const Adjacent& a : t_.adjacent(u)) {
+      for (const Adjacent &a : t_.adjacent(u)) {
         if (f_.host[a.peer] != h || done[f_.pos[a.peer]]) continue;
         double nb = std::min(bw, t_.link(a.link).bw_gbps);
         if (nb > l.best[f_.pos[a.peer]]) {
@@ -151,153 +179,239 @@ void AcrossHosts::search_host(int h, Local& l, bool widest, double level) const 
     if (done[f_.pos[u]]) continue;
     done[f_.pos[u]] = 1;
     if (!may_leave(u)) continue;
-    for (const Adjacent& a : t_.adjacent(u)) {
-      const Link& l2 = t_.link(a.link);
+    for (const Adjacent &a : t_.adjacent(u)) {
+      const Link &l2 = t_.link(a.link);
       if (f_.host[a.peer] != h || done[f_.pos[a.peer]] || !at_least(l2.bw_gbps, level)) continue;
       if (relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link)) heap.push({l.label[f_.pos[a.peer]], a.peer});
     }
   }
 }
 
+// Completes a search of the fabric (fabric vertices only) from the labels
+// seeded in l: what the tables give when they do not pay.
+void AcrossHosts::search_fabric(Local &l, bool widest, double level) const {
+  std::vector<char> done(f_.fabric.size(), 0);
+  if (widest) {
+    std::priority_queue<Widest> heap;
+    for (VertexId v : f_.fabric)
+      if (l.best[f_.pos[v]] > 0) heap.push({l.best[f_.pos[v]], v});
+    while (!heap.empty()) {
+      auto [bw, u] = heap.top();
+      heap.pop();
+      if (done[f_.pos[u]]) continue;
+      done[f_.pos[u]] = 1;
+      if (!may_leave(u)) continue;
+      for (const Adjacent &a : t_.adjacent(u)) {
+        if (f_.host[a.peer] >= 0 || done[f_.pos[a.peer]]) continue;
+        double nb = std::min(bw, t_.link(a.link).bw_gbps);
+        if (nb > l.best[f_.pos[a.peer]]) {
+          l.best[f_.pos[a.peer]] = nb;
+          heap.push({nb, a.peer});
+        }
+      }
+    }
+    return;
+  }
+  ShortestQueue heap;
+  for (VertexId v : f_.fabric)
+    if (l.label[f_.pos[v]].reached()) heap.push({l.label[f_.pos[v]], v});
+  while (!heap.empty()) {
+    VertexId u = heap.top().second;
+    heap.pop();
+    if (done[f_.pos[u]]) continue;
+    done[f_.pos[u]] = 1;
+    if (!may_leave(u)) continue;
+    for (const Adjacent &a : t_.adjacent(u)) {
+      const Link &l2 = t_.link(a.link);
+      if (f_.host[a.peer] >= 0 || done[f_.pos[a.peer]] || !at_least(l2.bw_gbps, level)) continue;
+      if (relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link)) heap.push({l.label[f_.pos[a.peer]], a.peer});
+    }
+  }
+}
+
+double AcrossHosts::from_best(VertexId u) const {
+  if (home_ >= 0 && f_.host[u] == home_) return exit_ok(u) ? home_w_.best[f_.pos[u]] : 0.0;
+  if (f_.host[u] < 0 && may_leave(u)) return fabric_w_.best[f_.pos[u]];
+  return 0.0;
+}
+
+Label AcrossHosts::from_label(const Level &lv, VertexId u) const {
+  if (home_ >= 0 && f_.host[u] == home_) return exit_ok(u) ? lv.home.label[f_.pos[u]] : Label{};
+  if (f_.host[u] < 0 && may_leave(u)) return lv.fabric.label[f_.pos[u]];
+  return Label{};
+}
+
 double AcrossHosts::bottleneck(VertexId dst) {
   if (!widest_done_) {
     widest_done_ = true;
-    const std::vector<VertexId>& home = f_.members[static_cast<std::size_t>(home_)];
-    home_w_.best.assign(home.size(), 0.0);
-    home_w_.best[f_.pos[src_]] = kInf;
-    search_host(home_, home_w_, true, 0);
     fabric_w_.best.assign(f_.fabric.size(), 0.0);
-    for (VertexId x : home) {
-      double bx = home_w_.best[f_.pos[x]];
-      if (bx <= 0 || !may_leave(x)) continue;
-      for (const Adjacent& a : t_.adjacent(x)) {
-        if (f_.host[a.peer] >= 0) continue;
-        double v = std::min(bx, t_.link(a.link).bw_gbps);
-        if (v <= 0) continue;
-        const std::vector<double>& w = f_.widest(a.peer);
-        for (std::size_t k = 0; k < w.size(); ++k) fabric_w_.best[k] = std::max(fabric_w_.best[k], std::min(v, w[k]));
+    if (home_ < 0) {
+      if (use_tables_) fabric_w_.best = f_.widest(src_);
+      else {
+        fabric_w_.best[f_.pos[src_]] = kInf;
+        search_fabric(fabric_w_, true, 0);
       }
+    } else {
+      const std::vector<VertexId> &home = f_.members[static_cast<std::size_t>(home_)];
+      home_w_.best.assign(home.size(), 0.0);
+      home_w_.best[f_.pos[src_]] = kInf;
+      search_host(home_, home_w_, true, 0);
+      for (VertexId x : home) {
+        double bx = home_w_.best[f_.pos[x]];
+        if (bx <= 0 || !exit_ok(x)) continue;
+        for (const Adjacent &a : t_.adjacent(x)) {
+          if (f_.host[a.peer] >= 0) continue;
+          double v = std::min(bx, t_.link(a.link).bw_gbps);
+          if (v <= 0) continue;
+          if (!use_tables_) {
+            double &b = fabric_w_.best[f_.pos[a.peer]];
+            b = std::max(b, v);
+            continue;
+          }
+          const std::vector<double> &w = f_.widest(a.peer);
+          for (std::size_t k = 0; k < w.size(); ++k) fabric_w_.best[k] = std::max(fabric_w_.best[k], std::min(v, w[k]));
+        }
+      }
+      if (!use_tables_) search_fabric(fabric_w_, true, 0);
     }
   }
-  return far_widest(f_.host[dst]).best[f_.pos[dst]];
+  if (f_.host[dst] < 0) return fabric_w_.best[f_.pos[dst]];
+  return far_widest(f_.host[dst], aff_.set[dst]).best[f_.pos[dst]];
 }
 
-const AcrossHosts::Local& AcrossHosts::far_widest(int h) {
-  for (const auto& [host, l] : far_w_)
-    if (host == h) return l;
+const AcrossHosts::Local &AcrossHosts::far_widest(int h, int set) {
+  if (far_w_.empty()) far_w_.resize(f_.members.size());
+  auto &cached = far_w_[static_cast<std::size_t>(h)];
+  for (const auto &[s, l] : cached)
+    if (s == set) return l;
   Local l;
-  const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
+  const std::vector<VertexId> &m = f_.members[static_cast<std::size_t>(h)];
   l.best.assign(m.size(), 0.0);
-  for (VertexId y : m)
-    for (const Adjacent& a : t_.adjacent(y)) {
-      VertexId u = a.peer;
-      double bu = 0;
-      if (f_.host[u] == home_ && may_leave(u)) bu = home_w_.best[f_.pos[u]];
-      else if (f_.host[u] < 0 && f_.fwd[u]) bu = fabric_w_.best[f_.pos[u]];
-      l.best[f_.pos[y]] = std::max(l.best[f_.pos[y]], std::min(bu, t_.link(a.link).bw_gbps));
+  for (VertexId y : m) {
+    if (!entry_ok(y, set)) continue;
+    for (const Adjacent &a : t_.adjacent(y)) {
+      if (f_.host[a.peer] == h) continue;
+      double &b = l.best[f_.pos[y]];
+      b = std::max(b, std::min(from_best(a.peer), t_.link(a.link).bw_gbps));
     }
+  }
   search_host(h, l, true, 0);
-  far_w_.emplace_back(h, std::move(l));
-  return far_w_.back().second;
+  cached.emplace_back(set, std::move(l));
+  return cached.back().second;
 }
 
-AcrossHosts::Level& AcrossHosts::level(double level) {
-  for (Level& lv : levels_)
+AcrossHosts::Level &AcrossHosts::level(double level) {
+  for (Level &lv : levels_)
     if (lv.level == level) return lv;
   Level lv;
   lv.level = level;
-  const std::vector<VertexId>& home = f_.members[static_cast<std::size_t>(home_)];
-  auto sized = [](Local& l, std::size_t n) {
+  auto sized = [](Local &l, std::size_t n) {
     l.label.assign(n, Label{});
     l.parent.assign(n, 0);
     l.parent_link.assign(n, 0);
   };
-  sized(lv.home, home.size());
-  lv.home.label[f_.pos[src_]] = {0, 0.0};
-  lv.home.parent[f_.pos[src_]] = src_;
-  search_host(home_, lv.home, false, level);
-  lv.fabric.label.assign(f_.fabric.size(), Label{});
-  for (VertexId x : home) {
-    const Label& lx = lv.home.label[f_.pos[x]];
-    if (!lx.reached() || !may_leave(x)) continue;
-    for (const Adjacent& a : t_.adjacent(x)) {
-      const Link& l = t_.link(a.link);
-      if (f_.host[a.peer] >= 0 || !at_least(l.bw_gbps, level)) continue;
-      Label base = plus(lx, l);
-      const std::vector<Label>& d = f_.shortest(a.peer, level);
-      for (std::size_t k = 0; k < d.size(); ++k) {
-        if (!d[k].reached()) continue;
-        Label c{base.hops + d[k].hops, base.latency + d[k].latency};
-        if (c < lv.fabric.label[k]) lv.fabric.label[k] = c;
+  sized(lv.fabric, f_.fabric.size());
+  if (home_ < 0) {
+    if (use_tables_) lv.fabric.label = f_.shortest(src_, level);
+    else {
+      lv.fabric.label[f_.pos[src_]] = {0, 0.0};
+      search_fabric(lv.fabric, false, level);
+    }
+  } else {
+    const std::vector<VertexId> &home = f_.members[static_cast<std::size_t>(home_)];
+    sized(lv.home, home.size());
+    lv.home.label[f_.pos[src_]] = {0, 0.0};
+    lv.home.parent[f_.pos[src_]] = src_;
+    search_host(home_, lv.home, false, level);
+    for (VertexId x : home) {
+      const Label &lx = lv.home.label[f_.pos[x]];
+      if (!lx.reached() || !exit_ok(x)) continue;
+      for (const Adjacent &a : t_.adjacent(x)) {
+        const Link &l = t_.link(a.link);
+        if (f_.host[a.peer] >= 0 || !at_least(l.bw_gbps, level)) continue;
+        Label base = plus(lx, l);
+        if (!use_tables_) {
+          relax(lv.fabric, a.peer, base, x, a.link);
+          continue;
+        }
+        const std::vector<Label> &d = f_.shortest(a.peer, level);
+        for (std::size_t k = 0; k < d.size(); ++k) {
+          if (!d[k].reached()) continue;
+          Label c{base.hops + d[k].hops, base.latency + d[k].latency};
+          if (c < lv.fabric.label[k]) lv.fabric.label[k] = c;
+        }
       }
     }
+    if (!use_tables_) search_fabric(lv.fabric, false, level);
   }
   levels_.push_back(std::move(lv));
   return levels_.back();
 }
 
-const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h) {
-  for (const auto& [host, l] : lv.far)
-    if (host == h) return l;
+const AcrossHosts::Local &AcrossHosts::far_shortest(Level &lv, int h, int set) {
+  if (lv.far.empty()) lv.far.resize(f_.members.size());
+  auto &cached = lv.far[static_cast<std::size_t>(h)];
+  for (const auto &[s, l] : cached)
+    if (s == set) return l;
   Local l;
-  const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
+  const std::vector<VertexId> &m = f_.members[static_cast<std::size_t>(h)];
   l.label.assign(m.size(), Label{});
   l.parent.assign(m.size(), 0);
   l.parent_link.assign(m.size(), 0);
-  for (VertexId y : m)
-    for (const Adjacent& a : t_.adjacent(y)) {
-      const Link& link = t_.link(a.link);
-      VertexId u = a.peer;
-      if (!at_least(link.bw_gbps, lv.level)) continue;
-      Label lu;
-      if (f_.host[u] == home_ && may_leave(u)) lu = lv.home.label[f_.pos[u]];
-      else if (f_.host[u] < 0 && f_.fwd[u]) lu = lv.fabric.label[f_.pos[u]];
-      if (lu.reached()) relax(l, y, plus(lu, link), u, a.link);
+  for (VertexId y : m) {
+    if (!entry_ok(y, set)) continue;
+    for (const Adjacent &a : t_.adjacent(y)) {
+      const Link &link = t_.link(a.link);
+      if (f_.host[a.peer] == h || !at_least(link.bw_gbps, lv.level)) continue;
+      Label lu = from_label(lv, a.peer);
+      if (lu.reached()) relax(l, y, plus(lu, link), a.peer, a.link);
     }
+  }
   search_host(h, l, false, lv.level);
-  lv.far.emplace_back(h, std::move(l));
-  return lv.far.back().second;
+  cached.emplace_back(set, std::move(l));
+  return cached.back().second;
 }
 
-std::optional<Path> AcrossHosts::path(VertexId dst, double lvl) {
-  Level& lv = level(lvl);
-  int h = f_.host[dst];
-  const Local& far = far_shortest(lv, h);
+Path AcrossHosts::path(VertexId dst, double lvl) {
+  Level &lv = level(lvl);
   Path p;
   p.src = src_;
   p.dst = dst;
-  if (!far.label[f_.pos[dst]].reached()) return p;
   VertexId v = dst;
-  while (f_.host[v] == h) {
-    p.hops.push_back(hop_from(t_, far.parent_link[f_.pos[v]], far.parent[f_.pos[v]]));
-    v = far.parent[f_.pos[v]];
-  }
-  while (f_.host[v] < 0) {
-    // v's predecessor: the lowest-ranked of the neighbours whose label plus the link ties v's.
-    const Label& want = lv.fabric.label[f_.pos[v]];
-    bool found = false;
-    VertexId best_u = 0;
-    LinkId best_link = 0;
-    std::uint64_t best_rank = 0;
-    for (const Adjacent& a : t_.adjacent(v)) {
-      const Link& l = t_.link(a.link);
-      VertexId u = a.peer;
-      if (!at_least(l.bw_gbps, lvl)) continue;
-      Label lu;
-      if (f_.host[u] < 0 && f_.fwd[u]) lu = lv.fabric.label[f_.pos[u]];
-      else if (f_.host[u] == home_ && may_leave(u)) lu = lv.home.label[f_.pos[u]];
-      if (!lu.reached() || !ties(plus(lu, l), want)) continue;
-      std::uint64_t rank = ecmp_rank(src_, v, a.link);
-      if (!found || rank < best_rank) {
-        found = true;
-        best_u = u;
-        best_link = a.link;
-        best_rank = rank;
-      }
+  std::uint32_t key = 0;
+  if (f_.host[dst] >= 0) {
+    int h = f_.host[dst];
+    const Local &far = far_shortest(lv, h, aff_.set[dst]);
+    if (!far.label[f_.pos[dst]].reached()) return p;
+    LinkId entry = 0;
+    while (f_.host[v] == h) {
+      entry = far.parent_link[f_.pos[v]];
+      p.hops.push_back(hop_from(t_, entry, far.parent[f_.pos[v]]));
+      v = far.parent[f_.pos[v]];
     }
-    if (!found) return std::nullopt;  // cannot happen when the labels are right; the plain search decides
-    p.hops.push_back(hop_from(t_, best_link, best_u));
-    v = best_u;
+    key = f_.host[v] < 0 ? f_.port[entry] : 0;
+  } else {
+    if (!lv.fabric.label[f_.pos[dst]].reached()) return p;
+    key = f_.pos[dst];
+  }
+  // Back through the fabric: among the predecessors whose label plus the link
+  // ties v's (the equal-cost choices), the one the destination's key picks at
+  // this depth.
+  std::vector<std::pair<LinkId, VertexId>> tied;
+  for (std::uint32_t depth = 0; f_.host[v] < 0 && v != src_; ++depth) {
+    const Label &want = lv.fabric.label[f_.pos[v]];
+    tied.clear();
+    for (const Adjacent &a : t_.adjacent(v)) {
+      const Link &l = t_.link(a.link);
+      if (!at_least(l.bw_gbps, lvl)) continue;
+      Label lu = from_label(lv, a.peer);
+      if (lu.reached() && ties(plus(lu, l), want)) tied.emplace_back(a.link, a.peer);
+    }
+    if (tied.empty()) throw Error("routing: no predecessor of " + t_.vertex(v).id + " ties its label (internal error)");
+    std::sort(tied.begin(), tied.end());
+    auto [link, u] = tied[(key + depth) % tied.size()];
+    p.hops.push_back(hop_from(t_, link, u));
+    v = u;
   }
   while (v != src_) {
     p.hops.push_back(hop_from(t_, lv.home.parent_link[f_.pos[v]], lv.home.parent[f_.pos[v]]));
@@ -306,7 +420,7 @@ std::optional<Path> AcrossHosts::path(VertexId dst, double lvl) {
   std::reverse(p.hops.begin(), p.hops.end());
   p.found = true;
   p.bottleneck_gbps = lvl;
-  for (const Hop& hop : p.hops) p.latency_us += t_.link(hop.link).latency_us;  // from the source, as the search sums
+  for (const Hop &hop : p.hops) p.latency_us += t_.link(hop.link).latency_us;  // from the source, as the searches sum
   return p;
 }
 

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "collkit/topo/affinity.h"
 #include "collkit/topo/routing.h"
 
 namespace collkit::topo::routing {
@@ -82,7 +83,7 @@ inline Hop hop_from(const Topology& t, LinkId l, VertexId from) { return Hop{l, 
 /// first use (per pass-2 level for the shortest ones).
 struct FabricTables {
   FabricTables(const Topology& t, const std::vector<int>& host, int num_hosts);
-  /// Whether the tables pay (else the plain searches serve): see routing_across.cpp.
+  /// Whether the tables pay (else each source searches the fabric itself): see routing_across.cpp.
   bool pays = false;
   const std::vector<double>& widest(VertexId entry);
   const std::vector<Label>& shortest(VertexId entry, double level);
@@ -93,6 +94,10 @@ struct FabricTables {
   std::vector<std::vector<VertexId>> members;   // per host number
   std::vector<VertexId> fabric;
   std::vector<char> fwd;                        // forwards(kind)
+  std::vector<char> nic;                        // kind == Nic
+  /// Per link from a fabric vertex into a host: its port number among that fabric vertex's
+  /// links into hosts (in link order), the key of destination-based ECMP (AcrossHosts::path).
+  std::vector<std::uint32_t> port;
   std::vector<std::vector<double>> widest_from;  // per fabric position: empty until needed
   std::vector<std::pair<double, std::vector<std::vector<Label>>>> shortest_from;  // per level
 
@@ -100,26 +105,28 @@ struct FabricTables {
   bool pay() const;
 };
 
-/// Routes from one source vertex inside a host to vertices of other hosts, exactly as the plain
-/// two-pass search finds them (routing.h), without flooding the fabric once per source.
+/// Routes from one source vertex to vertices of other hosts (routing.h): the route leaves the
+/// source's host once (through one of the source's NICs when it has an affinity, affinity.h),
+/// crosses only the fabric, and enters the destination's host once (through one of the
+/// destination's NICs). The source's host is searched on its own; labels (bottleneck, or hops
+/// and latency) of fabric vertices come from tables shared by all sources (FabricTables) when
+/// they pay, else from one search of the fabric seeded at the host's exits; each destination
+/// host is searched on its own per set of allowed entries, seeded from its neighbours' labels.
 ///
-/// A route to another host leaves the source's host once, crosses only the fabric, and enters
-/// the far host once. So a label (bottleneck, or hops and latency) of a fabric vertex v is the
-/// best over the home host's exits x -> f0 of label(x) + link + fabric-only route f0 -> v, and the
-/// latter are tables shared by all sources (FabricTables). The far host is searched on its own,
-/// seeded from its neighbours' labels. The route is then read backwards from the destination:
-/// at each vertex, among the neighbours whose label plus the link ties its label (the equal-cost
-/// predecessors the plain search would have relaxed it from), the one with the smallest ECMP
-/// rank, which is the plain search's choice too. Latency is summed along the route from the
-/// source, as the plain search sums it, so routes and times are the same to the bit.
+/// Inside the fabric, where several predecessors tie (the spines of a fat-tree, the dimensions
+/// of a torus), the route takes the one the destination picks: the routes are destination-based
+/// like an InfiniBand subnet manager's fat-tree routing (D-mod-k), keyed by the port at which the
+/// route leaves the fabric, so the flows to the ports of one leaf climb distinct spines and every
+/// spine's links carry an even share, instead of one hashed choice per source.
 class AcrossHosts {
  public:
-  AcrossHosts(FabricTables& f, VertexId src);
+  /// `use_tables`: the fabric labels from the shared tables (else from a search per source).
+  AcrossHosts(FabricTables& f, const NicAffinity& aff, VertexId src, bool use_tables);
   /// Pass 1: the widest bottleneck to dst (0: unreachable).
   double bottleneck(VertexId dst);
   /// Pass 2: the fewest-hops, least-latency route over links at least `level` wide (found
-  /// false: unreachable); nullopt if it cannot be read back, for the plain search to decide.
-  std::optional<Path> path(VertexId dst, double level);
+  /// false: unreachable).
+  Path path(VertexId dst, double level);
 
  private:
   struct Local {  // labels of one host's vertices (by FabricTables::pos), or of the fabric
@@ -131,22 +138,32 @@ class AcrossHosts {
   struct Level {
     double level;
     Local home, fabric;
-    std::vector<std::pair<int, Local>> far;  // per far host number
+    std::vector<std::vector<std::pair<int, Local>>> far;  // per far host: per entry set
   };
   bool may_leave(VertexId u) const { return u == src_ || f_.fwd[u]; }
+  // May the route leave the home host from x (to the fabric or straight into another host)?
+  bool exit_ok(VertexId x) const { return may_leave(x) && (!f_.nic[x] || aff_.allows(src_, x)); }
+  // May it enter host h at y coming from outside, for a destination of entry set `set`?
+  bool entry_ok(VertexId y, int set) const;
   bool relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link) const;
   void search_host(int h, Local& l, bool widest, double level) const;
+  void search_fabric(Local& l, bool widest, double level) const;
   Level& level(double level);
-  const Local& far_widest(int h);
-  const Local& far_shortest(Level& lv, int h);
+  const Local& far_widest(int h, int set);
+  const Local& far_shortest(Level& lv, int h, int set);
+  // The label of u as a predecessor of a vertex outside the home host (unreached if none).
+  Label from_label(const Level& lv, VertexId u) const;
+  double from_best(VertexId u) const;
 
   FabricTables& f_;
+  const NicAffinity& aff_;
   const Topology& t_;
   VertexId src_;
-  int home_;
+  int home_;  // -1: the source is a fabric vertex
+  bool use_tables_;
   bool widest_done_ = false;
   Local home_w_, fabric_w_;
-  std::vector<std::pair<int, Local>> far_w_;
+  std::vector<std::vector<std::pair<int, Local>>> far_w_;  // per far host: per entry set
   std::vector<Level> levels_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "algorithms/host_rings.h"
 #include "algorithms/ring_order.h"
+#include "collkit/topo/affinity.h"
 #include "collkit/topo/queries.h"
 #include "collkit/topo/synth.h"
 
@@ -130,6 +131,11 @@ TEST_CASE("ring order: host cycles and rails") {
   auto pos = [&](int r) { return std::find(c.begin(), c.end(), r) - c.begin(); };
   CHECK(std::abs(pos(0) - pos(1)) % 2 == 1);
   auto h100 = make("dgx-h100", 2);
-  CHECK(algo::rail_of(h100, 3) == 3);
-  CHECK(algo::rail_of(h100, 11) == 3);
+  auto aff = collkit::topo::nic_affinity(h100);
+  CHECK(algo::rail_of(h100, aff, 3) == 3);
+  CHECK(algo::rail_of(h100, aff, 11) == 3);
+  // Two GPUs and two NICs under one PCIe switch: each GPU its own rail, as NCCL assigns them.
+  auto a100 = make("dgx-a100", 2);
+  auto aff2 = collkit::topo::nic_affinity(a100);
+  for (int r = 0; r < 16; ++r) CHECK(algo::rail_of(a100, aff2, r) == r % 8);
 }

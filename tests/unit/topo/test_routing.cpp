@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "collkit/topo/routing.h"
 #include "collkit/topo/synth.h"
 #include "fixtures.h"
@@ -142,4 +144,77 @@ TEST_CASE("routes between hosts through fabric tables are the plain searches' ro
       }
     }
   }
+}
+
+TEST_CASE("routes between hosts leave and enter through the GPUs' own NICs") {
+  // DGX A100: GPUs 2k and 2k+1 share a PCIe switch with NICs 2k and 2k+1. Both NICs tie on
+  // every route; a hash used to pick, so two GPUs' traffic shared one NIC while the other idled.
+  Topology t = synth({"dgx-a100", 2, "fat-tree:rails=8"});
+  Router r(t);
+  auto nic_hops = [&](const Path& p) {
+    std::vector<std::string> nics;
+    for (VertexId v : p.vertices(t))
+      if (t.vertex(v).kind == VertexKind::Nic) nics.push_back(t.vertex(v).id);
+    return nics;
+  };
+  std::size_t checked = 0;
+  for (int g = 0; g < 8; ++g)
+    for (int h = 0; h < 8; ++h) {
+      Path p = r.route(t.at("node0/gpu" + std::to_string(g)), t.at("node1/gpu" + std::to_string(h)));
+      REQUIRE(p.found);
+      CAPTURE(g);
+      CAPTURE(h);
+      CHECK(nic_hops(p) == std::vector<std::string>{"node0/nic" + std::to_string(g), "node1/nic" + std::to_string(h)});
+      // Same rail: one leaf; across rails: up a spine, at port rate (25 GB/s HDR).
+      CHECK(p.hops.size() == (g == h ? 6u : 8u));
+      CHECK(p.bottleneck_gbps == doctest::Approx(25));
+      ++checked;
+    }
+  CHECK(checked == 64);
+  const NicAffinity& aff = r.affinity();
+  CHECK(aff.nics[t.at("node0/gpu1")] == std::vector<VertexId>{t.at("node0/nic1")});
+  // The alternatives route() chooses among keep to the same NICs.
+  for (const Path& p : r.equal_cost_paths(t.at("node0/gpu1"), t.at("node1/gpu5")))
+    CHECK(nic_hops(p) == std::vector<std::string>{"node0/nic1", "node1/nic5"});
+}
+
+TEST_CASE("a rail-only network still connects rails, through any NIC") {
+  // Two hosts, each rail its own switch and no spine: GPU0's NIC cannot reach rail 1, so the
+  // route to the far GPU1 takes the NIC that can (through the host's PCIe), rather than none.
+  Topology t = mini_cluster(2, "");
+  for (int rail = 0; rail < 2; ++rail) {
+    VertexId sw = t.add_vertex(testing::vertex("rail" + std::to_string(rail), VertexKind::NetSwitch, ""));
+    for (int h = 0; h < 2; ++h)
+      t.add_link({t.at("n" + std::to_string(h) + "/nic" + std::to_string(rail)), sw, LinkType::InfiniBand, 50, 0.6, 1});
+  }
+  Router r(t);
+  Path same = r.route(t.at("n0/gpu0"), t.at("n1/gpu0"));
+  CHECK(ids(t, same) == std::vector<std::string>{"n0/gpu0", "n0/pcisw0", "n0/nic0", "rail0", "n1/nic0", "n1/pcisw0", "n1/gpu0"});
+  Path cross = r.route(t.at("n0/gpu0"), t.at("n1/gpu3"));
+  REQUIRE(cross.found);
+  CHECK(cross.bottleneck_gbps == doctest::Approx(50));
+  t.check_connected();
+}
+
+TEST_CASE("flows to the ports of one leaf climb distinct spines (destination-based ECMP)") {
+  // 16 hosts x 8 NICs, leaves of 8 ports (4 down): rail r has 4 leaves, and each leaf has 4
+  // uplinks to the 4 spines. From one source, the 4 hosts behind another leaf of its rail must
+  // be reached over 4 different spines: one hashed choice per source sent them all up one.
+  Topology t = synth({"dgx-h100", 16, "fat-tree:rails=8,leaf_radix=8"});
+  Router r(t);
+  std::vector<VertexId> dsts;
+  for (int h = 4; h < 8; ++h) dsts.push_back(t.at("node" + std::to_string(h) + "/gpu0"));
+  std::size_t checked = 0;
+  for (int src = 0; src < 4; ++src) {
+    auto paths = r.routes_to(t.at("node" + std::to_string(src) + "/gpu0"), dsts);
+    std::set<std::string> spines;
+    for (const Path& p : paths) {
+      REQUIRE(p.hops.size() == 8);
+      for (VertexId v : p.vertices(t))
+        if (t.vertex(v).id.find("spine") != std::string::npos) spines.insert(t.vertex(v).id);
+      ++checked;
+    }
+    CHECK(spines.size() == 4);
+  }
+  CHECK(checked == 16);
 }

@@ -7,6 +7,7 @@
 
 namespace collkit::topo {
 class Topology;
+struct NicAffinity;
 }
 
 namespace collkit::plan::algo {
@@ -19,9 +20,10 @@ namespace collkit::plan::algo {
 /// the topology than `nranks`, or a rank on no host.
 std::vector<std::vector<int>> host_cycles(int nranks, const topo::Topology& topo);
 
-/// A rank's rail: the device index of its nearest NIC, else 1000000 + the id of its nearest
-/// network switch, else -1. Ranks of different hosts with the same rail reach each other
-/// through one leaf switch on a rail-optimised fabric.
-std::int64_t rail_of(const topo::Topology& topo, int rank);
+/// A rank's rail: the device index of its NIC (the first of its rail affinity, topo/affinity.h,
+/// whose routes to other hosts leave through it), else 1000000 + the id of its nearest network
+/// switch, else -1. Ranks of different hosts with the same rail reach each other through one
+/// leaf switch on a rail-optimised fabric.
+std::int64_t rail_of(const topo::Topology& topo, const topo::NicAffinity& aff, int rank);
 
 }  // namespace collkit::plan::algo

@@ -10,17 +10,19 @@
 //  - channel c enters host 0 at a different rank (distinct rails first), so channels spread
 //    their inter-host traffic over the NICs.
 
+#include "ring_order.h"
+
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <string>
 
+#include "collkit/topo/affinity.h"
 #include "collkit/topo/queries.h"
 #include "collkit/topo/routing.h"
 #include "collkit/topo/topology.h"
 #include "host_rings.h"
-#include "ring_order.h"
 
 namespace collkit::plan {
 
@@ -189,8 +191,10 @@ std::vector<std::vector<int>> host_cycles(int nranks, const Topology& topo) {
   return out;
 }
 
-std::int64_t rail_of(const Topology& topo, int rank) {
+std::int64_t rail_of(const Topology& topo, const topo::NicAffinity& aff, int rank) {
   auto r = static_cast<topo::Rank>(rank);
+  const auto& nics = aff.nics[topo.rank_vertex(r)];
+  if (!nics.empty() && topo.vertex(nics.front()).index >= 0) return topo.vertex(nics.front()).index;
   if (auto nic = topo::nearest_switch(topo, r, topo::VertexKind::Nic)) {
     int index = topo.vertex(*nic).index;
     if (index >= 0) return index;
@@ -219,7 +223,8 @@ std::vector<int> ring_order(const Request& req, const topo::Topology* topo, int 
   if (!topo) return identity(req.nranks);
   std::vector<std::vector<int>> hosts = algo::host_cycles(req.nranks, *topo);
   if (hosts.empty()) return identity(req.nranks);
-  auto rail = [&](int r) { return algo::rail_of(*topo, r); };
+  topo::NicAffinity aff = topo::nic_affinity(*topo);
+  auto rail = [&](int r) { return algo::rail_of(*topo, aff, r); };
 
   // Host 0's entry for this channel: cycle positions with a rail not seen yet first.
   const std::vector<int>& first = hosts[0];

@@ -12,11 +12,18 @@
 //
 // Host confinement: a route between two vertices of one host never leaves the host; a route
 // between two hosts uses only those hosts and fabric vertices (host ""), entering the far host once.
+//
+// Rail affinity (affinity.h): a route out of a GPU's (or CPU's) host leaves through one of that
+// vertex's NICs, and a route into a GPU's host enters through one of its NICs, as NCCL's net
+// transport uses each GPU's own NIC; the rule is dropped for a pair it would leave unconnected.
+// Inside the fabric, equal-cost choices are the destination's (D-mod-k on its port), so the
+// flows to one leaf spread over the spines (routing_internal.h, AcrossHosts).
 
 #include <cstddef>
 #include <memory>
 #include <vector>
 
+#include "collkit/topo/affinity.h"
 #include "collkit/topo/topology.h"
 
 namespace collkit::topo {
@@ -53,8 +60,7 @@ class Router {
   Path route(VertexId src, VertexId dst) const;
   Path route_ranks(Rank a, Rank b) const;
 
-  /// Routes from src to every vertex (index = destination vertex), in one pass per distinct
-  /// bottleneck bandwidth: what planners use to cost many pairs from one source.
+  /// Routes from src to every vertex (index = destination vertex): routes_to() of all of them.
   std::vector<Path> routes_from(VertexId src) const;
 
   /// Routes from src to the given destinations only (result[i] for dsts[i]): the searches stop as
@@ -62,7 +68,8 @@ class Router {
   std::vector<Path> routes_to(VertexId src, const std::vector<VertexId>& dsts) const;
 
   /// Every route from src to dst that ties with route() on bottleneck and hops (ECMP: the spine
-  /// choices of a fat-tree), at most `limit`, in a deterministic order.
+  /// choices of a fat-tree), at most `limit`, in a deterministic order; between hosts, through
+  /// the NICs of src and dst as route() goes.
   std::vector<Path> equal_cost_paths(VertexId src, VertexId dst, std::size_t limit = 64) const;
 
   /// Whether routes_to() finds routes between hosts through tables of the fabric shared by all
@@ -70,7 +77,11 @@ class Router {
   /// by plain searches. The routes are the same either way; tests compare the two.
   void use_fabric_tables(bool on) { fabric_tables_ = on; }
 
+  /// The NICs each vertex's traffic to other hosts goes through (affinity.h), computed once.
+  const NicAffinity& affinity() const;
+
  private:
+  const NicAffinity& no_affinity() const;
   struct Workspace;
   Workspace& workspace() const;
 
@@ -81,6 +92,7 @@ class Router {
   // size: one Router is not for concurrent use.
   mutable std::shared_ptr<Workspace> ws_;
   mutable std::shared_ptr<routing::FabricTables> fabric_;  // made on first use
+  mutable std::shared_ptr<NicAffinity> aff_, none_;        // made on first use
   bool fabric_tables_ = true;
 };
 
