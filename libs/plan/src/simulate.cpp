@@ -2,26 +2,26 @@
 //
 // Execution follows plan.h: ops of one (rank, channel) run one after another, an op also waits
 // for its deps; the k-th send a->b on channel c meets the k-th receive on b from a on c. A send
-// completes when its data has arrived; a receive completes when its data has arrived and it has
-// been reached, plus the reduction for recv_reduce.
+// completes, for its rank's program, once its last byte has left; its data arrives a route
+// latency later, and a receive completes when its data has arrived and it has been reached, plus
+// the reduction for recv_reduce. At most SimOptions::max_in_flight sends of a (rank, channel)
+// are on their way (NCCL's 8 slots per channel); one more waits for the oldest to arrive.
 //
 // Costs:
 //  - a transfer from rank a to rank b follows the topology's route between their endpoint
-//    vertices (plan rank i = topology rank i). It starts per_message_us after the send is reached.
+//    vertices (plan rank i = topology rank i). It starts per_message_us after the send is posted.
 //    Two ranks on one vertex copy at the vertex's local_bw_gbps (one shared resource per vertex,
 //    no latency); when that is unknown (0) such a transfer is free: it arrives after
 //    per_message_us alone.
 //  - copy, reduce and recv_reduce's reduction take bytes / reduce_gbps (free when 0).
 //
 // Link models:
-//  - Queue (cut-through, first come first served). Each link direction keeps the time it is
-//    free. A transfer injected at s on hops h = 1..H (latency L_h, bandwidth b_h) starts at
-//        S = max(s, max_h (free_h - lambda_h)),  lambda_h = L_1 + ... + L_{h-1}
-//    (its head reaches hop h at S + lambda_h, and waits until every hop is free by then), arrives at
-//        S + sum_h L_h + bytes / min_h b_h
-//    and reserves each hop for bytes / b_h from its head's arrival: free_h = S + lambda_h + bytes / b_h.
-//    Reservations are made in the order sends are reached (time, then rank and op order), so each
-//    link direction serves transfers FIFO. O(hops) per transfer: the fast model.
+//  - Queue (cut-through, reservations with backfilling). Each link direction keeps a calendar
+//    of busy intervals (sim::Calendar). A transfer posted at s on hops h = 1..H (latency L_h,
+//    bandwidth b_h) starts at the earliest S >= s at which every hop h is free for bytes / b_h
+//    from S + lambda_h, lambda_h = L_1 + ... + L_{h-1}; its last byte leaves at
+//    S + bytes / min_h b_h and it arrives sum_h L_h later. A link left idle while an earlier
+//    transfer waits on another link serves the next one, as a switch port does.
 //  - MaxMin. Each transfer is a flow holding every resource of its route at once; rates are the
 //    max-min fair allocation (progressive filling, simulate_maxmin.cpp), recomputed whenever a flow
 //    arrives or leaves. A flow's data is delivered its route's latency after its last byte left.
@@ -32,6 +32,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -52,6 +53,7 @@ constexpr double kBytesPerUsPerGbps = 1e3;  // 1 GB/s = 10^3 bytes per microseco
 constexpr std::uint8_t kDone = 1;
 constexpr std::uint8_t kReached = 2;
 constexpr std::uint8_t kWaitedOn = 4;  // some op lists it in its deps
+constexpr std::uint8_t kArrived = 8;   // a send's data is at its receiver
 constexpr std::size_t kCriticalPathLines = 100;
 
 /// A time in microseconds, at most three decimals, no trailing zeros: "12.5".
@@ -71,11 +73,18 @@ struct MatchQueue {
   bool sends = false;
 };
 
+enum class Kind : std::uint8_t {
+  Done,       // the op completes (a send: its last byte has left)
+  Arrive,     // a send's data reaches its receiver
+  FlowStart,  // MaxMin: the send's flow enters the network (after per_message_us)
+  Post,       // Queue: the send enters the network (after per_message_us)
+};
+
 struct Event {
   double t;
   std::uint64_t seq;
   std::uint32_t op;
-  bool flow_start;  // MaxMin: the send's flow enters the network (after per_message_us)
+  Kind kind;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -133,6 +142,7 @@ class Simulator {
         next_.push_back(kNone);
         std::uint8_t pend = 0;
         std::uint32_t& last = last_on_channel[op.channel];
+        nch_ = std::max<std::uint32_t>(nch_, op.channel + 1u);
         if (last == kNone) channels_used.push_back(op.channel);
         else {
           next_[last] = g;
@@ -307,15 +317,23 @@ class Simulator {
   }
   double recv_cost(std::uint32_t g) const { return type_[g] == OpType::RecvReduce ? local_cost(bytes_[g]) : 0.0; }
 
-  void push(double t, std::uint32_t op, bool flow_start) {
-    heap_.push_back({t, seq_++, op, flow_start});
+  void push(double t, std::uint32_t op, Kind kind) {
+    heap_.push_back({t, seq_++, op, kind});
     std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
   }
 
   void finish_at(std::uint32_t g, double t) {
-    if (t <= now_) immediate_.push_back(g);
-    else push(t, g, false);
+    if (t <= now_) immediate_.push_back({g, Kind::Done});
+    else push(t, g, Kind::Done);
   }
+
+  void arrive_at(std::uint32_t g, double t) {
+    if (t <= now_) immediate_.push_back({g, Kind::Arrive});
+    else push(t, g, Kind::Arrive);
+  }
+
+  // The (rank, channel) a send belongs to, for its window of messages in flight.
+  std::uint64_t slot(std::uint32_t g) const { return static_cast<std::uint64_t>(rank_of(g)) * nch_ + channel_[g]; }
 
   void start(std::uint32_t g) {
     switch (type_[g]) {
@@ -324,13 +342,20 @@ class Simulator {
       case OpType::Recv:
       case OpType::RecvReduce:
         flags_[g] |= kReached;
-        if (flags_[match_[g]] & kDone) finish_at(g, now_ + recv_cost(g));
+        if (flags_[match_[g]] & kArrived) finish_at(g, now_ + recv_cost(g));
         break;
-      case OpType::Send:
-        if (opt_.model == LinkModel::Queue) queue_send(g);
-        else if (opt_.per_message_us > 0) push(now_ + opt_.per_message_us, g, true);
-        else flow_start(g);
+      case OpType::Send: {
+        // At most max_in_flight sends of a (rank, channel) on their way; one more waits for the
+        // oldest to arrive (arrival never waits on the receiver, so the window cannot deadlock).
+        std::uint16_t& n = in_flight_[slot(g)];
+        if (n >= static_cast<std::uint16_t>(window_)) {
+          blocked_[slot(g)].push_back(g);
+          break;
+        }
+        ++n;
+        post(g);
         break;
+      }
     }
   }
 
@@ -339,34 +364,57 @@ class Simulator {
     net_.busy_us[res] += occupied_us;
   }
 
+  // A send enters the network per_message_us after it is posted.
+  void post(std::uint32_t g) {
+    if (opt_.per_message_us > 0) push(now_ + opt_.per_message_us, g, opt_.model == LinkModel::Queue ? Kind::Post : Kind::FlowStart);
+    else if (opt_.model == LinkModel::Queue) queue_send(g);
+    else flow_start(g);
+  }
+
+  // Queue: the earliest start S at which every hop h is free for bytes / b_h from S + lambda_h
+  // (its calendar's first gap that holds it), then the reservations. The send completes when its
+  // last byte has left (S + bytes / bottleneck) and its data arrives a route latency later.
   void queue_send(std::uint32_t g) {
     const Route& r = net_.routes[route_[g]];
-    double s = now_ + opt_.per_message_us;
     if (r.count == 0) {
-      finish_at(g, s);
+      finish_at(g, now_);
+      arrive_at(g, now_);
       return;
     }
     auto bytes = static_cast<double>(bytes_[g]);
-    double begin = s, lambda = 0;
-    for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
-      begin = std::max(begin, free_at_[net_.hop_res[h]] - lambda);
-      lambda += net_.hop_lat_us[h];
+    double begin = now_;
+    for (bool moved = true; moved;) {
+      moved = false;
+      double lambda = 0;
+      for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
+        std::uint32_t res = net_.hop_res[h];
+        double from = begin + lambda;
+        double t = calendar_[res].earliest(from, bytes / (net_.bw_gbps[res] * kBytesPerUsPerGbps));
+        if (t > from && t - lambda > begin) {  // a later gap (not rounding of begin + lambda - lambda)
+          begin = t - lambda;
+          moved = true;
+        }
+        lambda += net_.hop_lat_us[h];
+      }
     }
-    lambda = 0;
+    double lambda = 0;
     for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
       std::uint32_t res = net_.hop_res[h];
       double occupied = bytes / (net_.bw_gbps[res] * kBytesPerUsPerGbps);
-      free_at_[res] = begin + lambda + occupied;
+      calendar_[res].reserve(begin + lambda, begin + lambda + occupied, now_);
       book(res, bytes_[g], occupied);
       lambda += net_.hop_lat_us[h];
     }
-    finish_at(g, begin + r.latency_us + bytes / (r.bottleneck_gbps * kBytesPerUsPerGbps));
+    double left = begin + bytes / (r.bottleneck_gbps * kBytesPerUsPerGbps);
+    finish_at(g, left);
+    arrive_at(g, left + r.latency_us);
   }
 
   void flow_start(std::uint32_t g) {
     const Route& r = net_.routes[route_[g]];
     if (r.count == 0 || bytes_[g] == 0) {
-      finish_at(g, now_ + r.latency_us);
+      finish_at(g, now_);
+      arrive_at(g, now_ + r.latency_us);
       return;
     }
     for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
@@ -376,18 +424,30 @@ class Simulator {
     maxmin_->add(g, route_[g], static_cast<double>(bytes_[g]));
   }
 
+  // A send's data is at its receiver: the receive may complete, and the send's window has room.
+  void on_arrive(std::uint32_t g) {
+    flags_[g] |= kArrived;
+    std::uint32_t r = match_[g];
+    if (flags_[r] & kReached) {
+      crit_[r] = g;  // the data came last
+      finish_at(r, now_ + recv_cost(r));
+    }
+    std::uint64_t k = slot(g);
+    auto it = blocked_.find(k);
+    if (it == blocked_.end() || it->second.empty()) {
+      --in_flight_[k];
+      return;
+    }
+    std::uint32_t next = it->second.front();
+    it->second.pop_front();
+    post(next);
+  }
+
   void on_done(std::uint32_t g) {
     flags_[g] |= kDone;
     end_[g] = now_;
     last_done_ = g;  // time never goes back: the last op done is one of those ending last
     ++completed_;
-    if (type_[g] == OpType::Send) {
-      std::uint32_t r = match_[g];
-      if (flags_[r] & kReached) {
-        crit_[r] = g;  // the data came last
-        finish_at(r, now_ + recv_cost(r));
-      }
-    }
     auto wake = [&](std::uint32_t s) {
       if (--pending_[s] == 0) {
         crit_[s] = g;
@@ -402,14 +462,20 @@ class Simulator {
   }
 
   void execute() {
-    if (opt_.model == LinkModel::Queue) free_at_.assign(net_.bw_gbps.size(), 0.0);
+    window_ = std::max(1, opt_.max_in_flight);
+    in_flight_.assign(static_cast<std::size_t>(plan_.nranks()) * nch_, 0);
+    if (opt_.model == LinkModel::Queue) calendar_.assign(net_.bw_gbps.size(), sim::Calendar{});
     else maxmin_ = std::make_unique<sim::MaxMinSharing>(net_);
     for (std::uint32_t g = 0; g < type_.size(); ++g)
       if (pending_[g] == 0) start(g);
     std::vector<std::uint32_t> tags, routes;
     constexpr double inf = std::numeric_limits<double>::infinity();
     for (;;) {
-      for (std::size_t k = 0; k < immediate_.size(); ++k) on_done(immediate_[k]);
+      for (std::size_t k = 0; k < immediate_.size(); ++k) {
+        auto [op, kind] = immediate_[k];
+        if (kind == Kind::Arrive) on_arrive(op);
+        else on_done(op);
+      }
       immediate_.clear();
       double next = heap_.empty() ? inf : heap_.front().t;
       if (maxmin_ && !maxmin_->empty()) {
@@ -420,7 +486,10 @@ class Simulator {
           tags.clear();
           routes.clear();
           maxmin_->take_finished(tags, routes);
-          for (std::size_t k = 0; k < tags.size(); ++k) finish_at(tags[k], now_ + net_.routes[routes[k]].latency_us);
+          for (std::size_t k = 0; k < tags.size(); ++k) {
+            finish_at(tags[k], now_);
+            arrive_at(tags[k], now_ + net_.routes[routes[k]].latency_us);
+          }
           continue;
         }
       }
@@ -432,8 +501,12 @@ class Simulator {
         std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
         Event e = heap_.back();
         heap_.pop_back();
-        if (e.flow_start) flow_start(e.op);
-        else on_done(e.op);
+        switch (e.kind) {
+          case Kind::Done: on_done(e.op); break;
+          case Kind::Arrive: on_arrive(e.op); break;
+          case Kind::FlowStart: flow_start(e.op); break;
+          case Kind::Post: queue_send(e.op); break;
+        }
       }
     }
     if (completed_ < type_.size()) deadlock();
@@ -514,12 +587,16 @@ class Simulator {
   Network net_;
 
   std::vector<Event> heap_;
-  std::vector<std::uint32_t> immediate_;  // ops completing now
+  std::vector<std::pair<std::uint32_t, Kind>> immediate_;  // ops completing (or arriving) now
   std::uint64_t seq_ = 0;
   double now_ = 0;
   std::size_t completed_ = 0;
   std::uint32_t last_done_ = kNone;
-  std::vector<double> free_at_;  // Queue: per resource
+  std::vector<sim::Calendar> calendar_;  // Queue: per resource
+  int window_ = 8;
+  std::uint32_t nch_ = 1;                                                 // channels the programs use (highest + 1)
+  std::vector<std::uint16_t> in_flight_;                                  // per (rank, channel): sends not arrived
+  std::unordered_map<std::uint64_t, std::deque<std::uint32_t>> blocked_;  // sends waiting for room
   std::unique_ptr<sim::MaxMinSharing> maxmin_;
 };
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -67,6 +68,24 @@ struct Network {
   std::vector<double> hop_lat_us;      ///< that hop's link latency
   std::vector<std::uint64_t> bytes;    ///< per resource: bytes carried
   std::vector<double> busy_us;         ///< per resource: bytes / bandwidth
+};
+
+/// The Queue model's reservations of one resource: disjoint busy intervals [start, end) in time
+/// order. A transfer takes the earliest gap that holds it (backfilling), not only the time after
+/// the last reservation: a link serves whatever is ready rather than idling behind a transfer
+/// that was admitted first but waits on another link. Intervals that ended before the clock are
+/// dropped, so a calendar holds only the reservations still ahead.
+class Calendar {
+ public:
+  /// The earliest t >= from such that [t, t + d) is free.
+  double earliest(double from, double d) const;
+  /// Reserves [a, b) (free by earliest(), up to rounding); `now` lets past intervals go.
+  void reserve(double a, double b, double now);
+
+ private:
+  static double tol(double t) { return 1e-9 * (t > 1 ? t : 1); }
+  std::vector<std::pair<double, double>> busy_;
+  std::size_t head_ = 0;  // busy_[0, head_) have ended
 };
 
 /// Max-min fair sharing of resources among active flows (progressive filling). Time advances

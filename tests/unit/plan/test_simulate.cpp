@@ -116,14 +116,24 @@ TEST_CASE("simulate: recursive doubling and halving-doubling match their closed 
   if (checked == 0) MESSAGE("rd / rhd not registered: closed-form checks skipped");
 }
 
-TEST_CASE("simulate: on two hosts the ring waits on the thin inter-host link every step") {
+TEST_CASE("simulate: on two hosts the ring streams over the thin inter-host link, paying its latency once") {
   // Ring 0 -> 1 -> 2 -> 3 -> 0; 1 -> 2 and 3 -> 0 cross the 10 GB/s link (one direction each),
-  // latency 1 + 5 + 1 us; every step ends when those arrive.
+  // latency 1 + 5 + 1 us. A send completes once its last byte has left, so rank 1 starts its next
+  // step's send as soon as the link is free (its data from 0 came long before): the thin link
+  // stays busy 3 x 100 us and only the last transfer's 7 us of latency shows. Completing a send
+  // on arrival paid the latency every step (3 x 107 us).
   auto t = two_hosts(2, 100, 1, 10, 5);
   auto ag = generate("ring", {Collective::AllGather, 4000000, 4, 0}, nullptr);
-  double step = 7 + 1e6 * beta(10);
+  double transfer = 1e6 * beta(10);
   for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin})
-    CHECK(simulate(*ag, t, with(model)).time_us == doctest::Approx(3 * step).epsilon(1e-9));
+    CHECK(simulate(*ag, t, with(model)).time_us == doctest::Approx(3 * transfer + 7).epsilon(1e-9));
+  // With one message in flight per channel a send waits for the previous one to arrive: the
+  // latency is paid every step again.
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin}) {
+    SimOptions one = with(model);
+    one.max_in_flight = 1;
+    CHECK(simulate(*ag, t, one).time_us == doctest::Approx(3 * (transfer + 7)).epsilon(1e-9));
+  }
 }
 
 TEST_CASE("simulate: two flows into one link take twice as long under both models") {
@@ -152,15 +162,18 @@ TEST_CASE("simulate: Queue and MaxMin differ where they should") {
   using namespace algo;
   auto t = uniform(4, 100, 0);
   const std::uint64_t n = 1000000;
-  SUBCASE("a chain of shared links: FIFO idles a link that fair sharing keeps busy") {
-    // X: 0 -> 2, Y: 1 -> 2, Z: 1 -> 3. Queue: X 0-10, Y waits for sw->g2 (10-20), Z for g1->sw
-    // (20-30). MaxMin: every shared link splits in two, all three end at 20.
+  SUBCASE("a chain of shared links: a link a waiting transfer leaves idle serves the next (backfilling)") {
+    // X: 0 -> 2, Y: 1 -> 2, Z: 1 -> 3. Queue: X 0-10, Y waits for sw->g2 (10-20), and Z takes
+    // g1->sw in the gap Y leaves (0-10): all done at 20. Strict FIFO idled g1->sw behind Y and
+    // ended Z at 30. MaxMin: every shared link splits in two, all three end at 20.
     auto plan = hand_plan(n, 1,
                           {{send(2, in(0), 1, 0)},
                            {send(2, in(0), 1, 1), send(3, in(0), 1, 0)},
                            {recv(0, out(0), 1, 0), recv(1, out(0), 1, 1)},
                            {recv(1, out(0), 1, 0)}});
-    CHECK(simulate(plan, t, with(LinkModel::Queue)).time_us == doctest::Approx(30));
+    SimResult q = simulate(plan, t, with(LinkModel::Queue));
+    CHECK(q.time_us == doctest::Approx(20));
+    CHECK(q.critical_path.back() == "rank 2 op 1 recv from 1 ch 1 ends 20 us");
     CHECK(simulate(plan, t, with(LinkModel::MaxMin)).time_us == doctest::Approx(20));
   }
   SUBCASE("rates are recomputed when a flow leaves") {

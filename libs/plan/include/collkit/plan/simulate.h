@@ -19,6 +19,11 @@ struct SimOptions {
   LinkModel model = LinkModel::Queue;
   double per_message_us = 0.0;  ///< fixed software overhead per send (NCCL/MPI launch), added once per transfer
   double reduce_gbps = 0.0;     ///< local reduction throughput; 0 = free
+  /// Sends of one (rank, channel) on their way at once: a send completes, for its rank's
+  /// program, once its last byte has left, while its data arrives a route latency later; one
+  /// more send than this waits for the oldest to arrive. NCCL keeps NCCL_STEPS = 8 slots in
+  /// flight per channel, which is what lets a pipelined ring hide hop latency.
+  int max_in_flight = 8;
   std::size_t top_links = 5;    ///< how many busiest links to report
   /// planner's evaluate(): a candidate with more ops is not simulated (at a few million simulated
   /// ops per second it would take minutes; a flat ring over 16k ranks has half a billion)
