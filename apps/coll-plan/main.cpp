@@ -48,7 +48,9 @@ struct Options {
 
 plan::Collective collective(const std::string& s) {
   auto c = plan::parse_collective(s);
-  if (!c) throw collkit::InputError("unknown collective \"" + s + "\" (expected allreduce, reducescatter, allgather, alltoall, broadcast or reduce)");
+  if (!c)
+    throw collkit::InputError("unknown collective \"" + s +
+                              "\" (expected allreduce, reducescatter, allgather, alltoall, broadcast or reduce)");
   return *c;
 }
 
@@ -82,6 +84,12 @@ void print_prediction(const plan::PlanInfo& i) {
   std::cout << "\n";
 }
 
+// AllReduce's bound for plans shaped as a ReduceScatter then an AllGather, beside the bound that
+// holds for every plan (a tree can beat the former).
+void print_rs_ag(const plan::Bound& b) {
+  if (b.rs_ag_us > 0) std::cout << fmt::format("  RS+AG-shaped plans only: bound {} us (2 x reduce-scatter)\n", us(b.rs_ag_us));
+}
+
 int run_generate(const Options& o) {
   std::unique_ptr<topo::Topology> t;
   if (!o.topo_file.empty()) t = std::make_unique<topo::Topology>(topo::load(o.topo_file));
@@ -98,6 +106,7 @@ int run_generate(const Options& o) {
     std::cout << fmt::format("{} {} of {} on {} ranks: {} channel(s), wrote {}\n", out->info().algorithm, plan::to_string(req.coll),
                              collkit::format_size_bytes(req.bytes), nranks, out->info().channels, o.output);
     print_prediction(out->info());
+    if (t && out->info().predicted_us > 0) print_rs_ag(plan::lower_bound(req, *t));
   }
   return 0;
 }
@@ -118,9 +127,11 @@ int run_simulate(const Options& o) {
   plan::Bound b = plan::lower_bound(p->info().req, t);
   std::cout << fmt::format("{} {} of {} on {} ranks, topology {}\n", p->info().algorithm, plan::to_string(p->info().req.coll),
                            collkit::format_size_bytes(p->info().req.bytes), p->nranks(), t.name);
-  std::cout << fmt::format("  time {} us  algbw {:.2f} GB/s  busbw {:.2f} GB/s  ({} events)\n", us(r.time_us), r.algbw_gbps, r.busbw_gbps, r.events);
+  std::cout << fmt::format("  time {} us  algbw {:.2f} GB/s  busbw {:.2f} GB/s  ({} events)\n", us(r.time_us), r.algbw_gbps, r.busbw_gbps,
+                           r.events);
   std::cout << fmt::format("  bound {} us (bandwidth {} us, latency {} us)  gap {:.1f}%\n", us(b.time_us()), us(b.bandwidth_us),
                            us(b.latency_us), plan::gap_percent(r.time_us, b));
+  print_rs_ag(b);
   if (!b.witness.empty()) std::cout << "  bound witness: " << b.witness << "\n";
   if (!r.busiest.empty()) {
     std::cout << "  busiest links:\n";
@@ -198,7 +209,8 @@ int main(int argc, char** argv) {
     s->add_option("--channels", o.channels, "parallel channels (rings/trees); default: the algorithm's")->check(CLI::NonNegativeNumber);
     s->add_option("--pipeline", o.pipeline, "chunks per slice for pipelining; default: the algorithm's")->check(CLI::NonNegativeNumber);
     s->add_flag("--bidirectional", o.bidirectional, "ring: half the data each way");
-    s->add_option("--inter", o.inter, "hier: inter-host AllReduce algorithm (ring, rhd, rd, tree); default: ring up to 16 hosts, rhd beyond");
+    s->add_option("--inter", o.inter,
+                  "hier: inter-host AllReduce algorithm (ring, rhd, rd, tree); default: ring up to 16 hosts, rhd beyond");
   };
   auto add_sim_knobs = [&](CLI::App* s) {
     s->add_option("--model", o.model, "link sharing model: queue (fast) or maxmin (max-min fair)");
@@ -220,7 +232,8 @@ int main(int argc, char** argv) {
   auto* ver = app.add_subcommand("verify", "prove a plan computes its collective for any input; non-zero exit with the reason");
   ver->add_option("plan", o.plan_file, "plan file")->required();
 
-  auto* sim = app.add_subcommand("simulate", "predict a plan's time on a topology: time, algbw, busbw, bound, busiest links, critical path");
+  auto* sim =
+      app.add_subcommand("simulate", "predict a plan's time on a topology: time, algbw, busbw, bound, busiest links, critical path");
   sim->add_option("plan", o.plan_file, "plan file")->required();
   sim->add_option("--topo", o.topo_file, "topology file")->required();
   add_sim_knobs(sim);
@@ -248,7 +261,7 @@ int main(int argc, char** argv) {
   show->add_option("--rank", o.first_rank, "first rank to list (default 0)")->check(CLI::NonNegativeNumber);
   show->add_option("--count", o.rank_count, "ranks to list (default 1)")->check(CLI::PositiveNumber);
 
-  return collkit::app::run<Options>(app, argc, argv, o,
-                                    {{gen, run_generate},   {ver, run_verify}, {sim, run_simulate},
-                                     {swp, run_sweep},      {exp, run_export}, {show, run_show}});
+  return collkit::app::run<Options>(
+      app, argc, argv, o,
+      {{gen, run_generate}, {ver, run_verify}, {sim, run_simulate}, {swp, run_sweep}, {exp, run_export}, {show, run_show}});
 }

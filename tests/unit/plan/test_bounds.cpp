@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include "algorithms/common.h"
+#include "bounds_internal.h"
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/bounds.h"
 #include "collkit/plan/simulate.h"
 #include "collkit/topo/synth.h"
+#include "plan/plan_testing.h"
 #include "plan/sim_topologies.h"
 
 using namespace collkit::plan;
@@ -48,8 +51,14 @@ TEST_CASE("bounds: on one switch ForestColl's bound is (p-1)/p n/B, AllReduce tw
   }
   Bound b = lower_bound({Collective::AllGather, 8000000, 8, 0}, uniform(8, 100, 0.5));
   CHECK(b.witness == "S = all vertices but {g0}: 7 of 8 ranks inside, 100 GB/s leaves S; 7 shards of 1000000 bytes must leave S");
-  CHECK(b.latency_us == doctest::Approx(3 * 1.0));  // ceil(log2 8) rounds of a 2-hop route
+  CHECK(b.latency_us == doctest::Approx(1.0));  // the farthest two ranks: a 2-hop route
   CHECK(b.time_us() == doctest::Approx(70));
+  // On identical ranks one-way gossip over the GPUs is Patarasuk and Yuan's 2 (p-1)/p n/B, the
+  // RS+AG figure too.
+  Bound ar = lower_bound({Collective::AllReduce, 8000000, 8, 0}, uniform(8, 100, 0.5));
+  CHECK(ar.rs_ag_us == doctest::Approx(ar.bandwidth_us));
+  CHECK(ar.witness ==
+        "gossip among 8 rank vertices: each of the 8000000 bytes crosses between them >= 2 x 7 times, over 800 GB/s leaving them");
 }
 
 TEST_CASE("bounds: a thin link between two hosts gives the host cut") {
@@ -60,7 +69,8 @@ TEST_CASE("bounds: a thin link between two hosts gives the host cut") {
   CHECK(ag.witness == "S = host b: 2 of 4 ranks inside, 10 GB/s leaves S; 2 shards of 1000000 bytes must leave S");
   Bound ar = lower_bound({Collective::AllReduce, 4000000, 4, 0}, t);
   CHECK(ar.bandwidth_us == doctest::Approx(400));
-  CHECK(ar.witness.rfind("2 x reduce-scatter: S = host b", 0) == 0);
+  CHECK(ar.rs_ag_us == doctest::Approx(400));
+  CHECK(ar.witness == "S = host a: 2 of 4 ranks inside, 10 GB/s leaves S; all 4000000 bytes must leave S and enter it");
   Bound a2a = lower_bound({Collective::AlltoAll, 4000000, 4, 0}, t);
   CHECK(a2a.bandwidth_us == doctest::Approx(2 * 2 * 1e6 / 10e3));
   CHECK(a2a.witness == "ranks of host a vs the rest: 2 x 2 pieces of 1000000 bytes cross 10 GB/s");
@@ -165,9 +175,190 @@ TEST_CASE("bounds: beyond 512 rank vertices the cut search leaves out one rank p
   auto t = collkit::topo::synth({"dgx-h100", 65, "fat-tree:rails=8"});
   const int p = 520;
   std::uint64_t n = 520ull * 1000000;
-  Bound b = lower_bound({Collective::AllReduce, n, p, 0}, t);
+  Bound b = lower_bound({Collective::AllGather, n, p, 0}, t);
   // The tightest cut is everything but one host: 512 ranks inside, the host's 8 x 50 GB/s NICs
   // the only way in or out.
-  CHECK(b.bandwidth_us == doctest::Approx(2.0 * 1000000 * 512 / 400 / 1e3));
+  CHECK(b.bandwidth_us == doctest::Approx(1000000.0 * 512 / 400 / 1e3));
   CHECK(b.witness.find("(cuts searched leaving out one rank per host: valid, exact on identical hosts)") != std::string::npos);
+  // AllReduce: gossip among the 65 hosts, 2 x 64 crossings of n over 65 x 400 GB/s, is the RS+AG
+  // figure here; the smallest cut (tried per rank vertex and per host only) says so.
+  Bound ar = lower_bound({Collective::AllReduce, n, p, 0}, t);
+  CHECK(ar.bandwidth_us == doctest::Approx(2.0 * 64 * 520e6 / (65 * 400) / 1e3));
+  CHECK(ar.rs_ag_us == doctest::Approx(ar.bandwidth_us));
+  CHECK(ar.witness.rfind("gossip among 65 hosts: ", 0) == 0);
+}
+
+namespace {
+
+// Four GPUs on a switch (links of 100 GB/s and 1 us), but g3's link is 10 GB/s.
+collkit::topo::Topology one_slow_gpu() {
+  collkit::topo::Topology t;
+  t.name = "one-slow-gpu";
+  auto sw = t.add_vertex(make_vertex("sw", collkit::topo::VertexKind::NetSwitch));
+  for (int i = 0; i < 4; ++i) {
+    auto g = t.add_vertex(make_vertex("g" + std::to_string(i), collkit::topo::VertexKind::Gpu));
+    t.add_link(make_link(g, sw, i == 3 ? 10 : 100, 1));
+    t.add_rank(g);
+  }
+  return t;
+}
+
+SimOptions model(LinkModel m) {
+  SimOptions o;
+  o.model = m;
+  return o;
+}
+
+// min over vertex sets S holding some but not all ranks of B+(S), by trying every set.
+double brute_force_min_cut(const collkit::topo::Topology& t, int p) {
+  std::size_t n = t.num_vertices();
+  std::vector<int> w(n, 0);
+  for (int r = 0; r < p; ++r) ++w[t.rank_vertex(static_cast<collkit::topo::Rank>(r))];
+  double best = 1e300;
+  for (std::uint32_t mask = 1; mask < (1u << n); ++mask) {
+    int ranks = 0;
+    for (std::size_t v = 0; v < n; ++v)
+      if (mask >> v & 1u) ranks += w[v];
+    if (ranks == 0 || ranks == p) continue;
+    double out = 0;
+    for (const auto& l : t.links())
+      if ((mask >> l.a & 1u) != (mask >> l.b & 1u)) out += l.bw_gbps;
+    best = std::min(best, out);
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("bounds: a tree AllReduce with one slow GPU beats twice the ReduceScatter bound, never the AllReduce bound") {
+  // Issue #10 item 7: the tree was predicted at 110.7 ms against a "bound" of 161.1 ms (2 x
+  // ReduceScatter, which only RS+AG-shaped plans must pay). g3 needs all n bytes of the others'
+  // sum and they need all of its: n / 10 GB/s.
+  auto t = one_slow_gpu();
+  Request req{Collective::AllReduce, std::uint64_t{1} << 30, 4, 0};
+  Bound b = lower_bound(req, t);
+  CHECK(b.bandwidth_us == doctest::Approx(1073741824.0 / 10e3));
+  CHECK(b.witness == "S = {g3}: 1 of 4 ranks inside, 10 GB/s leaves S; all 1073741824 bytes must leave S and enter it");
+  CHECK(b.rs_ag_us == doctest::Approx(2 * 3 * 268435456.0 / 10e3));
+  auto tree = generate("tree", req, &t);
+  int checked = 0;
+  for (LinkModel m : {LinkModel::Queue, LinkModel::MaxMin}) {
+    double us = simulate(*tree, t, model(m)).time_us;
+    CHECK(us >= b.time_us());
+    CHECK(us < b.rs_ag_us);
+    ++checked;
+  }
+  CHECK(checked == 2);
+}
+
+TEST_CASE("bounds: the latency bound holds for a plan that sends to every peer at once") {
+  // The single-port argument (ceil(log2 8) = 3 rounds of the 1 us route) does not bind the
+  // simulator: direct AllGather sends to all 7 peers at once and is done in one route's time.
+  auto t = uniform(8, 100, 0.5);
+  Request req{Collective::AllGather, 64, 8, 0};
+  Bound b = lower_bound(req, t);
+  CHECK(b.latency_us == doctest::Approx(1.0));
+  auto direct = generate("direct", req, &t);
+  double us = simulate(*direct, t).time_us;
+  CHECK(us >= b.time_us());
+  CHECK(us < 3.0);
+}
+
+TEST_CASE("bounds: relaying through a GPU can beat a route's latency, and the latency bound allows it") {
+  // g0 - g1 - g2 joined by wide direct links of 0.1 us; all three also on a switch over 2 us
+  // links. GPUs do not forward, so the route g0 -> g2 crosses the switch (4 us), but a Broadcast
+  // that relays through g1 arrives after 0.2 us.
+  collkit::topo::Topology t;
+  t.name = "relay";
+  auto sw = t.add_vertex(make_vertex("sw", collkit::topo::VertexKind::NetSwitch));
+  std::vector<collkit::topo::VertexId> g;
+  for (int i = 0; i < 3; ++i) {
+    g.push_back(t.add_vertex(make_vertex("g" + std::to_string(i), collkit::topo::VertexKind::Gpu)));
+    t.add_link(make_link(g.back(), sw, 100, 2));
+    t.add_rank(g.back());
+  }
+  t.add_link(make_link(g[0], g[1], 200, 0.1));
+  t.add_link(make_link(g[1], g[2], 200, 0.1));
+  Request req{Collective::Broadcast, 8, 3, 0};
+  using namespace collkit::plan::algo;
+  Op forward = send(2, out(0), 1, 0);
+  ExplicitPlan relay = hand_plan(
+      req, 1, 1, 1, {{copy(in(0), out(0), 1, 0), send(1, in(0), 1, 0)}, {recv(0, out(0), 1, 0), forward}, {recv(1, out(0), 1, 0)}});
+  REQUIRE(verify(relay).ok);
+  Bound b = lower_bound(req, t);
+  CHECK(b.latency_us == doctest::Approx(0.2));
+  int checked = 0;
+  for (LinkModel m : {LinkModel::Queue, LinkModel::MaxMin}) {
+    double us = simulate(relay, t, model(m)).time_us;
+    CHECK(us >= b.time_us());
+    CHECK(us < 4.0);
+    ++checked;
+  }
+  CHECK(checked == 2);
+}
+
+TEST_CASE("bounds: ranks sharing a vertex are one group in the AllReduce gossip bound") {
+  // Three vertices of two ranks each on a switch: six ranks but three groups, since co-located
+  // ranks exchange data without a link (free here, local_bw_gbps being 0).
+  collkit::topo::Topology t;
+  t.name = "pairs";
+  auto sw = t.add_vertex(make_vertex("sw", collkit::topo::VertexKind::NetSwitch));
+  for (int i = 0; i < 3; ++i) {
+    auto v = t.add_vertex(make_vertex("v" + std::to_string(i), collkit::topo::VertexKind::Gpu));
+    t.add_link(make_link(v, sw, 100, 1));
+    t.add_rank(v);
+    t.add_rank(v);
+  }
+  Request req{Collective::AllReduce, 6000000, 6, 0};
+  Bound b = lower_bound(req, t);
+  CHECK(b.bandwidth_us == doctest::Approx(2.0 * 2 * 6e6 / 300 / 1e3));
+  CHECK(b.witness ==
+        "gossip among 3 rank vertices: each of the 6000000 bytes crosses between them >= 2 x 2 times, over 300 GB/s leaving them");
+  int checked = 0;
+  double fastest = 1e300;
+  for (const Algorithm* a : algorithms()) {
+    if (!a->supports(req, &t, nullptr)) continue;
+    auto plan = generate(a->name(), req, &t);
+    CAPTURE(a->name());
+    for (LinkModel m : {LinkModel::Queue, LinkModel::MaxMin}) {
+      double us = simulate(*plan, t, model(m)).time_us;
+      CHECK(us >= b.time_us());
+      fastest = std::min(fastest, us);
+      ++checked;
+    }
+  }
+  CHECK(checked >= 8);
+  // Six ranks as six groups would claim 2 x 5 crossings of n over 300 GB/s: plans beat that.
+  CHECK(fastest < 2.0 * 5 * 6e6 / 300 / 1e3);
+}
+
+TEST_CASE("bounds: the smallest cut between two rank vertices is exact") {
+  // GPUs behind thin PCIe hops and uneven switch links: the smallest cut is sometimes a GPU with
+  // its PCIe switch, sometimes two switches' worth of GPUs.
+  using collkit::topo::VertexKind;
+  int checked = 0;
+  for (double thin : {3.0, 30.0, 300.0}) {
+    collkit::topo::Topology t;
+    t.name = "thin-hops";
+    auto s0 = t.add_vertex(make_vertex("s0", VertexKind::NetSwitch));
+    auto s1 = t.add_vertex(make_vertex("s1", VertexKind::NetSwitch));
+    t.add_link(make_link(s0, s1, 40, 1));
+    for (int i = 0; i < 5; ++i) {
+      auto g = t.add_vertex(make_vertex("g" + std::to_string(i), VertexKind::Gpu));
+      auto px = t.add_vertex(make_vertex("px" + std::to_string(i), VertexKind::PciSwitch));
+      t.add_link(make_link(g, px, 50 + 10 * i, 0.5));
+      t.add_link(make_link(px, i < 3 ? s0 : s1, i == 4 ? thin : 100, 0.5));
+      t.add_rank(g);
+    }
+    CAPTURE(thin);
+    for (int p : {2, 4, 5}) {
+      CAPTURE(p);
+      auto cut = collkit::plan::bounds::min_rank_cut(t, p, t.fingerprint());
+      CHECK(cut.exact);
+      CHECK(cut.out_gbps == doctest::Approx(brute_force_min_cut(t, p)).epsilon(1e-9));
+      CHECK(collkit::plan::bounds::leaving(t, cut.in) == doctest::Approx(cut.out_gbps));
+      ++checked;
+    }
+  }
+  CHECK(checked == 9);
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Lower bounds on a collective's time on a topology.
+// Lower bounds on a collective's time on a topology: they hold for every plan the simulator can
+// run (docs/plan.md, "Lower bounds", proves each).
 
 #include "collkit/plan/collective.h"
 #include "collkit/topo/topology.h"
@@ -7,10 +8,13 @@
 namespace collkit::plan {
 
 struct Bound {
-  double bandwidth_us = 0;  ///< cut bound: bytes that must cross a cut / the cut's bandwidth, maximised
-  double latency_us = 0;    ///< rounds x the smallest route latency along the worst needed path
+  double bandwidth_us = 0;  ///< bytes that must cross a cut / the cut's bandwidth, maximised over the cuts tried
+  double latency_us = 0;    ///< the largest smallest-path latency between two ranks that data must flow between
+  /// AllReduce only: twice the ReduceScatter cut bound, which holds only for plans shaped as a
+  /// ReduceScatter then an AllGather (a tree can beat it); shown beside the bound, never in time_us()
+  double rs_ag_us = 0;
   double time_us() const { return bandwidth_us > latency_us ? bandwidth_us : latency_us; }
-  std::string witness;      ///< the cut that gave the bandwidth bound, described
+  std::string witness;  ///< the cut that gave the bandwidth bound, described
 };
 
 /// The bound for the request on the topology's first req.nranks ranks.

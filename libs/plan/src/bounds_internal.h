@@ -1,0 +1,98 @@
+#pragma once
+// Pieces of the lower bounds shared by bounds.cpp (one bound per collective), bounds_cuts.cpp
+// (max flows and cut searches) and bounds_latency.cpp (docs/plan.md, "Lower bounds").
+
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collkit/topo/topology.h"
+
+namespace collkit::plan::bounds {
+
+constexpr double kUsPerByteGbps = 1e-3;  // bytes / GB/s = ns; 10^-3 of that in microseconds
+
+/// Beyond this many rank vertices the ratio cut search leaves some candidates out (valid, and
+/// the witness says so) rather than run one max flow per rank vertex.
+constexpr std::size_t kExactSinks = 512;
+/// The same for the minimum cut between two rank vertices, which cannot skip mirrored hosts (its
+/// max flows all start at one rank vertex, which a mirror moves): one max flow per rank vertex
+/// costs 0.5 s at 512 GPUs of 64 DGX H100 hosts, 20 ms at 128.
+constexpr std::size_t kExactMinCut = 128;
+
+/// Whole numbers as such ("1000000"), others with six significant digits.
+std::string num(double v);
+
+/// Sum of every link's bandwidth.
+double total_bw(const topo::Topology& t);
+/// B+(S): bandwidth of the links with exactly one end in S (each is full duplex, so B-(S) too).
+double leaving(const topo::Topology& t, const std::vector<char>& in);
+/// Sum of w over the vertices in S.
+double weight(const std::vector<double>& w, const std::vector<char>& in);
+/// Bandwidth of the links at vertex v.
+double vertex_bw(const topo::Topology& t, topo::VertexId v);
+/// "host h" or "{a, b, c}", or "all vertices but" either, whichever is shorter; at most 8 names.
+std::string describe_set(const topo::Topology& t, const std::vector<char>& in);
+/// Rank weight per vertex for the first `p` ranks.
+std::vector<double> rank_weights(const topo::Topology& t, int p);
+
+/// A max-flow network over the whole topology (every link both ways; GPUs relay, as a plan may
+/// forward through one) plus a source and a sink joined to every vertex, so each query only sets
+/// capacities. Boost.Graph's push-relabel.
+class FlowNet {
+ public:
+  explicit FlowNet(const topo::Topology& t);
+
+  /// A capacity larger than any cut of a query whose finite capacities sum to `finite`.
+  static double unbounded(double finite) { return 1 + 2 * finite; }
+
+  /// Max flow with links at `scale` x bandwidth, source->v at src[v], v->sink at dst[v].
+  double run(double scale, const std::vector<double>& src, const std::vector<double>& dst);
+
+  /// After run(): the vertices the source still reaches through arcs with residual capacity,
+  /// i.e. the source side of a minimum cut.
+  std::vector<char> source_side(double tolerance) const;
+
+ private:
+  using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                      boost::property<boost::edge_capacity_t, double,
+                                                      boost::property<boost::edge_residual_capacity_t, double,
+                                                                      boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
+  const topo::Topology& t_;
+  Graph g_;
+  std::size_t source_ = 0, sink_ = 0;
+  boost::property_map<Graph, boost::edge_capacity_t>::type cap_;
+  boost::property_map<Graph, boost::edge_residual_capacity_t>::type res_;
+  std::vector<Traits::edge_descriptor> link_arcs_, from_source_, to_sink_;
+};
+
+/// A vertex set S holding some but not all of the first p ranks.
+struct RankCut {
+  std::vector<char> in;  ///< empty: no cut separates the ranks (they share one vertex)
+  double ranks = 0;      ///< ranks inside S
+  double out_gbps = 0;   ///< B+(S)
+  bool exact = true;     ///< false: only part of the search was run (still a real cut: valid)
+  double ratio() const { return out_gbps > 0 ? ranks / out_gbps : 0.0; }
+};
+
+// The searches below do not depend on the bytes: a sweep over sizes, or `auto` over algorithms,
+// asks for the same ones many times. They are memoised per (topology, p); the caller passes the
+// topology's fingerprint, computed once (it hashes the whole graph: 10 ms at 16k GPUs).
+
+/// ForestColl: the S maximising ranks(S) / B+(S), exact up to 1e-9 relative below kExactSinks
+/// rank vertices.
+RankCut max_ratio_cut(const topo::Topology& t, int p, std::uint64_t fingerprint);
+
+/// The S with the least B+(S): a minimum cut between two rank vertices, exact up to kExactMinCut
+/// rank vertices; beyond, the better of each rank vertex alone and each host.
+RankCut min_rank_cut(const topo::Topology& t, int p, std::uint64_t fingerprint);
+
+/// The latency bound (bounds_latency.cpp): the largest, over ranks a and b that data must flow
+/// between, of the smallest path latency from a to b (GPUs may relay). `root` < 0: every pair of
+/// the first p ranks; else the root and every other rank (links are symmetric, so Broadcast and
+/// Reduce alike).
+double latency_bound(const topo::Topology& t, int p, int root, std::uint64_t fingerprint);
+
+}  // namespace collkit::plan::bounds
