@@ -9,6 +9,7 @@
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
 #include "collkit/core/size.h"
+#include "collkit/plan/algorithm.h"
 #include "collkit/plan/export.h"
 #include "collkit/plan/io.h"
 #include "collkit/plan/planner.h"
@@ -209,7 +210,7 @@ int main(int argc, char** argv) {
   gen->add_option("--topo", o.topo_file, "topology file (collkit.topology/1)");
   gen->add_option("--coll", o.coll, "allreduce | reducescatter | allgather | alltoall | broadcast | reduce");
   gen->add_option("--size", o.size, "bytes, nccl-tests' convention, K/M/G 1024-based (default 1M)");
-  gen->add_option("--algo", o.algo, "ring | tree | rd | rhd | bruck | pairwise | direct | hier | auto (default; needs --topo)");
+  gen->add_option("--algo", o.algo, plan::algorithm_names(" | ") + " | auto (default; needs --topo)");
   gen->add_option("--nranks", o.nranks, "ranks (default: all of the topology's)")->check(CLI::PositiveNumber);
   gen->add_option("--root", o.root, "root rank of broadcast / reduce")->check(CLI::NonNegativeNumber);
   gen->add_flag("--explicit", o.explicit_programs, "write every rank's program instead of the compact form");
