@@ -10,7 +10,7 @@ plan=$COLLKIT_BIN/coll-plan
 
 # Every applicable algorithm for every collective: generate with the topology, verify, simulate.
 for coll in allreduce reducescatter allgather alltoall broadcast reduce; do
-  for algo in ring tree rd rhd bruck pairwise direct hier; do
+  for algo in ring tree rd rhd bruck pairwise direct hier twoshot scatter_allgather reducescatter_gather; do
     out="$TMP/$coll-$algo.json"
     if "$plan" generate --topo "$TMP/t.json" --coll "$coll" --size 1M --algo "$algo" -o "$out" >"$TMP/gen.txt" 2>"$TMP/gen.err"; then
       if "$plan" verify "$out" >/dev/null && "$plan" simulate "$out" --topo "$TMP/t.json" >"$TMP/sim.txt" &&

@@ -24,7 +24,8 @@ for np in 2 3 4; do
   fi
   expect_eq "$(json_get "$TMP/all$np.json" 'j["total_wrong"]')" 0 "np $np wrong elements"
   expect_eq "$(json_get "$TMP/all$np.json" 'sorted({t["algorithm"] for t in j["tables"]})')" \
-    "['bruck', 'direct', 'hier', 'pairwise', 'rd', 'rhd', 'ring', 'tree']" "np $np algorithms run"
+    "['bruck', 'direct', 'hier', 'pairwise', 'rd', 'reducescatter_gather', 'rhd', 'ring', 'scatter_allgather', 'tree', 'twoshot']" \
+    "np $np algorithms run"
   expect_eq "$(json_get "$TMP/all$np.json" 'len({(t["collective"], t["type"], t.get("redop")) for t in j["tables"]})')" \
     "$((7 * (5 * 3 + 3)))" "np $np collective x datatype x operator tables"
   expect_eq "$(json_get "$TMP/all$np.json" 'all(r["in_place"]["wrong"] == 0 and r["out_of_place"]["wrong"] == 0 for t in j["tables"] for r in t["rows"])')" \
@@ -32,6 +33,21 @@ for np in 2 3 4; do
 done
 expect_eq "$(json_get "$TMP/all4.json" 'sum(r["native_out_of_place"]["wrong"] + r["native_in_place"]["wrong"] for t in j["tables"] for r in t["rows"])')" \
   0 "native collectives agree with the pattern"
+
+# The two-phase algorithms' other variants: on one host (the discovered machine) their direct
+# phases, without a topology recursive doubling (4 ranks) and the rings.
+for np in 3 4; do
+  for where in "" --no-discover; do
+    if mpi "$np" "$run" --coll allreduce,broadcast,reduce --algo twoshot,scatter_allgather,reducescatter_gather -d all -b 1000 \
+         -e 1M -f 32 -n 1 -w 0 --no-baseline $where --json "$TMP/two$np$where.json" >"$TMP/two$np$where.txt" 2>&1; then
+      ok "np $np $where: two-phase algorithms ran"
+    else
+      bad "np $np $where: exit $?: $(tail -5 "$TMP/two$np$where.txt")"
+    fi
+    expect_eq "$(json_get "$TMP/two$np$where.json" 'sum(1 for t in j["tables"] for r in t["rows"] if r["out_of_place"]["wrong"] == 0 and r["in_place"]["wrong"] == 0)')" \
+      "$((3 * 7 * 3))" "np $np $where: every two-phase row checked and right"
+  done
+done
 
 # auto and hier with bigger sizes, the simulator's prediction beside each row.
 if mpi 4 "$run" --topo "$TMP/t4.json" --coll allreduce,reducescatter,allgather,alltoall --algo hier,auto -d float32,bfloat16 \
