@@ -30,6 +30,7 @@ struct Options {
   std::string algo = "auto";
   int nranks = 0;
   int root = 0;
+  int elem_bytes = 1;
   int channels = 0;
   int pipeline = 0;
   bool bidirectional = false;
@@ -88,7 +89,11 @@ int run_generate(const Options& o) {
   if (!o.topo_file.empty()) t = std::make_unique<topo::Topology>(topo::load(o.topo_file));
   int nranks = o.nranks > 0 ? o.nranks : (t ? static_cast<int>(t->num_ranks()) : 0);
   if (nranks == 0) throw collkit::InputError("give --topo or --nranks");
-  plan::Request req{collective(o.coll), collkit::parse_size_bytes(o.size), nranks, o.root};
+  auto elem = static_cast<std::uint32_t>(o.elem_bytes);
+  plan::Rounded rounded = plan::round_to_elements({collective(o.coll), collkit::parse_size_bytes(o.size), nranks, o.root, elem});
+  // On stderr, so that a plan written to stdout stays a clean file.
+  if (!rounded.note.empty()) std::cerr << "coll-plan: " << rounded.note << "\n";
+  const plan::Request& req = rounded.req;
   auto p = plan::plan_for(o.algo, req, t.get(), algo_options(o), sim_options(o));
   std::unique_ptr<plan::Plan> out = std::move(p);
   if (o.explicit_programs) out = std::make_unique<plan::ExplicitPlan>(plan::materialize(*out));
@@ -213,6 +218,8 @@ int main(int argc, char** argv) {
   gen->add_option("--algo", o.algo, plan::algorithm_names(" | ") + " | auto (default; needs --topo)");
   gen->add_option("--nranks", o.nranks, "ranks (default: all of the topology's)")->check(CLI::PositiveNumber);
   gen->add_option("--root", o.root, "root rank of broadcast / reduce")->check(CLI::NonNegativeNumber);
+  gen->add_option("--elem-bytes", o.elem_bytes, "bytes per element (the datatype's size): chunks split at whole elements (default 1)")
+      ->check(CLI::Range(1, 65536));
   gen->add_flag("--explicit", o.explicit_programs, "write every rank's program instead of the compact form");
   gen->add_option("-o,--output", o.output, "plan file to write (default: stdout)");
   add_algo_knobs(gen);

@@ -49,6 +49,27 @@ for np in 3 4; do
   done
 done
 
+# Sizes that do not split evenly, as nccl-tests runs them: AllReduce, Broadcast and Reduce run the
+# exact count (chunks split unevenly at whole elements), the sliced collectives round down to whole
+# elements per rank. Every algorithm, datatype and operator at 1000 bytes; a few at 1M + 24.
+for np in 3 5; do
+  for case in "all 1000 all" "ring,rhd,tree,bruck 1048600 sum"; do
+    set -- $case
+    log="$TMP/odd$np-$2"
+    if mpi "$np" "$run" --coll all --algo "$1" -d all -o "$3" -b "$2" -e "$2" -n 1 -w 0 --no-baseline --json "$log.json" >"$log.txt" 2>&1; then
+      ok "np $np, $2 bytes: ran"
+    else
+      bad "np $np, $2 bytes: exit $?: $(tail -5 "$log.txt")"
+    fi
+    expect_eq "$(json_get "$log.json" 'sum(1 for t in j["tables"] for r in t["rows"] if r["out_of_place"]["wrong"] == 0 and r["in_place"]["wrong"] == 0)')" \
+      "$(json_get "$log.json" 'sum(len(t["rows"]) for t in j["tables"])')" "np $np, $2 bytes: every row right"
+    expect_eq "$(json_get "$log.json" 'sorted({(t["collective"], r["bytes"]) for t in j["tables"] for r in t["rows"] if t["type"] == "float"})')" \
+      "$(python3 -c "n, p = $2 // 4, $np; s = 4 * (n - n % p); print(sorted({('allgather', s), ('allreduce', 4 * n), ('alltoall', s), ('broadcast', 4 * n), ('reduce', 4 * n), ('reducescatter', s)}))")" \
+      "np $np, $2 bytes: float sizes, rounded per rank only where the collective slices"
+  done
+done
+expect_eq "$(json_get "$TMP/odd5-1000.json" 'len({t["algorithm"] for t in j["tables"]})')" 11 "odd sizes: every algorithm"
+
 # auto and hier with bigger sizes, the simulator's prediction beside each row.
 if mpi 4 "$run" --topo "$TMP/t4.json" --coll allreduce,reducescatter,allgather,alltoall --algo hier,auto -d float32,bfloat16 \
      -b 1K -e 256K -f 16 -n 2 -w 1 --json "$TMP/hier.json" >"$TMP/hier.txt" 2>&1; then
