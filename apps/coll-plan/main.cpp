@@ -9,6 +9,7 @@
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
 #include "collkit/core/size.h"
+#include "collkit/plan/algorithm.h"
 #include "collkit/plan/export.h"
 #include "collkit/plan/io.h"
 #include "collkit/plan/planner.h"
@@ -29,6 +30,7 @@ struct Options {
   std::string algo = "auto";
   int nranks = 0;
   int root = 0;
+  int elem_bytes = 1;
   int channels = 0;
   int pipeline = 0;
   bool bidirectional = false;
@@ -95,7 +97,11 @@ int run_generate(const Options& o) {
   if (!o.topo_file.empty()) t = std::make_unique<topo::Topology>(topo::load(o.topo_file));
   int nranks = o.nranks > 0 ? o.nranks : (t ? static_cast<int>(t->num_ranks()) : 0);
   if (nranks == 0) throw collkit::InputError("give --topo or --nranks");
-  plan::Request req{collective(o.coll), collkit::parse_size_bytes(o.size), nranks, o.root};
+  auto elem = static_cast<std::uint32_t>(o.elem_bytes);
+  plan::Rounded rounded = plan::round_to_elements({collective(o.coll), collkit::parse_size_bytes(o.size), nranks, o.root, elem});
+  // On stderr, so that a plan written to stdout stays a clean file.
+  if (!rounded.note.empty()) std::cerr << "coll-plan: " << rounded.note << "\n";
+  const plan::Request& req = rounded.req;
   auto p = plan::plan_for(o.algo, req, t.get(), algo_options(o), sim_options(o));
   std::unique_ptr<plan::Plan> out = std::move(p);
   if (o.explicit_programs) out = std::make_unique<plan::ExplicitPlan>(plan::materialize(*out));
@@ -221,9 +227,11 @@ int main(int argc, char** argv) {
   gen->add_option("--topo", o.topo_file, "topology file (collkit.topology/1)");
   gen->add_option("--coll", o.coll, "allreduce | reducescatter | allgather | alltoall | broadcast | reduce");
   gen->add_option("--size", o.size, "bytes, nccl-tests' convention, K/M/G 1024-based (default 1M)");
-  gen->add_option("--algo", o.algo, "ring | tree | rd | rhd | bruck | pairwise | direct | hier | auto (default; needs --topo)");
+  gen->add_option("--algo", o.algo, plan::algorithm_names(" | ") + " | auto (default; needs --topo)");
   gen->add_option("--nranks", o.nranks, "ranks (default: all of the topology's)")->check(CLI::PositiveNumber);
   gen->add_option("--root", o.root, "root rank of broadcast / reduce")->check(CLI::NonNegativeNumber);
+  gen->add_option("--elem-bytes", o.elem_bytes, "bytes per element (the datatype's size): chunks split at whole elements (default 1)")
+      ->check(CLI::Range(1, 65536));
   gen->add_flag("--explicit", o.explicit_programs, "write every rank's program instead of the compact form");
   gen->add_option("-o,--output", o.output, "plan file to write (default: stdout)");
   add_algo_knobs(gen);

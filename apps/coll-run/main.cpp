@@ -10,6 +10,7 @@
 #include "collkit/core/file.h"
 #include "collkit/core/size.h"
 #include "collkit/exec/harness.h"
+#include "collkit/plan/algorithm.h"
 #include "collkit/plan/collective.h"
 
 namespace exec = collkit::exec;
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
   Flags f;
   app.add_option("--plan", f.plan_file, "collkit.plan/1 file to run (default: plan on the fly with --coll/--algo)");
   app.add_option("--coll", f.colls, "collective(s) to plan: allreduce, reducescatter, allgather, alltoall, broadcast, reduce, all (comma list)");
-  app.add_option("--algo", f.algos, "algorithm(s): ring, tree, rd, rhd, bruck, pairwise, direct, hier, auto, all (comma list)");
+  app.add_option("--algo", f.algos, "algorithm(s): " + collkit::plan::algorithm_names(", ") + ", auto, all (comma list)");
   app.add_option("--topo", f.topo_file, "topology to plan on and predict with (default: discover the job's hosts)");
   app.add_flag("--no-discover", f.no_discover, "without --topo, plan with no topology instead of discovering one");
   app.add_option("--backend", f.backend, "mpi, nccl, cuda or rdma");

@@ -10,7 +10,7 @@ plan=$COLLKIT_BIN/coll-plan
 
 # Every applicable algorithm for every collective: generate with the topology, verify, simulate.
 for coll in allreduce reducescatter allgather alltoall broadcast reduce; do
-  for algo in ring tree rd rhd bruck pairwise direct hier; do
+  for algo in ring tree rd rhd bruck pairwise direct hier twoshot scatter_allgather reducescatter_gather; do
     out="$TMP/$coll-$algo.json"
     if "$plan" generate --topo "$TMP/t.json" --coll "$coll" --size 1M --algo "$algo" -o "$out" >"$TMP/gen.txt" 2>"$TMP/gen.err"; then
       if "$plan" verify "$out" >/dev/null && "$plan" simulate "$out" --topo "$TMP/t.json" >"$TMP/sim.txt" &&
@@ -26,6 +26,29 @@ for coll in allreduce reducescatter allgather alltoall broadcast reduce; do
     fi
   done
 done
+
+# Sizes that do not split evenly (72 GPUs of a gb200-nvl72 rack): rounded to whole elements per
+# rank with one line saying so, then planned, verified and simulated; AllReduce takes any count.
+"$topo" synth --node gb200-nvl72 --nodes 1 -o "$TMP/nvl72.json" 2>/dev/null
+for coll in allgather reducescatter alltoall allreduce broadcast reduce; do
+  for size in 1M 64M 1G; do
+    out="$TMP/nvl72-$coll-$size.json"
+    if "$plan" generate --topo "$TMP/nvl72.json" --coll "$coll" --size "$size" -o "$out" >"$TMP/gen.txt" 2>"$TMP/gen.err" &&
+       "$plan" verify "$out" >/dev/null && "$plan" simulate "$out" --topo "$TMP/nvl72.json" >/dev/null; then
+      ok "nvl72 $coll $size: auto planned ($(json_get "$out" 'j["algorithm"]')), verified, simulated"
+    else
+      bad "nvl72 $coll $size: $(cat "$TMP/gen.err")"
+    fi
+  done
+done
+expect_eq "$(cat "$TMP/gen.err")" "" "reduce 1G: nothing rounded"
+"$plan" generate --topo "$TMP/nvl72.json" --coll allgather --size 1M --algo ring -o "$TMP/ag72.json" >/dev/null 2>"$TMP/ag72.err"
+expect_eq "$(cat "$TMP/ag72.err")" "coll-plan: size 1048576 rounded down to 1048536 bytes: whole elements per rank" "allgather 1M on 72 ranks"
+expect_eq "$(json_get "$TMP/ag72.json" 'j["bytes"]')" 1048536 "the plan's size"
+"$plan" generate --nranks 5 --coll allreduce --size 1004 --elem-bytes 4 --algo ring -o "$TMP/ar5.json" 2>"$TMP/ar5.err"
+expect_eq "$(json_get "$TMP/ar5.json" '(j["bytes"], j["elem_bytes"], j["chunks"]["input"])')" "(1004, 4, 5)" "uneven allreduce: 251 floats in 5 chunks"
+expect_eq "$(cat "$TMP/ar5.err")" "" "allreduce: nothing rounded"
+"$plan" verify "$TMP/ar5.json" >/dev/null && ok "uneven allreduce verifies" || bad "uneven allreduce"
 
 # auto picks the fastest and says so; the file records the topology it was made for.
 "$plan" generate --topo "$TMP/t.json" --coll allreduce --size 256M --algo auto -o "$TMP/auto.json" >/dev/null
@@ -69,8 +92,10 @@ expect_fail 2 "coll-plan: error: unknown collective \"allscatter\" (expected all
 expect_fail 2 "coll-plan: error: --algo auto needs a topology to simulate the candidates (give --topo)" "$plan" generate --nranks 2
 expect_fail 2 "coll-plan: error: 64 ranks asked, the topology dgx-h100x2-fat-tree has 16" \
   "$plan" generate --topo "$TMP/t.json" --nranks 64 --algo ring
-expect_fail 2 "coll-plan: error: allgather: 1000 bytes do not split evenly over 3 ranks" \
-  "$plan" generate --nranks 3 --coll allgather --size 1000 --algo ring
+expect_fail 2 "coll-plan: error: allgather: size 2 is less than 3 bytes, the least that gives whole elements per rank" \
+  "$plan" generate --nranks 3 --coll allgather --size 2 --algo ring
+expect_fail 2 "coll-plan: error: allreduce: size 6 is less than 8 bytes, the least that gives whole 8-byte elements" \
+  "$plan" generate --nranks 3 --size 6 --elem-bytes 8 --algo ring
 expect_fail 2 "coll-plan: error: invalid size \"12Q\": unknown suffix (use K, M, G or T, 1024-based)" \
   "$plan" generate --nranks 3 --size 12Q --algo ring
 expect_fail 2 "coll-plan: error: $TMP/t.json: /schema: expected \"collkit.plan/1\", got \"collkit.topology/1\"" "$plan" verify "$TMP/t.json"

@@ -24,7 +24,8 @@ for np in 2 3 4; do
   fi
   expect_eq "$(json_get "$TMP/all$np.json" 'j["total_wrong"]')" 0 "np $np wrong elements"
   expect_eq "$(json_get "$TMP/all$np.json" 'sorted({t["algorithm"] for t in j["tables"]})')" \
-    "['bruck', 'direct', 'hier', 'pairwise', 'rd', 'rhd', 'ring', 'tree']" "np $np algorithms run"
+    "['bruck', 'direct', 'hier', 'pairwise', 'rd', 'reducescatter_gather', 'rhd', 'ring', 'scatter_allgather', 'tree', 'twoshot']" \
+    "np $np algorithms run"
   expect_eq "$(json_get "$TMP/all$np.json" 'len({(t["collective"], t["type"], t.get("redop")) for t in j["tables"]})')" \
     "$((7 * (5 * 3 + 3)))" "np $np collective x datatype x operator tables"
   expect_eq "$(json_get "$TMP/all$np.json" 'all(r["in_place"]["wrong"] == 0 and r["out_of_place"]["wrong"] == 0 for t in j["tables"] for r in t["rows"])')" \
@@ -32,6 +33,42 @@ for np in 2 3 4; do
 done
 expect_eq "$(json_get "$TMP/all4.json" 'sum(r["native_out_of_place"]["wrong"] + r["native_in_place"]["wrong"] for t in j["tables"] for r in t["rows"])')" \
   0 "native collectives agree with the pattern"
+
+# The two-phase algorithms' other variants: on one host (the discovered machine) their direct
+# phases, without a topology recursive doubling (4 ranks) and the rings.
+for np in 3 4; do
+  for where in "" --no-discover; do
+    if mpi "$np" "$run" --coll allreduce,broadcast,reduce --algo twoshot,scatter_allgather,reducescatter_gather -d all -b 1000 \
+         -e 1M -f 32 -n 1 -w 0 --no-baseline $where --json "$TMP/two$np$where.json" >"$TMP/two$np$where.txt" 2>&1; then
+      ok "np $np $where: two-phase algorithms ran"
+    else
+      bad "np $np $where: exit $?: $(tail -5 "$TMP/two$np$where.txt")"
+    fi
+    expect_eq "$(json_get "$TMP/two$np$where.json" 'sum(1 for t in j["tables"] for r in t["rows"] if r["out_of_place"]["wrong"] == 0 and r["in_place"]["wrong"] == 0)')" \
+      "$((3 * 7 * 3))" "np $np $where: every two-phase row checked and right"
+  done
+done
+
+# Sizes that do not split evenly, as nccl-tests runs them: AllReduce, Broadcast and Reduce run the
+# exact count (chunks split unevenly at whole elements), the sliced collectives round down to whole
+# elements per rank. Every algorithm, datatype and operator at 1000 bytes; a few at 1M + 24.
+for np in 3 5; do
+  for case in "all 1000 all" "ring,rhd,tree,bruck 1048600 sum"; do
+    set -- $case
+    log="$TMP/odd$np-$2"
+    if mpi "$np" "$run" --coll all --algo "$1" -d all -o "$3" -b "$2" -e "$2" -n 1 -w 0 --no-baseline --json "$log.json" >"$log.txt" 2>&1; then
+      ok "np $np, $2 bytes: ran"
+    else
+      bad "np $np, $2 bytes: exit $?: $(tail -5 "$log.txt")"
+    fi
+    expect_eq "$(json_get "$log.json" 'sum(1 for t in j["tables"] for r in t["rows"] if r["out_of_place"]["wrong"] == 0 and r["in_place"]["wrong"] == 0)')" \
+      "$(json_get "$log.json" 'sum(len(t["rows"]) for t in j["tables"])')" "np $np, $2 bytes: every row right"
+    expect_eq "$(json_get "$log.json" 'sorted({(t["collective"], r["bytes"]) for t in j["tables"] for r in t["rows"] if t["type"] == "float"})')" \
+      "$(python3 -c "n, p = $2 // 4, $np; s = 4 * (n - n % p); print(sorted({('allgather', s), ('allreduce', 4 * n), ('alltoall', s), ('broadcast', 4 * n), ('reduce', 4 * n), ('reducescatter', s)}))")" \
+      "np $np, $2 bytes: float sizes, rounded per rank only where the collective slices"
+  done
+done
+expect_eq "$(json_get "$TMP/odd5-1000.json" 'len({t["algorithm"] for t in j["tables"]})')" 11 "odd sizes: every algorithm"
 
 # auto and hier with bigger sizes, the simulator's prediction beside each row.
 if mpi 4 "$run" --topo "$TMP/t4.json" --coll allreduce,reducescatter,allgather,alltoall --algo hier,auto -d float32,bfloat16 \

@@ -47,11 +47,13 @@ std::string decide(World& world, double timeout_s, Fn&& fn) {
   return got["ok"].get<std::string>();
 }
 
-// What makes two plans run alike in place, whatever their byte size: the plan at its smallest size.
+// What makes two plans run alike in place, whatever their byte size: the plan at its smallest size
+// of equal chunks. A size whose chunks split unevenly is proved at that size: which transfers
+// match in bytes can depend on where the extra elements fall.
 std::string shape_key(const plan::Plan& p, std::uint64_t esize) {
   plan::Granularity g = plan::granularity(p.info());
-  if (g.step == 0) return plan::to_json(p);
-  return plan::to_json(*plan::resized(p, g.step * esize, esize));
+  if (g.even == 0 || p.info().req.bytes / esize % g.even != 0) return plan::to_json(p);
+  return plan::to_json(*plan::resized(p, g.even * esize, esize));
 }
 
 }  // namespace
@@ -137,27 +139,17 @@ std::string Planner::make(Collective c, const std::string& algo, DataType type, 
     const topo::Topology* t = topo_ ? &*topo_ : nullptr;
     plan::AlgoOptions ao;
     ao.channels = opt_.channels;
-    bool split = c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AlltoAll;
-    std::uint64_t unit = split ? static_cast<std::uint64_t>(nranks_) : 1;
-    count -= count % unit;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      if (count == 0) return skip("smaller than the " + std::to_string(unit) + " elements the collective needs");
-      plan::Request req{c, count * esize, nranks_, root};
-      try {
-        p = plan::plan_for(algo, req, t, ao);
-      } catch (const InputError& e) {
-        if (opt_.algorithms.size() == 1 && opt_.algorithms[0] != "all") throw;
-        return skip(e.what());
-      }
-      plan::Granularity g = plan::granularity(p->info());
-      if (g.step == 0) throw Error("plan: " + algo + " laid out buffers that do not scale with the size");
-      std::uint64_t fit = count - count % g.step;
-      if (fit == count) break;
-      if (fit == 0) return skip(algo + " needs a multiple of " + std::to_string(g.step) + " elements");
-      count = fit;
-      p.reset();
+    // As nccl-tests: AllGather, ReduceScatter and AlltoAll round down to whole elements per rank;
+    // the others run any count, their chunks splitting unevenly at whole elements.
+    plan::Request req{c, count * esize, nranks_, root, static_cast<std::uint32_t>(esize)};
+    std::uint64_t unit = plan::facts(c).sliced ? static_cast<std::uint64_t>(nranks_) : 1;
+    if (count < unit) return skip("smaller than the " + std::to_string(unit) + " elements the collective needs");
+    try {
+      p = plan::plan_for(algo, plan::round_to_elements(req).req, t, ao);
+    } catch (const InputError& e) {
+      if (opt_.algorithms.size() == 1 && opt_.algorithms[0] != "all") throw;
+      return skip(e.what());
     }
-    if (!p) return skip(algo + " found no element count its chunks divide");
   }
 
   // Proofs depend on the programs and chunk counts, not on the bytes: once per plan shape. The

@@ -131,13 +131,7 @@ RankProgram compile(const plan::Plan& plan, int rank, bool with_fences) {
   RankProgram p;
   p.rank = rank;
   p.channels = info.channels;
-  std::array<std::uint64_t, 3> chunk{};
-  for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
-    auto i = static_cast<std::size_t>(b);
-    p.region_bytes[i] = plan::buffer_bytes(info, b);
-    std::uint32_t n = plan::buffer_chunks(info, b);
-    chunk[i] = n == 0 ? 0 : p.region_bytes[i] / n;
-  }
+  for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) p.region_bytes[static_cast<std::size_t>(b)] = plan::buffer_bytes(info, b);
   std::vector<plan::Op> ops = plan.program(rank);
   p.ops.reserve(ops.size());
   for (const plan::Op& o : ops) {
@@ -147,10 +141,10 @@ RankProgram compile(const plan::Plan& plan, int rank, bool with_fences) {
     e.channel = o.channel;
     e.src_buf = o.src.buf;
     e.dst_buf = o.dst.buf;
-    e.src_off = chunk[static_cast<std::size_t>(o.src.buf)] * o.src.chunk;
-    e.dst_off = chunk[static_cast<std::size_t>(o.dst.buf)] * o.dst.chunk;
-    Buf sized = o.type == OpType::Recv ? o.dst.buf : o.src.buf;
-    e.bytes = chunk[static_cast<std::size_t>(sized)] * o.count;
+    e.src_off = plan::chunk_offset(info, o.src.buf, o.src.chunk);
+    e.dst_off = plan::chunk_offset(info, o.dst.buf, o.dst.chunk);
+    const plan::ChunkRef& sized = o.type == OpType::Recv ? o.dst : o.src;
+    e.bytes = plan::chunk_bytes(info, sized.buf, sized.chunk, o.count);
     e.deps = o.deps;
     if (e.channel >= p.channels) p.channels = static_cast<std::uint16_t>(e.channel + 1);
     if (e.type == OpType::RecvReduce) p.max_recv_reduce_bytes = std::max(p.max_recv_reduce_bytes, e.bytes);
@@ -221,14 +215,21 @@ const Runner::Layout& Runner::layout(const std::array<std::byte*, 3>& regions) {
 }
 
 std::vector<Runner::Guard> Runner::send_guards(const std::array<std::byte*, 3>& regions) const {
-  // Every op writing each unit of memory; units are the largest size every op's range is a
-  // multiple of (every buffer splits into equal chunks).
-  std::uint64_t unit = 0;
-  for (const ExecOp& o : prog_.ops) unit = std::gcd(unit, o.bytes);
+  // Every op writing each piece of memory; pieces run between consecutive addresses where some
+  // op's range starts or ends (chunks split at whole elements, possibly unevenly), so every
+  // range is a run of whole pieces, named by their first address.
+  auto addr = [&](plan::Buf b, std::uint64_t off) { return reinterpret_cast<std::uintptr_t>(regions[static_cast<std::size_t>(b)]) + off; };
+  std::vector<std::uintptr_t> cuts;
+  for (const ExecOp& o : prog_.ops) {
+    if (o.type == OpType::Send) cuts.insert(cuts.end(), {addr(o.src_buf, o.src_off), addr(o.src_buf, o.src_off) + o.bytes});
+    else cuts.insert(cuts.end(), {addr(o.dst_buf, o.dst_off), addr(o.dst_buf, o.dst_off) + o.bytes});
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   std::unordered_map<std::uintptr_t, std::vector<std::uint32_t>> writers;
   auto units = [&](plan::Buf b, std::uint64_t off, std::uint64_t bytes, auto&& fn) {
-    auto base = reinterpret_cast<std::uintptr_t>(regions[static_cast<std::size_t>(b)]) + off;
-    for (std::uint64_t k = 0; unit && k < bytes; k += unit) fn(base + k);
+    std::uintptr_t start = addr(b, off), end = start + bytes;
+    for (auto it = std::lower_bound(cuts.begin(), cuts.end(), start); it != cuts.end() && *it < end; ++it) fn(*it);
   };
   for (std::uint32_t j = 0; j < prog_.ops.size(); ++j) {
     const ExecOp& o = prog_.ops[j];

@@ -53,8 +53,8 @@ struct RankProgram {
 /// (false) after `budget` steps, which it decrements.
 bool happens_before(const RankProgram& p, std::uint32_t a, std::uint32_t b, std::int64_t& budget);
 
-/// Rank `rank`'s program of `plan` with chunks as byte ranges (every buffer's chunks are equal:
-/// the plan was resized to a multiple of its granularity). `with_fences`: also the sends' fences,
+/// Rank `rank`'s program of `plan` with chunks as byte ranges, split at whole elements of the
+/// plan's element size (chunks may differ by one element). `with_fences`: also the sends' fences,
 /// which only the Runner reads (the GPU backends' global schedule has no use for them).
 RankProgram compile(const plan::Plan& plan, int rank, bool with_fences = true);
 

@@ -70,13 +70,21 @@ class Engine {
       Shape& sh = shapes_[static_cast<std::size_t>(b)];
       sh.bytes = buffer_bytes(info_, b);
       sh.chunks = buffer_chunks(info_, b);
-      sh.even = sh.chunks && sh.bytes % sh.chunks == 0 ? sh.bytes / sh.chunks : 0;
+      sh.elem = info_.req.elem_bytes;
+      std::uint64_t elems = sh.elem ? sh.bytes / sh.elem : 0;
+      sh.even = sh.chunks && elems % sh.chunks == 0 ? elems / sh.chunks * sh.elem : 0;
     }
   }
 
   EngineStats run() {
     if (p_ < 1) throw PlanFault("plan: " + std::to_string(p_) + " ranks");
     if (channels_ < 1) throw PlanFault("plan: 0 channels");
+    for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
+      const Shape& sh = shapes_[static_cast<std::size_t>(b)];
+      if (sh.elem == 0 || sh.bytes % sh.elem != 0)
+        throw PlanFault("plan: the " + std::string(to_string(b)) + " buffer's " + plural(sh.bytes, "byte") + " are not a whole number of " +
+                        std::to_string(sh.elem) + "-byte elements");
+    }
     ranks_.resize(static_cast<std::size_t>(p_));
     for (int r = 0; r < p_; ++r) load(r);
     check_matching();
@@ -98,12 +106,13 @@ class Engine {
   struct Shape {
     std::uint64_t bytes = 0;
     std::uint32_t chunks = 0;
+    std::uint32_t elem = 1;
     std::uint64_t even = 0;  // bytes per chunk when all chunks are equal, else 0
   };
 
   std::uint64_t bytes(Buf b, std::uint32_t chunk, std::uint32_t count) const {
     const Shape& sh = shapes_[static_cast<std::size_t>(b)];
-    return sh.even ? sh.even * count : chunk_bytes(sh.bytes, sh.chunks, chunk, count);
+    return sh.even ? sh.even * count : chunk_bytes(sh.bytes, sh.chunks, chunk, count, sh.elem);
   }
 
   int peer(const EngineOp& e) const {

@@ -83,7 +83,7 @@ class Numeric final : public detail::Machine {
                        " bytes are not a whole number of 8-byte elements");
     std::vector<std::size_t> edges{0};
     for (std::uint32_t c = 1; c <= chunks; ++c) {
-      std::uint64_t at = chunk_bytes(bytes, chunks, 0, c);
+      std::uint64_t at = chunk_offset(info, b, c);
       if (at % kElementBytes != 0)
         throw InputError("interpret: " + std::string(to_string(b)) + " chunk " + std::to_string(c) + " starts at byte " +
                          std::to_string(at) + ", not on an 8-byte element");

@@ -5,8 +5,9 @@
 // directly from the collective's definition (tests/unit/plan/plan_testing.h).
 //
 // Data are 8-byte integers ("elements"): each chunk boundary of each buffer must fall on an
-// element, so tests pick request sizes that are multiples of 8 x chunks. Sum and product wrap
-// around (two's complement) so that every order of a reduction gives the same bits.
+// element, so tests give requests elem_bytes = 8 (or sizes that are multiples of 8 x chunks).
+// Sum and product wrap around (two's complement) so that every order of a reduction gives the
+// same bits.
 
 #include <cstdint>
 #include <string_view>

@@ -107,6 +107,7 @@ std::string to_json(const Plan& plan) {
   j["bytes"] = i.req.bytes;
   j["nranks"] = i.req.nranks;
   if (facts(i.req.coll).has_root) j["root"] = i.req.root;
+  if (i.req.elem_bytes != 1) j["elem_bytes"] = i.req.elem_bytes;
   j["algorithm"] = plan.is_explicit() ? std::string("explicit") : i.algorithm;
   if (plan.is_explicit() && i.algorithm != "explicit" && !i.algorithm.empty()) j["made_by"] = i.algorithm;
   j["params"] = i.params;
@@ -137,7 +138,7 @@ std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file
   json doc = collkit::json::parse(file, text);
   Cursor root(file, doc);
   root.expect_schema("plan", kPlanSchemaMajor);
-  root.expect_keys({"schema", "collective", "bytes", "nranks", "root", "algorithm", "made_by", "params", "chunks",
+  root.expect_keys({"schema", "collective", "bytes", "nranks", "root", "elem_bytes", "algorithm", "made_by", "params", "chunks",
                     "scratch_bytes", "channels", "topology", "predicted_us", "bound_us", "programs"});
   PlanInfo info;
   auto coll = root.at("collective");
@@ -151,6 +152,10 @@ std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file
   if (nranks.integer() < 1 || nranks.integer() > 1 << 24) nranks.fail("must be between 1 and 16777216, got " + std::to_string(nranks.integer()));
   info.req.nranks = static_cast<int>(nranks.integer());
   if (auto r = root.find("root")) info.req.root = static_cast<int>(r->integer());
+  if (auto e = root.find("elem_bytes")) {
+    if (e->integer() < 1 || e->integer() > 1 << 16) e->fail("must be between 1 and 65536, got " + std::to_string(e->integer()));
+    info.req.elem_bytes = static_cast<std::uint32_t>(e->integer());
+  }
   try {
     check(info.req);
   } catch (const InputError& e) {
@@ -167,7 +172,12 @@ std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file
   info.in_chunks = read_chunks(chunks, "input", false);
   info.out_chunks = read_chunks(chunks, "output", false);
   info.scratch_chunks = read_chunks(chunks, "scratch", true);
-  if (auto s = root.find("scratch_bytes")) info.scratch_bytes = static_cast<std::uint64_t>(s->non_negative_number());
+  if (auto s = root.find("scratch_bytes")) {
+    info.scratch_bytes = static_cast<std::uint64_t>(s->non_negative_number());
+    if (info.scratch_bytes % info.req.elem_bytes != 0)
+      s->fail(std::to_string(info.scratch_bytes) + " bytes are not a whole number of " + std::to_string(info.req.elem_bytes) +
+              "-byte elements");
+  }
   auto ch = root.at("channels");
   if (ch.integer() < 1 || ch.integer() > 0xffff) ch.fail("must be between 1 and 65535");
   info.channels = static_cast<std::uint16_t>(ch.integer());

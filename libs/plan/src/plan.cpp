@@ -55,13 +55,26 @@ ExplicitPlan materialize(const Plan& plan) {
   return ExplicitPlan(plan.info(), std::move(programs));
 }
 
-std::uint64_t chunk_bytes(std::uint64_t buffer_bytes, std::uint32_t chunks, std::uint32_t chunk, std::uint32_t count) {
-  if (chunks == 0) return 0;
-  // floor(B * i / C) without overflowing 64 bits: B = qC + r, so B*i/C = q*i + floor(r*i/C),
+std::uint64_t chunk_offset(std::uint64_t buffer_bytes, std::uint32_t chunks, std::uint64_t chunk, std::uint32_t elem_bytes) {
+  if (chunks == 0 || elem_bytes == 0) return 0;
+  // floor(E * i / C) elements without overflowing 64 bits: E = qC + r, so E*i/C = q*i + floor(r*i/C),
   // and r*i < C*C fits for any 32-bit chunk count.
-  std::uint64_t q = buffer_bytes / chunks, r = buffer_bytes % chunks;
-  auto edge = [&](std::uint64_t i) { return q * i + r * i / chunks; };
-  return edge(std::uint64_t{chunk} + count) - edge(chunk);
+  std::uint64_t elems = buffer_bytes / elem_bytes, q = elems / chunks, r = elems % chunks, i = chunk;
+  return (q * i + r * i / chunks) * elem_bytes;
+}
+
+std::uint64_t chunk_bytes(std::uint64_t buffer_bytes, std::uint32_t chunks, std::uint32_t chunk, std::uint32_t count,
+                          std::uint32_t elem_bytes) {
+  return chunk_offset(buffer_bytes, chunks, std::uint64_t{chunk} + count, elem_bytes) -
+         chunk_offset(buffer_bytes, chunks, chunk, elem_bytes);
+}
+
+std::uint64_t chunk_offset(const PlanInfo& info, Buf b, std::uint32_t chunk) {
+  return chunk_offset(buffer_bytes(info, b), buffer_chunks(info, b), chunk, info.req.elem_bytes);
+}
+
+std::uint64_t chunk_bytes(const PlanInfo& info, Buf b, std::uint32_t chunk, std::uint32_t count) {
+  return chunk_bytes(buffer_bytes(info, b), buffer_chunks(info, b), chunk, count, info.req.elem_bytes);
 }
 
 std::uint64_t buffer_bytes(const PlanInfo& info, Buf b) {

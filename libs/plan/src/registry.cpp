@@ -19,9 +19,13 @@ const std::vector<const Algorithm*>& algorithms() {
 const Algorithm& algorithm(std::string_view name) {
   for (const Algorithm* a : algorithms())
     if (a->name() == name) return *a;
-  std::string known;
-  for (const Algorithm* a : algorithms()) known += (known.empty() ? "" : ", ") + std::string(a->name());
-  throw InputError("unknown algorithm \"" + std::string(name) + "\" (known: " + known + ")");
+  throw InputError("unknown algorithm \"" + std::string(name) + "\" (known: " + algorithm_names(", ") + ")");
+}
+
+std::string algorithm_names(std::string_view sep) {
+  std::string names;
+  for (const Algorithm* a : algorithms()) names += (names.empty() ? "" : std::string(sep)) + std::string(a->name());
+  return names;
 }
 
 std::unique_ptr<Plan> generate(std::string_view name, const Request& req, const topo::Topology* topo, const AlgoOptions& opt) {

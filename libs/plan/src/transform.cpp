@@ -27,29 +27,35 @@ Ratio ratio(const PlanInfo& info, Buf b) {
 
 Granularity granularity(const PlanInfo& info) {
   if (info.req.bytes == 0) return {};
-  std::uint64_t step = 1;
+  // AlltoAll's buffers are whole blocks per rank too, not only AllGather's and ReduceScatter's slices.
+  std::uint64_t per_rank = facts(info.req.coll).sliced ? static_cast<std::uint64_t>(info.req.nranks) : 1;
+  Granularity g{per_rank, per_rank};
   for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
     std::uint32_t chunks = buffer_chunks(info, b);
     if (chunks == 0) continue;
     Ratio r = ratio(info, b);
-    // S x num / den must be a whole multiple of `chunks`: S a multiple of den x chunks / gcd(num, den x chunks).
+    // S x num / den elements must be whole: S a multiple of den (num / den is reduced).
+    g.step = std::lcm(g.step, r.den);
+    // ... and a whole multiple of `chunks` for equal chunks: S a multiple of den x chunks / gcd(num, den x chunks).
     std::uint64_t need = r.den * chunks;
-    step = std::lcm(step, need / std::gcd(r.num, need));
+    g.even = std::lcm(g.even, need / std::gcd(r.num, need));
   }
-  return {step};
+  return g;
 }
 
 std::unique_ptr<Plan> resized(const Plan& plan, std::uint64_t bytes, std::uint64_t elem_bytes) {
   const PlanInfo& from = plan.info();
   Granularity g = granularity(from);
   std::uint64_t count = bytes / elem_bytes;
-  if (bytes % elem_bytes != 0 || g.step == 0 || count % g.step != 0)
+  if (elem_bytes == 0 || elem_bytes > 1 << 16 || bytes % elem_bytes != 0 || g.step == 0 || count % g.step != 0)
     throw InputError("plan: cannot run at " + std::to_string(bytes) + " bytes of " + std::to_string(elem_bytes) +
                      "-byte elements: " + (g.step == 0 ? "its buffers do not scale with the size"
                                                         : "needs a multiple of " + std::to_string(g.step) + " elements"));
   PlanInfo info = from;
   Ratio s = ratio(from, Buf::Scratch);
   info.req.bytes = bytes;
+  info.req.elem_bytes = static_cast<std::uint32_t>(elem_bytes);
+  check(info.req);
   info.scratch_bytes = info.scratch_chunks == 0 ? 0 : bytes / s.den * s.num;
   info.predicted_us = info.bound_us = 0;  // they were for the other size
   if (plan.is_explicit()) {

@@ -129,7 +129,7 @@ TEST_CASE("every algorithm runs every collective exactly, out of place and in pl
         std::string why;
         if (!algo->supports(req, nullptr, &why)) continue;
         auto p0 = plan::generate(algo->name(), req, nullptr);
-        std::uint64_t step = plan::granularity(p0->info()).step;
+        std::uint64_t step = plan::granularity(p0->info()).even;
         REQUIRE(step > 0);
         for (DataType t : {DataType::Float32, DataType::BFloat16, DataType::Int8}) {
           std::uint64_t count = step * 3;
@@ -150,6 +150,34 @@ TEST_CASE("every algorithm runs every collective exactly, out of place and in pl
   CHECK(direct > runs / 2);  // most plans run in place with no copy
 }
 
+TEST_CASE("uneven sizes: every algorithm, collective and datatype, chunks split at whole elements, threads as ranks") {
+  const Collective colls[] = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
+                              Collective::AlltoAll,  Collective::Broadcast,     Collective::Reduce};
+  int runs = 0;
+  for (int n : {1, 3, 5, 7})
+    for (Collective c : colls)
+      for (const plan::Algorithm* algo : plan::algorithms()) {
+        // Odd sizes (1000 bytes, 64K + 24 bytes) rounded to whole elements (per rank), as nccl-tests does.
+        for (std::uint64_t bytes : {std::uint64_t{1000}, std::uint64_t{(1 << 16) + 24}})
+          for (DataType t : kDataTypes) {
+            plan::Request req{c, bytes, n, n - 1, static_cast<std::uint32_t>(size_of(t))};
+            if (!algo->supports(req, nullptr, nullptr)) continue;
+            plan::Rounded r = plan::round_to_elements(req);
+            auto p = plan::generate(algo->name(), r.req, nullptr);
+            if (plan::granularity(p->info()).even != 0 && r.req.bytes / size_of(t) % plan::granularity(p->info()).even == 0) continue;
+            Job job{p->info().req, t, RedOp::Sum};
+            INFO(algo->name() << " " << plan::to_string(c) << " n=" << n << " " << r.req.bytes << " bytes " << to_string(t));
+            CHECK(plan::verify(*p).error == "");
+            CHECK(run_threads(*p, job, Placement::OutOfPlace, InPlaceMode::Direct) == 0);
+            bool safe = plan::in_place_problem(*p).empty();
+            CHECK(run_threads(*p, job, Placement::InPlace, safe ? InPlaceMode::Direct : InPlaceMode::Staged) == 0);
+            ++runs;
+          }
+      }
+  // Only sizes whose chunks split unevenly count; most of them do.
+  CHECK(runs >= 300);
+}
+
 TEST_CASE("pattern: #wrong counts exactly the corrupted elements") {
   Job job{{Collective::AllReduce, 4 * 100, 5, 0}, DataType::Float32, RedOp::Sum};
   std::vector<float> out(100);
@@ -165,14 +193,31 @@ TEST_CASE("pattern: #wrong counts exactly the corrupted elements") {
   CHECK(count_wrong(job, 2, out.data()) == 2);
 }
 
-TEST_CASE("resized plans keep their programs and refuse sizes their chunks do not divide") {
+TEST_CASE("resized plans keep their programs, split chunks unevenly at whole elements, refuse part elements per rank") {
   auto p = plan::generate("ring", plan::Request{Collective::AllReduce, 4096, 4, 0}, nullptr);
-  std::uint64_t step = plan::granularity(p->info()).step;
-  CHECK(step > 0);
-  auto q = plan::resized(*p, step * 4 * 7, 4);
-  CHECK(q->info().req.bytes == step * 28);
+  plan::Granularity g = plan::granularity(p->info());
+  CHECK(g.step == 1);
+  CHECK(g.even == 4);  // 4 chunks
+  // 7 floats over 4 chunks: 1, 2, 2, 2 elements, never a part of one.
+  auto q = plan::resized(*p, 4 * 7, 4);
+  CHECK(q->info().req.bytes == 28);
+  CHECK(q->info().req.elem_bytes == 4);
   CHECK(q->program(1).size() == p->program(1).size());
-  CHECK_THROWS_AS(plan::resized(*p, step * 4 + 4, 4), InputError);
+  detail::RankProgram prog = detail::compile(*q, 1);
+  std::vector<std::uint64_t> sizes;
+  for (std::uint32_t c = 0; c < 4; ++c) sizes.push_back(plan::chunk_bytes(q->info(), plan::Buf::Input, c, 1));
+  CHECK(sizes == std::vector<std::uint64_t>{4, 8, 8, 8});
+  for (const detail::ExecOp& o : prog.ops) {
+    CHECK(o.bytes % 4 == 0);
+    CHECK(o.src_off % 4 == 0);
+    CHECK(o.dst_off % 4 == 0);
+  }
+  CHECK_THROWS_WITH_AS(plan::resized(*p, 30, 4), "plan: cannot run at 30 bytes of 4-byte elements: needs a multiple of 1 elements",
+                       InputError);
+  auto ag = plan::generate("ring", plan::Request{Collective::AllGather, 4096, 4, 0}, nullptr);
+  CHECK(plan::granularity(ag->info()).step == 4);
+  CHECK_THROWS_WITH_AS(plan::resized(*ag, 4 * 6, 4), "plan: cannot run at 24 bytes of 4-byte elements: needs a multiple of 4 elements",
+                       InputError);
 }
 
 TEST_CASE("in place: a rank's copy of its own block onto itself is dropped, what it ordered is kept") {

@@ -4,8 +4,9 @@
 //   check_plan(plan)      verify(plan) must pass, then the interpreter runs it on seeded random
 //                         inputs under sum, prod, min and max, and every output it defines must
 //                         equal the reference computed straight from the collective's definition.
-//                         Pick request bytes so that every chunk boundary falls on an 8-byte
-//                         element (e.g. 8 x in_chunks x out_chunks x nranks works for all).
+//                         Give the request elem_bytes = 8 (any count of elements then works),
+//                         or bytes whose every chunk boundary falls on 8 (8 x in_chunks x
+//                         out_chunks x nranks works for all).
 //   verify_error(plan)    verify()'s message, "" when the plan is correct (for mutation tests);
 //                         like check_plan, it runs both chunk stores and checks they agree.
 //   reference(...)        the expected outputs (nullopt for ranks a Reduce leaves undefined).

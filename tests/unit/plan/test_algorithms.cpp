@@ -17,7 +17,8 @@ using namespace collkit::plan::testing;
 
 namespace {
 
-const char* const kMine[] = {"tree", "rd", "rhd", "bruck", "pairwise", "direct"};
+const char* const kMine[] = {"tree",   "rd",        "rhd", "bruck", "pairwise", "direct",
+                             "twoshot", "scatter_allgather", "reducescatter_gather"};
 constexpr Collective kAll[] = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
                                Collective::AlltoAll,  Collective::Broadcast,     Collective::Reduce};
 

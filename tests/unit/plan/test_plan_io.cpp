@@ -85,7 +85,8 @@ TEST_CASE("malformed plan files get one precise line each") {
   CHECK(err(with(good, "\"algorithm\": \"ring\"", "\"algorithm\": \"spiral\"")).rfind("p.json: /algorithm: unknown algorithm \"spiral\" (known: ring", 0) == 0);
   CHECK(err(with(good, "\"nranks\": 4", "\"nranks\": 0")) == "p.json: /nranks: must be between 1 and 16777216, got 0");
   CHECK(err(with(good, "\"channels\": 1", "\"channel\": 1")) ==
-        "p.json: /: unknown field \"channel\" (expected schema, collective, bytes, nranks, root, algorithm, made_by, params, chunks, scratch_bytes, channels, topology, predicted_us, bound_us, programs)");
+        "p.json: /: unknown field \"channel\" (expected schema, collective, bytes, nranks, root, elem_bytes, algorithm, made_by, params, "
+        "chunks, scratch_bytes, channels, topology, predicted_us, bound_us, programs)");
   CHECK(err(with(good, "\"input\": 4", "\"input\": 0")) == "p.json: /chunks/input: must be >= 1, got 0");
 
   std::string ex = to_json(materialize(*generate("ring", {Collective::AllReduce, 4096, 2, 0}, nullptr)));

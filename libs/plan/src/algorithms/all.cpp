@@ -12,6 +12,9 @@ std::vector<AlgorithmFactory> algorithm_factories() {
       make_bruck,
       make_pairwise,
       make_direct,
+      make_twoshot,
+      make_scatter_allgather,
+      make_reducescatter_gather,
   };
 }
 

@@ -18,6 +18,9 @@ const Algorithm* make_rhd();
 const Algorithm* make_bruck();
 const Algorithm* make_pairwise();
 const Algorithm* make_direct();
+const Algorithm* make_twoshot();
+const Algorithm* make_scatter_allgather();
+const Algorithm* make_reducescatter_gather();
 
 /// Every factory, in the registry's order.
 std::vector<AlgorithmFactory> algorithm_factories();

@@ -23,8 +23,8 @@
 
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
-#include "collkit/topo/topology.h"
 #include "common.h"
+#include "direct_phases.h"
 
 namespace collkit::plan {
 
@@ -55,16 +55,11 @@ class DirectAlgorithm final : public Algorithm {
   // hosts every rank would push (p-1) whole vectors through its NIC. AlltoAll is direct by nature.
   static constexpr int kMaxSpreadRanks = 16;
   bool supports(const Request& req, const topo::Topology* topo, std::string* why) const override {
-    if (!topo || req.coll == Collective::AlltoAll || req.nranks <= kMaxSpreadRanks) return true;
-    const std::string& host = topo->host_of(0);
-    for (int r = 1; r < req.nranks; ++r)
-      if (topo->host_of(static_cast<topo::Rank>(r)) != host) {
-        if (why)
-          *why = "one-shot " + std::string(to_string(req.coll)) + " is for ranks on one switch-connected host or at most " +
-                 std::to_string(kMaxSpreadRanks) + " ranks; these " + std::to_string(req.nranks) + " span hosts";
-        return false;
-      }
-    return true;
+    if (!topo || req.coll == Collective::AlltoAll || req.nranks <= kMaxSpreadRanks || on_one_host(req.nranks, *topo)) return true;
+    if (why)
+      *why = "one-shot " + std::string(to_string(req.coll)) + " is for ranks on one switch-connected host or at most " +
+             std::to_string(kMaxSpreadRanks) + " ranks; these " + std::to_string(req.nranks) + " span hosts";
+    return false;
   }
 
   PlanInfo layout(const Request& req, const topo::Topology*, const AlgoOptions& opt) const override {
@@ -88,18 +83,16 @@ class DirectAlgorithm final : public Algorithm {
     int p = info.req.nranks;
     int channels = param_int(info, "channels", 1);
     if (channels < 1) throw InputError("direct: plan parameter channels must be >= 1, got " + std::to_string(channels));
-    auto ch = [channels](int s) { return static_cast<std::uint16_t>((s - 1) % channels); };
+    auto ch = [channels](int s) { return direct_lane(s, channels); };
+    auto same = [](int q) { return q; };
+    auto whole = [](int) { return in(0); };
+    auto slice = [](int q) { return in(u32(q)); };
     std::vector<Op> ops;
     int root = info.req.root;
     switch (info.req.coll) {
-      case Collective::AllReduce:
-        for (int s = 1; s < p; ++s) ops.push_back(send(mod(r + s, p), in(0), 1, ch(s)));
-        gather_sum(ops, p, r, in(0), ch);
-        break;
-      case Collective::ReduceScatter:
-        for (int s = 1; s < p; ++s) ops.push_back(send(mod(r + s, p), in(u32(mod(r + s, p))), 1, ch(s)));
-        gather_sum(ops, p, r, in(u32(r)), ch);
-        break;
+      // Every rank sums all p copies of the vector (AllReduce) or of its own slice (ReduceScatter).
+      case Collective::AllReduce: direct_reduce_scatter(ops, p, r, same, whole, 1, out(0), channels); break;
+      case Collective::ReduceScatter: direct_reduce_scatter(ops, p, r, same, slice, 1, out(0), channels); break;
       // The own block's copy after the sends, so that the transfers start at once.
       case Collective::AllGather:
         for (int s = 1; s < p; ++s) ops.push_back(send(mod(r + s, p), in(0), 1, ch(s)));
@@ -122,7 +115,7 @@ class DirectAlgorithm final : public Algorithm {
       case Collective::Reduce:
         if (r == root) {
           if (p == 1) ops.push_back(copy(in(0), out(0), 1, 0));
-          // Receive from root+s on channel ch(s), as gather_sum does from r-s: mirror the offsets.
+          // Receive from root+s on channel ch(s), as the reduce-scatter does from r-s: mirror the offsets.
           for (int s = 1; s < p; ++s) {
             Op o = recv_reduce(mod(root + s, p), s == 1 ? in(0) : out(0), out(0), 1, ch(s));
             if (s > 1) o.depend_on(u32(static_cast<int>(ops.size()) - 1));
@@ -134,22 +127,6 @@ class DirectAlgorithm final : public Algorithm {
         break;
     }
     return ops;
-  }
-
- private:
-  // The one-shot reduction at rank r: out(0) = own + the arrivals from r-1, r-2, ..., each
-  // receive waiting for the previous one so the sums into out(0) never overlap.
-  template <class Ch>
-  static void gather_sum(std::vector<Op>& ops, int p, int r, ChunkRef own, Ch ch) {
-    if (p == 1) {
-      ops.push_back(copy(own, out(0), 1, 0));
-      return;
-    }
-    for (int s = 1; s < p; ++s) {
-      Op o = recv_reduce(mod(r - s, p), s == 1 ? own : out(0), out(0), 1, ch(s));
-      if (s > 1) o.depend_on(u32(static_cast<int>(ops.size()) - 1));
-      ops.push_back(o);
-    }
   }
 };
 

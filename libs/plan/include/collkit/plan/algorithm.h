@@ -28,7 +28,7 @@ struct AlgoOptions {
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
-  /// Registry name: "ring", "tree", "rd", "rhd", "bruck", "pairwise", "direct", "hier".
+  /// Registry name ("ring", "tree", ...: docs/algorithms.md lists them all).
   virtual std::string_view name() const = 0;
   /// One line: the textbook alpha-beta cost, as docs/algorithms.md states it.
   virtual std::string_view formula(Collective c) const = 0;
@@ -45,6 +45,8 @@ class Algorithm {
 const std::vector<const Algorithm*>& algorithms();
 /// By name; throws InputError listing the known names.
 const Algorithm& algorithm(std::string_view name);
+/// Every algorithm's name, in the registry's order, joined by `sep` (for help texts and errors).
+std::string algorithm_names(std::string_view sep);
 
 /// A generated plan: PlanInfo + its algorithm; programs expanded on demand.
 class GeneratedPlan final : public Plan {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace collkit::plan {
@@ -21,7 +22,8 @@ struct Request {
   Collective coll = Collective::AllReduce;
   std::uint64_t bytes = 0;
   int nranks = 0;
-  int root = 0;  ///< Broadcast and Reduce only
+  int root = 0;                  ///< Broadcast and Reduce only
+  std::uint32_t elem_bytes = 1;  ///< one element (the datatype's size): buffers hold, and chunks split at, whole elements
 };
 
 /// Per-collective facts.
@@ -30,6 +32,7 @@ struct CollectiveFacts {
   std::string_view name;  ///< "allreduce"
   bool has_root;          ///< Broadcast, Reduce
   bool reduces;           ///< AllReduce, ReduceScatter, Reduce
+  bool sliced;            ///< AllGather, ReduceScatter, AlltoAll: bytes split into a slice per rank
 };
 const CollectiveFacts& facts(Collective c);
 
@@ -43,8 +46,19 @@ double busbw_factor(Collective c, int nranks);
 /// algbw in GB/s for `bytes` moved in `time_us` (nccl-tests: size / time).
 double algbw_gbps(std::uint64_t bytes, double time_us);
 
-/// Checks a request (ranks >= 1, root in range, bytes divisible as the collective needs it);
-/// throws InputError with the reason.
+/// Checks a request (ranks >= 1, root in range, every rank's buffers whole elements); throws
+/// InputError with the reason.
 void check(const Request& r);
+
+/// A request made valid the way nccl-tests and NCCL make it: bytes rounded down to whole
+/// elements, and for AllGather, ReduceScatter and AlltoAll to whole elements per rank (a
+/// multiple of nranks elements). AllReduce, Broadcast and Reduce take any element count; their
+/// chunks split unevenly. `note` is one line saying what was rounded, empty when nothing was.
+struct Rounded {
+  Request req;
+  std::string note;  ///< "size 1048576 rounded down to 1048536 bytes: whole elements per rank"
+};
+/// Throws InputError when not even one element (per rank) fits, or the request is otherwise bad.
+Rounded round_to_elements(const Request& r);
 
 }  // namespace collkit::plan

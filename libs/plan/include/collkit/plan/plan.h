@@ -2,8 +2,9 @@
 // The plan IR (collkit.plan/1): every rank's program of chunk operations. Enough for an executor
 // to run a collective with no other knowledge of the algorithm. docs/plan.md states the semantics;
 // in short:
-//  - Each rank's buffers (input, output, scratch) are split into equal chunks (chunk i of a
-//    B-byte buffer of C chunks covers bytes [i*B/C, (i+1)*B/C), rounded down).
+//  - Each rank's buffers (input, output, scratch) are split into C chunks as equal as whole
+//    elements allow: with E = B / elem_bytes elements, chunk i covers elements
+//    [floor(i*E/C), floor((i+1)*E/C)), so chunks differ by at most one element.
 //  - Ops of one (rank, channel) run in program order; an op also waits for its explicit `deps`
 //    (earlier ops of the same rank, usually on other channels). Channels run concurrently.
 //  - The k-th Send from a to b on channel c matches the k-th Recv/RecvReduce on b from a on c,
@@ -107,8 +108,15 @@ class ExplicitPlan final : public Plan {
 /// Expands every program of `plan` into an explicit plan (for tests, mutation, export).
 ExplicitPlan materialize(const Plan& plan);
 
-/// Bytes of chunk range [chunk, chunk+count) of a buffer of `buffer_bytes` split in `chunks`.
-std::uint64_t chunk_bytes(std::uint64_t buffer_bytes, std::uint32_t chunks, std::uint32_t chunk, std::uint32_t count);
+/// Byte offset of chunk `chunk` of a buffer of `buffer_bytes` split in `chunks` at whole
+/// `elem_bytes` elements (the IR's rule above; chunk == chunks gives the buffer's end).
+std::uint64_t chunk_offset(std::uint64_t buffer_bytes, std::uint32_t chunks, std::uint64_t chunk, std::uint32_t elem_bytes = 1);
+/// Bytes of chunk range [chunk, chunk+count) of such a buffer.
+std::uint64_t chunk_bytes(std::uint64_t buffer_bytes, std::uint32_t chunks, std::uint32_t chunk, std::uint32_t count,
+                          std::uint32_t elem_bytes = 1);
+/// The same for buffer `b` of a plan, at its request's element size.
+std::uint64_t chunk_offset(const PlanInfo& info, Buf b, std::uint32_t chunk);
+std::uint64_t chunk_bytes(const PlanInfo& info, Buf b, std::uint32_t chunk, std::uint32_t count);
 /// Size of each buffer of a rank under this plan.
 std::uint64_t buffer_bytes(const PlanInfo& info, Buf b);
 std::uint32_t buffer_chunks(const PlanInfo& info, Buf b);

@@ -11,18 +11,21 @@
 
 namespace collkit::plan {
 
-/// The element counts a plan can run at: with `elem_bytes`-byte elements, every buffer must
-/// split into whole, equal chunks. `step` is the smallest size-column element count that does,
-/// every multiple of it does too (scratch is taken as proportional to the size: a PlanInfo
-/// cannot tell a fixed one apart). Zero for a plan of no bytes, which runs at its own size only.
+/// The element counts a plan can run at. `step`: the smallest size-column element count at which
+/// every buffer holds whole elements (AllGather, ReduceScatter, AlltoAll: a multiple of nranks);
+/// every multiple of it does too, chunks splitting unevenly where they must. `even`: the smallest
+/// at which every buffer also splits into equal chunks (a multiple of `step`). Scratch is taken
+/// as proportional to the size (a PlanInfo cannot tell a fixed one apart). Both zero for a plan of
+/// no bytes, which runs at its own size only.
 struct Granularity {
   std::uint64_t step = 0;
+  std::uint64_t even = 0;
 };
 Granularity granularity(const PlanInfo& info);
 
-/// The same programs for a request of `bytes` (chunks are fractions of buffers, so programs do not
-/// change; scratch scales with the size). Throws InputError when `bytes` is not a multiple of
-/// granularity().step elements of `elem_bytes`.
+/// The same programs for a request of `bytes` in `elem_bytes`-byte elements (chunks are fractions
+/// of buffers split at whole elements, so programs do not change; scratch scales with the size).
+/// Throws InputError when `bytes` is not a multiple of granularity().step elements.
 std::unique_ptr<Plan> resized(const Plan& plan, std::uint64_t bytes, std::uint64_t elem_bytes);
 
 /// In-place, per NCCL: AllReduce, Broadcast, Reduce, AlltoAll read and write one buffer; AllGather's
