@@ -225,7 +225,7 @@ class Simulator {
       throw InputError(where(r, i) + ": chunks [" + std::to_string(ref.chunk) + ", " +
                        std::to_string(std::uint64_t{ref.chunk} + op.count) + ") of the " + std::string(to_string(ref.buf)) +
                        " buffer are out of range (" + std::to_string(chunks) + " chunks)");
-    return chunk_bytes(buffer_bytes(plan_.info(), ref.buf), chunks, ref.chunk, op.count);
+    return chunk_bytes(plan_.info(), ref.buf, ref.chunk, op.count);
   }
 
   void pair_up(std::uint32_t send, std::uint32_t recv) {
