@@ -2,8 +2,11 @@
 // Argument parsing and printing only; everything else is libs/plan.
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
 #include <iostream>
 
 #include "collkit/core/error.h"
@@ -76,6 +79,37 @@ plan::AlgoOptions algo_options(const Options& o) {
 
 std::string us(double v) { return fmt::format("{:.2f}", v); }
 
+// A count of the plans simulated so far, on stderr, once a search has run 2 s, and only when
+// stderr is a terminal (a log or a pipe gets nothing).
+class Progress {
+ public:
+  explicit Progress(std::string what) : what_(std::move(what)), tty_(isatty(STDERR_FILENO) != 0) {}
+  ~Progress() {
+    if (shown_) std::fprintf(stderr, "\r%*s\r", 60, "");
+  }
+  plan::SearchOptions search() {
+    plan::SearchOptions s;
+    if (tty_) s.on_plan = [this](int done) { tick(done); };
+    return s;
+  }
+  void tick(int done) {
+    if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(2)) return;
+    std::fprintf(stderr, "\r%s: %d plans simulated%s", what_.c_str(), done + before_, prefix_.c_str());
+    shown_ = true;
+  }
+  void next(int done, const std::string& where) {  // a sweep moves on to the next size
+    before_ += done;
+    prefix_ = " (" + where + ")";
+  }
+
+ private:
+  std::string what_, prefix_;
+  bool tty_;
+  bool shown_ = false;
+  int before_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 void print_prediction(const plan::PlanInfo& i) {
   if (i.predicted_us <= 0) return;
   double algbw = plan::algbw_gbps(i.req.bytes, i.predicted_us);
@@ -102,7 +136,9 @@ int run_generate(const Options& o) {
   // On stderr, so that a plan written to stdout stays a clean file.
   if (!rounded.note.empty()) std::cerr << "coll-plan: " << rounded.note << "\n";
   const plan::Request& req = rounded.req;
-  auto p = plan::plan_for(o.algo, req, t.get(), algo_options(o), sim_options(o));
+  Progress progress("auto");
+  std::string why;
+  auto p = plan::plan_for(o.algo, req, t.get(), algo_options(o), sim_options(o), progress.search(), &why);
   std::unique_ptr<plan::Plan> out = std::move(p);
   if (o.explicit_programs) out = std::make_unique<plan::ExplicitPlan>(plan::materialize(*out));
   if (o.output.empty() || o.output == "-") {
@@ -113,6 +149,7 @@ int run_generate(const Options& o) {
                              collkit::format_size_bytes(req.bytes), nranks, out->info().channels, o.output);
     print_prediction(out->info());
     if (t && out->info().predicted_us > 0) print_rs_ag(plan::lower_bound(req, *t));
+    if (!why.empty()) std::cout << "  auto chose " << why << "\n";
   }
   return 0;
 }
@@ -161,8 +198,9 @@ int run_sweep(const Options& o) {
   topo::Topology t = topo::load(o.topo_file);
   int nranks = o.nranks > 0 ? o.nranks : static_cast<int>(t.num_ranks());
   auto coll = collective(o.coll);
+  Progress progress("sweep");
   auto rows = plan::sweep(coll, nranks, o.root, collkit::parse_size_bytes(o.min_size), collkit::parse_size_bytes(o.max_size),
-                          collkit::parse_size_bytes(o.factor), t, algo_options(o), sim_options(o));
+                          collkit::parse_size_bytes(o.factor), t, algo_options(o), sim_options(o), progress.search());
   if (rows.empty()) throw collkit::InputError("sweep: no size in range");
   // Header: one time column per algorithm, then the winner and its gap to the bound.
   const auto& first = rows.front().eval.candidates;
@@ -178,6 +216,7 @@ int run_sweep(const Options& o) {
       const auto& b = row.eval.candidates[static_cast<std::size_t>(row.eval.best)];
       line += fmt::format(" {:>10} {:>10.2f} {:>10.2f} {:>7.1f}", b.algorithm, b.busbw_gbps, row.eval.bound.time_us(),
                           plan::gap_percent(b.time_us, row.eval.bound));
+      if (!b.knobs.empty()) line += "  " + b.knobs;
     }
     std::cout << line << "\n";
   }

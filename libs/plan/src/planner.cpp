@@ -1,5 +1,8 @@
 #include "collkit/plan/planner.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "collkit/core/error.h"
@@ -15,50 +18,189 @@ void stamp(PlanInfo& info, const topo::Topology& topo) {
 
 }  // namespace
 
-Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOptions& opt, const SimOptions& sim) {
+namespace {
+
+constexpr double kMinGain = 1e-3;
+
+// The knobs the user fixed on the command line are not searched.
+bool fixed_by_user(const AlgoOptions& opt, const std::string& knob) {
+  if (knob == "channels") return opt.channels > 0;
+  if (knob == "pipeline") return opt.pipeline > 0;
+  if (knob == "bidirectional") return opt.bidirectional;
+  if (knob == "inter") return !opt.inter.empty();
+  return false;
+}
+
+// Generates and simulates `a` with `opt` into `c` when it beats what c holds (or c holds nothing).
+// False when the plan is beyond the op budget (c.why_not says so if c has nothing yet).
+struct Trial {
+  const Request& req;
+  const topo::Topology& topo;
+  const SimOptions& sim;
+  const SearchOptions& search;
+  const Bound& bound;
+  int& tried;
+
+  bool run(const Algorithm& a, const AlgoOptions& opt, Candidate& c) {
+    std::unique_ptr<Plan> plan = generate(a.name(), req, &topo, opt);
+    // Too many ops to simulate in seconds: left out with the reason; it can still be generated
+    // and simulated by name.
+    double ops = static_cast<double>(plan->program(0).size()) * req.nranks;
+    if (ops > sim.op_budget) {
+      if (!c.plan)
+        c.why_not = "about " + std::to_string(static_cast<long long>(ops / 1e6)) + " M ops, beyond auto's budget of " +
+                    std::to_string(static_cast<long long>(sim.op_budget / 1e6)) + " M (generate it by name to simulate it)";
+      return false;
+    }
+    SimResult r = simulate(*plan, topo, sim);
+    ++tried;
+    ++c.tried;
+    if (search.on_plan) search.on_plan(tried);
+    // A knob setting replaces the plan only when it gains more than 0.1%: near ties keep the
+    // simpler plan (fewer channels and slices, fewer ops to run).
+    if (c.plan && r.time_us >= c.time_us * (1 - kMinGain)) return true;
+    c.time_us = r.time_us;
+    c.busbw_gbps = r.busbw_gbps;
+    PlanInfo& info = plan->mutable_info();
+    stamp(info, topo);
+    info.predicted_us = r.time_us;
+    info.bound_us = bound.time_us();
+    c.plan = std::move(plan);
+    return true;
+  }
+};
+
+std::string knob_text(const std::vector<std::pair<std::string, std::string>>& set) {
+  std::string s;
+  for (const auto& [k, v] : set) s += (s.empty() ? "" : " ") + k + "=" + v;
+  return s;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+}  // namespace
+
+AlgoOptions with_knob(AlgoOptions opt, const std::string& name, const std::string& value) {
+  auto integer = [&]() {
+    int v = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || p != value.data() + value.size() || v < 0)
+      throw InputError("knob " + name + "=" + value + ": expected an integer >= 0");
+    return v;
+  };
+  if (name == "channels") opt.channels = integer();
+  else if (name == "pipeline") opt.pipeline = integer();
+  else if (name == "bidirectional") opt.bidirectional = integer() != 0;
+  else if (name == "inter") opt.inter = value;
+  else throw InputError("unknown knob \"" + name + "\" (known: channels, pipeline, bidirectional, inter)");
+  return opt;
+}
+
+Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOptions& opt, const SimOptions& sim,
+                    const SearchOptions& search) {
   check(req);
   if (static_cast<std::size_t>(req.nranks) > topo.num_ranks())
     throw InputError(std::to_string(req.nranks) + " ranks asked, the topology " + topo.name + " has " +
                      std::to_string(topo.num_ranks()));
   Evaluation ev;
   ev.bound = lower_bound(req, topo);
+  Trial trial{req, topo, sim, search, ev.bound, ev.tried};
+  auto best_index = [&] {
+    ev.best = -1;
+    for (std::size_t i = 0; i < ev.candidates.size(); ++i)
+      if (ev.candidates[i].applicable &&
+          (ev.best < 0 || ev.candidates[i].time_us < ev.candidates[static_cast<std::size_t>(ev.best)].time_us))
+        ev.best = static_cast<int>(i);
+  };
+  // Every algorithm at the options given.
   for (const Algorithm* a : algorithms()) {
     Candidate c;
     c.algorithm = std::string(a->name());
     c.applicable = a->supports(req, &topo, &c.why_not);
-    if (c.applicable) {
-      c.plan = generate(a->name(), req, &topo, opt);
-      // Too many ops to simulate in seconds: left out with the reason; it can still be generated
-      // and simulated by name.
-      double ops = static_cast<double>(c.plan->program(0).size()) * req.nranks;
-      if (ops > sim.op_budget) {
-        c.applicable = false;
-        c.why_not = "about " + std::to_string(static_cast<long long>(ops / 1e6)) + " M ops, beyond auto's budget of " +
-                    std::to_string(static_cast<long long>(sim.op_budget / 1e6)) + " M (generate it by name to simulate it)";
-        c.plan.reset();
-      } else {
-        SimResult r = simulate(*c.plan, topo, sim);
-        c.time_us = r.time_us;
-        c.busbw_gbps = r.busbw_gbps;
-        PlanInfo& info = c.plan->mutable_info();
-        stamp(info, topo);
-        info.predicted_us = r.time_us;
-        info.bound_us = ev.bound.time_us();
-        if (ev.best < 0 || c.time_us < ev.candidates[static_cast<std::size_t>(ev.best)].time_us)
-          ev.best = static_cast<int>(ev.candidates.size());
-      }
-    }
+    if (c.applicable) c.applicable = trial.run(*a, opt, c);
     ev.candidates.push_back(std::move(c));
+  }
+  best_index();
+  // The most promising over their knobs, one knob at a time: each value of a knob with the
+  // others at their best so far, kept where it helps; done once the best is as good as the
+  // bound allows (to within close_enough).
+  auto close = [&] {
+    double b = ev.bound.time_us();
+    return ev.best >= 0 && b > 0 && ev.candidates[static_cast<std::size_t>(ev.best)].time_us <= b * (1 + search.close_enough);
+  };
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < ev.candidates.size(); ++i)
+    if (ev.candidates[i].applicable) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return ev.candidates[x].time_us < ev.candidates[y].time_us; });
+  if (order.size() > static_cast<std::size_t>(std::max(0, search.search_top)))
+    order.resize(static_cast<std::size_t>(std::max(0, search.search_top)));
+  for (std::size_t i : order) {
+    if (close()) break;
+    Candidate& c = ev.candidates[i];
+    const Algorithm& a = algorithm(c.algorithm);
+    AlgoOptions cur = opt;
+    std::vector<std::pair<std::string, std::string>> chosen;
+    for (const Knob& k : a.knobs(req, &topo)) {
+      if (fixed_by_user(opt, k.name) || k.values.empty()) continue;
+      std::string best_value = k.values.front();
+      for (std::size_t v = 1; v < k.values.size(); ++v) {
+        double before = c.time_us;
+        if (trial.run(a, with_knob(cur, k.name, k.values[v]), c) && c.time_us < before) best_value = k.values[v];
+      }
+      cur = with_knob(cur, k.name, best_value);
+      chosen.emplace_back(k.name, best_value);
+    }
+    // The searched knobs as the best plan states them (a default "0" reads as what it became).
+    std::vector<std::pair<std::string, std::string>> stated;
+    for (const auto& [k, v] : chosen) {
+      auto it = c.plan->info().params.find(k);
+      stated.emplace_back(k, it != c.plan->info().params.end() ? it->second
+                             : k == "channels"                 ? std::to_string(c.plan->info().channels)
+                                                               : v);
+    }
+    c.knobs = knob_text(stated);
+    best_index();
   }
   return ev;
 }
 
+std::string Evaluation::why() const {
+  if (best < 0) return "no algorithm applies";
+  const Candidate& b = candidates[static_cast<std::size_t>(best)];
+  std::string s = b.algorithm + (b.knobs.empty() ? "" : " (" + b.knobs + ")") + ": " + num(b.time_us) + " us";
+  if (bound.time_us() > 0) s += ", " + num(gap_percent(b.time_us, bound)) + "% over the bound";
+  int second = -1;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (static_cast<int>(i) != best && candidates[i].applicable &&
+        (second < 0 || candidates[i].time_us < candidates[static_cast<std::size_t>(second)].time_us))
+      second = static_cast<int>(i);
+  if (second >= 0) {
+    const Candidate& r = candidates[static_cast<std::size_t>(second)];
+    s += "; runner-up " + r.algorithm + (r.knobs.empty() ? "" : " (" + r.knobs + ")") + " " + num(r.time_us) + " us (+" +
+         num(100 * (r.time_us - b.time_us) / b.time_us) + "%)";
+  }
+  int applicable = 0, left_out = 0;
+  for (const Candidate& c : candidates) {
+    applicable += c.applicable ? 1 : 0;
+    left_out += !c.applicable && c.why_not.find("budget") != std::string::npos ? 1 : 0;
+  }
+  s += "; " + std::to_string(tried) + " plans of " + std::to_string(applicable) + " algorithms simulated";
+  if (left_out > 0) s += ", " + std::to_string(left_out) + " left out as too big to simulate";
+  return s;
+}
+
 std::unique_ptr<Plan> plan_for(std::string_view name, const Request& req, const topo::Topology* topo, const AlgoOptions& opt,
-                               const SimOptions& sim) {
+                               const SimOptions& sim, const SearchOptions& search, std::string* why) {
   if (name == "auto") {
     if (!topo) throw InputError("--algo auto needs a topology to simulate the candidates (give --topo)");
-    Evaluation ev = evaluate(req, *topo, opt, sim);
+    Evaluation ev = evaluate(req, *topo, opt, sim, search);
     if (ev.best < 0) throw InputError("no algorithm can do " + std::string(to_string(req.coll)) + " on " + std::to_string(req.nranks) + " ranks");
+    if (why) *why = ev.why();
     return std::move(ev.candidates[static_cast<std::size_t>(ev.best)].plan);
   }
   auto plan = generate(name, req, topo, opt);
@@ -74,8 +216,8 @@ std::unique_ptr<Plan> plan_for(std::string_view name, const Request& req, const 
   return plan;
 }
 
-std::vector<SweepRow> sweep(Collective coll, int nranks, int root, std::uint64_t min_bytes, std::uint64_t max_bytes,
-                            std::uint64_t factor, const topo::Topology& topo, const AlgoOptions& opt, const SimOptions& sim) {
+std::vector<SweepRow> sweep(Collective coll, int nranks, int root, std::uint64_t min_bytes, std::uint64_t max_bytes, std::uint64_t factor,
+                            const topo::Topology& topo, const AlgoOptions& opt, const SimOptions& sim, const SearchOptions& search) {
   if (min_bytes == 0) throw InputError("sweep: the smallest size must be > 0");
   if (max_bytes < min_bytes) throw InputError("sweep: the largest size is below the smallest");
   if (factor < 2) throw InputError("sweep: the step factor must be >= 2");
@@ -86,7 +228,7 @@ std::vector<SweepRow> sweep(Collective coll, int nranks, int root, std::uint64_t
     // Sizes that do not split over the ranks are rounded down to a multiple, as nccl-tests does.
     if (sliced) bytes -= bytes % static_cast<std::uint64_t>(nranks);
     if (bytes == 0) continue;
-    rows.push_back({bytes, evaluate({coll, bytes, nranks, root}, topo, opt, sim)});
+    rows.push_back({bytes, evaluate({coll, bytes, nranks, root}, topo, opt, sim, search)});
     if (b > max_bytes / factor) break;
   }
   return rows;

@@ -82,6 +82,12 @@ class HierAlgorithm final : public Algorithm {
     }
   }
 
+  // AllReduce's inter-host algorithm and its channels: which wins depends on hosts and size.
+  std::vector<Knob> knobs(const Request& req, const topo::Topology*) const override {
+    if (req.coll != Collective::AllReduce) return {};
+    return {{"inter", {"", "ring", "rhd", "rd", "tree"}}, {"channels", {"0", "2", "4", "8"}}};
+  }
+
   bool supports(const Request& req, const topo::Topology* topo, std::string* why) const override {
     auto say = [&](std::string text) {
       if (why) *why = std::move(text);

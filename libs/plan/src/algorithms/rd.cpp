@@ -36,6 +36,11 @@ class RdAlgorithm final : public Algorithm {
     }
   }
 
+  std::vector<Knob> knobs(const Request& req, const topo::Topology*) const override {
+    if (req.coll != Collective::AllReduce) return {};
+    return {{"channels", {"0", "2", "4"}}};
+  }
+
   bool supports(const Request& req, const topo::Topology*, std::string* why) const override {
     if (req.coll == Collective::AllReduce || req.coll == Collective::AllGather) return true;
     if (why)

@@ -76,6 +76,20 @@ class RingAlgorithm final : public Algorithm {
     return true;
   }
 
+  // More channels than NICs spread a host's share over more in-host cycles (an xGMI mesh has 6
+  // disjoint directed ones); slices in flight hide latency; a bidirectional ring uses both
+  // directions of every link. "0" is the default, first.
+  std::vector<Knob> knobs(const Request& req, const topo::Topology* topo) const override {
+    bool chain = req.coll == Collective::Broadcast || req.coll == Collective::Reduce;
+    int d = default_channels(req, topo, false);
+    std::vector<std::string> channels{"0"};
+    for (int c : d > 1 ? std::vector<int>{d / 2, 2 * d} : std::vector<int>{2, 4, 6, 8})
+      if (c >= 1 && c <= 16 && c != d) channels.push_back(std::to_string(c));
+    return {{"channels", channels},
+            {"pipeline", chain ? std::vector<std::string>{"0", "32", "128"} : std::vector<std::string>{"0", "2", "4"}},
+            {"bidirectional", {"0", "1"}}};
+  }
+
   PlanInfo layout(const Request& req, const topo::Topology* topo, const AlgoOptions& opt) const override {
     PlanInfo info;
     info.req = req;

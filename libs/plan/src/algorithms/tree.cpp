@@ -91,6 +91,9 @@ class TreeAlgorithm final : public Algorithm {
     }
   }
 
+  // Deeper pipelines fill the tree's log p levels with more, smaller chunks.
+  std::vector<Knob> knobs(const Request&, const topo::Topology*) const override { return {{"pipeline", {"0", "32", "128"}}}; }
+
   bool supports(const Request& req, const topo::Topology*, std::string* why) const override {
     switch (req.coll) {
       case Collective::AllReduce:

@@ -25,6 +25,17 @@ struct AlgoOptions {
   std::string inter;           ///< hier: the inter-host AllReduce ("ring", "rhd", "rd", "tree"); empty = by host count
 };
 
+/// One knob `auto` may turn for an algorithm: an AlgoOptions field by name ("channels",
+/// "pipeline", "bidirectional", "inter") and the values worth trying, the default first.
+struct Knob {
+  std::string name;
+  std::vector<std::string> values;
+};
+
+/// `opt` with knob `name` set to `value` (as the CLI flag of the same name would); InputError for
+/// an unknown knob or a malformed value.
+AlgoOptions with_knob(AlgoOptions opt, const std::string& name, const std::string& value);
+
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
@@ -37,6 +48,9 @@ class Algorithm {
   /// Chooses chunking, channels and parameters. The topology, when given, informs choices
   /// (ring order: NVLink neighbours first, one NIC crossing per host, rails aligned).
   virtual PlanInfo layout(const Request& req, const topo::Topology* topo, const AlgoOptions& opt) const = 0;
+  /// The knobs `auto` searches for this request (those the algorithm reads from AlgoOptions and
+  /// whose best value depends on the topology and size); none by default.
+  virtual std::vector<Knob> knobs(const Request&, const topo::Topology*) const { return {}; }
   /// Rank r's program under a PlanInfo this algorithm laid out (possibly read back from a file).
   virtual std::vector<Op> program(const PlanInfo& info, int rank) const = 0;
 };

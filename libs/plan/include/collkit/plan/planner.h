@@ -1,6 +1,7 @@
 #pragma once
 // Choosing among algorithms by simulation: `auto`, and the size sweep that becomes a tuning table.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,14 +13,26 @@
 
 namespace collkit::plan {
 
-/// One algorithm's prediction for one request.
+/// One algorithm's prediction for one request, at the best of the knob settings tried.
 struct Candidate {
   std::string algorithm;
   bool applicable = false;
   std::string why_not;  ///< when not applicable
   double time_us = 0;
   double busbw_gbps = 0;
+  std::string knobs;  ///< the knobs searched and the values chosen, "channels=8 pipeline=4"; empty: none
+  int tried = 0;      ///< plans simulated for it
   std::unique_ptr<Plan> plan;
+};
+
+/// How `auto` searches: every algorithm at the given options, then the best `search_top` of
+/// them over their knobs (Algorithm::knobs, one knob at a time, keeping what helps), stopping
+/// once the best is within `close_enough` of the bound. `on_plan` (when set) hears of each plan
+/// simulated, for progress reports.
+struct SearchOptions {
+  int search_top = 3;
+  double close_enough = 0.01;
+  std::function<void(int done)> on_plan;
 };
 
 /// Every registered algorithm simulated (those with more ops than sim.op_budget, estimated as rank
@@ -31,14 +44,17 @@ struct Evaluation {
   Bound bound;
   /// Index of the fastest applicable candidate; -1 when none applies.
   int best = -1;
+  int tried = 0;  ///< plans simulated in all
+  /// Why the best won, in one line: its knobs, time and gap, the runner-up, what was tried.
+  std::string why() const;
 };
-Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOptions& opt = {},
-                    const SimOptions& sim = {});
+Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOptions& opt = {}, const SimOptions& sim = {},
+                    const SearchOptions& search = {});
 
 /// Generates `name` ("auto" = the fastest by simulation) for the request; with a topology the
 /// plan carries its prediction and bound.
-std::unique_ptr<Plan> plan_for(std::string_view name, const Request& req, const topo::Topology* topo,
-                               const AlgoOptions& opt = {}, const SimOptions& sim = {});
+std::unique_ptr<Plan> plan_for(std::string_view name, const Request& req, const topo::Topology* topo, const AlgoOptions& opt = {},
+                               const SimOptions& sim = {}, const SearchOptions& search = {}, std::string* why = nullptr);
 
 /// One row of a sweep: the request size and the evaluation at it.
 struct SweepRow {
@@ -46,9 +62,9 @@ struct SweepRow {
   Evaluation eval;
 };
 /// Sizes from `min_bytes` to `max_bytes` multiplying by `factor` (nccl-tests' -b -e -f).
-std::vector<SweepRow> sweep(Collective coll, int nranks, int root, std::uint64_t min_bytes, std::uint64_t max_bytes,
-                            std::uint64_t factor, const topo::Topology& topo, const AlgoOptions& opt = {},
-                            const SimOptions& sim = {});
+std::vector<SweepRow> sweep(Collective coll, int nranks, int root, std::uint64_t min_bytes, std::uint64_t max_bytes, std::uint64_t factor,
+                            const topo::Topology& topo, const AlgoOptions& opt = {}, const SimOptions& sim = {},
+                            const SearchOptions& search = {});
 
 /// The tuning table (JSON text, schema collkit.tuning/1): size ranges mapped to the winning
 /// algorithm and its channels, adjacent sizes with the same winner merged.
