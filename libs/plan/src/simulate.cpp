@@ -40,6 +40,7 @@
 #include "collkit/core/error.h"
 #include "collkit/topo/routing.h"
 #include "simulate_internal.h"
+#include "simulate_symmetry.h"
 
 namespace collkit::plan {
 
@@ -90,10 +91,12 @@ struct Event {
 
 class Simulator {
  public:
-  Simulator(const Plan& plan, const topo::Topology& topo, const SimOptions& opt) : plan_(plan), topo_(topo), opt_(opt) {}
+  Simulator(const Plan& plan, const topo::Topology& topo, const SimOptions& opt, const sim::Fold* fold)
+      : plan_(plan), topo_(topo), opt_(opt), fold_(fold) {}
 
   SimResult run() {
-    load();
+    if (fold_) load_folded();
+    else load();
     resolve_routes();
     execute();
     return report();
@@ -208,6 +211,10 @@ class Simulator {
                        " ch " + std::to_string(op.channel) + " has no matching " +
                        (op.type == OpType::Send ? "receive" : "send") + " on rank " + std::to_string(op.peer));
     }
+    finish_load(std::move(dep_pairs));
+  }
+
+  void finish_load(std::vector<std::pair<std::uint32_t, std::uint32_t>> dep_pairs) {
     end_.assign(type_.size(), 0.0);
     flags_.assign(type_.size(), 0);
     // Ops waiting on an op through deps: few, so a sorted list and a flag on the op waited on
@@ -216,6 +223,103 @@ class Simulator {
     for (const auto& [a, b] : dep_pairs) flags_[a] |= kWaitedOn;
     dependents_ = std::move(dep_pairs);
     crit_.assign(type_.size(), kNone);
+  }
+
+  // The representative threads only (simulate_symmetry.h): each stands for its orbit. A send of
+  // representative (r, c) to b meets the receive of whichever representative holds the image of
+  // thread (b, c) under the element that maps ... the pair onto one with a representative
+  // sender: both ends name the link by that pair, (sender representative, image of the
+  // receiver). A dep on a thread that is not a representative waits for the op at the same
+  // place of that thread's representative, which runs as it does. Errors here are not worded
+  // for users: simulate() reruns an unfoldable plan unfolded, which names the op.
+  void load_folded() {
+    const sim::Fold& f = *fold_;
+    int n = plan_.nranks();
+    if (static_cast<std::size_t>(n) > topo_.num_ranks()) throw InputError("simulate: more ranks than the topology");
+    auto nch = static_cast<std::uint32_t>(f.nch);
+    nch_ = nch;
+    struct LaterDep {
+      std::uint32_t waiting, thread, pos;
+    };
+    std::vector<LaterDep> later;
+    std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> thread_ops;  // representative -> its ops, in order
+    std::unordered_map<std::uint64_t, MatchQueue> queues;
+    auto fail = [] { throw InputError("simulate: the plan does not fold"); };
+    for (int r : f.ranks) {
+      std::vector<Op> ops = plan_.program(r);
+      rank_begin_.push_back(static_cast<std::uint32_t>(type_.size()));
+      std::vector<std::uint32_t> pos(ops.size()), seen(nch, 0);
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (ops[i].channel >= nch) fail();
+        pos[i] = seen[ops[i].channel]++;
+      }
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Op& op = ops[i];
+        auto tid = static_cast<std::uint32_t>(r) * nch + op.channel;
+        if (!f.is_rep(tid)) continue;
+        auto g = static_cast<std::uint32_t>(type_.size());
+        type_.push_back(op.type);
+        channel_.push_back(op.channel);
+        bytes_.push_back(op_bytes(op, r, i));
+        match_.push_back(kNone);
+        route_.push_back(kNone);
+        next_.push_back(kNone);
+        index_.push_back(static_cast<std::uint32_t>(i));
+        peer_.push_back(op.peer);
+        std::uint8_t pend = 0;
+        std::vector<std::uint32_t>& mine = thread_ops[tid];
+        if (!mine.empty()) {
+          next_[mine.back()] = g;
+          ++pend;
+        }
+        mine.push_back(g);
+        for (std::size_t k = 0; k < op.num_deps(); ++k) {
+          std::uint32_t d = op.deps[k];
+          if (d >= i) fail();
+          later.push_back({g, f.rep[static_cast<std::uint32_t>(r) * nch + ops[d].channel], pos[d]});
+          ++pend;
+        }
+        pending_.push_back(pend);
+        if (op.type != OpType::Send && !is_recv(op.type)) continue;
+        if (op.peer < 0 || op.peer >= n || op.peer == r) fail();
+        bool sending = op.type == OpType::Send;
+        std::uint64_t from = static_cast<std::uint64_t>(r), to = static_cast<std::uint64_t>(op.peer), ch = op.channel;
+        if (!sending) {
+          auto st = static_cast<std::uint32_t>(op.peer) * nch + op.channel;
+          std::uint32_t e = f.elem[st], rt = f.rep[st];
+          from = rt / nch;
+          ch = rt % nch;
+          to = static_cast<std::uint64_t>(f.rank[e][static_cast<std::size_t>(r)]);
+        }
+        MatchQueue& q = queues[(from << 40) | (to << 16) | ch];
+        if (q.head < q.ops.size() && q.sends != sending) {
+          std::uint32_t other = q.ops[q.head++];
+          if (bytes_[g] != bytes_[other]) fail();
+          match_[g] = other;
+          match_[other] = g;
+        } else {
+          if (q.head == q.ops.size()) {
+            q.ops.clear();
+            q.head = 0;
+            q.sends = sending;
+          }
+          q.ops.push_back(g);
+        }
+        if (sending)
+          route_[g] =
+              route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), topo_.rank_vertex(static_cast<topo::Rank>(op.peer)), r, op.peer);
+      }
+    }
+    rank_begin_.push_back(static_cast<std::uint32_t>(type_.size()));
+    for (const auto& [key, q] : queues)
+      if (q.head < q.ops.size()) fail();
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> dep_pairs;
+    for (const LaterDep& d : later) {
+      auto it = thread_ops.find(d.thread);
+      if (it == thread_ops.end() || d.pos >= it->second.size()) fail();
+      dep_pairs.emplace_back(it->second[d.pos], d.waiting);
+    }
+    finish_load(std::move(dep_pairs));
   }
 
   std::uint64_t op_bytes(const Op& op, int r, std::size_t i) const {
@@ -242,10 +346,14 @@ class Simulator {
 
   static std::string where(int r, std::size_t i) { return "rank " + std::to_string(r) + " op " + std::to_string(i); }
 
-  int rank_of(std::uint32_t g) const {
+  // Which loaded rank holds op g (all ranks are loaded unless threads are folded).
+  std::size_t loaded_of(std::uint32_t g) const {
     auto it = std::upper_bound(rank_begin_.begin(), rank_begin_.end(), g);
-    return static_cast<int>(it - rank_begin_.begin()) - 1;
+    return static_cast<std::size_t>(it - rank_begin_.begin()) - 1;
   }
+  int rank_of(std::uint32_t g) const { return fold_ ? fold_->ranks[loaded_of(g)] : static_cast<int>(loaded_of(g)); }
+  std::uint32_t index_of(std::uint32_t g) const { return fold_ ? index_[g] : g - rank_begin_[loaded_of(g)]; }
+  int peer_of(std::uint32_t g) const { return fold_ ? peer_[g] : rank_of(match_[g]); }
 
   // ---- routes: one routes_from() per distinct source vertex, only for pairs that talk --------
   struct RouteNeed {
@@ -257,6 +365,14 @@ class Simulator {
     std::uint64_t key = (std::uint64_t{src} << 32) | dst;
     auto [it, fresh] = route_index_.emplace(key, static_cast<std::uint32_t>(needs_.size()));
     if (fresh) needs_.push_back({src, dst, ra, rb});
+    return it->second;
+  }
+
+  // A resource as the folded simulation knows it: its orbit's representative.
+  std::uint32_t folded(std::uint32_t res) const {
+    if (!fold_) return res;
+    auto it = fold_->resource.find(res);
+    if (it == fold_->resource.end()) throw InputError("simulate: a route the symmetry check did not see");  // rerun unfolded
     return it->second;
   }
 
@@ -290,7 +406,7 @@ class Simulator {
       if (need.src == need.dst) {
         double bw = topo_.vertex(need.src).local_bw_gbps;
         if (bw > 0) {
-          net_.hop_res.push_back(static_cast<std::uint32_t>(2 * links + need.src));
+          net_.hop_res.push_back(folded(static_cast<std::uint32_t>(2 * links + need.src)));
           net_.hop_lat_us.push_back(0.0);
           route.count = 1;
           route.bottleneck_gbps = bw;
@@ -302,7 +418,7 @@ class Simulator {
         throw InputError("simulate: no route from rank " + std::to_string(need.rank_a) + " (vertex \"" + topo_.vertex(need.src).id +
                          "\") to rank " + std::to_string(need.rank_b) + " (vertex \"" + topo_.vertex(need.dst).id + "\")");
       for (const topo::Hop& h : p.hops) {
-        net_.hop_res.push_back(static_cast<std::uint32_t>(h.channel()));
+        net_.hop_res.push_back(folded(static_cast<std::uint32_t>(h.channel())));
         net_.hop_lat_us.push_back(topo_.link(h.link).latency_us);
       }
       route.count = static_cast<std::uint32_t>(p.hops.size());
@@ -333,7 +449,7 @@ class Simulator {
   }
 
   // The (rank, channel) a send belongs to, for its window of messages in flight.
-  std::uint64_t slot(std::uint32_t g) const { return static_cast<std::uint64_t>(rank_of(g)) * nch_ + channel_[g]; }
+  std::uint64_t slot(std::uint32_t g) const { return static_cast<std::uint64_t>(loaded_of(g)) * nch_ + channel_[g]; }
 
   void start(std::uint32_t g) {
     switch (type_[g]) {
@@ -463,7 +579,7 @@ class Simulator {
 
   void execute() {
     window_ = std::max(1, opt_.max_in_flight);
-    in_flight_.assign(static_cast<std::size_t>(plan_.nranks()) * nch_, 0);
+    in_flight_.assign((rank_begin_.size() - 1) * nch_, 0);
     if (opt_.model == LinkModel::Queue) calendar_.assign(net_.bw_gbps.size(), sim::Calendar{});
     else maxmin_ = std::make_unique<sim::MaxMinSharing>(net_);
     for (std::uint32_t g = 0; g < type_.size(); ++g)
@@ -513,10 +629,9 @@ class Simulator {
   }
 
   std::string describe(std::uint32_t g) const {
-    int r = rank_of(g);
-    std::string s = where(r, g - rank_begin_[static_cast<std::size_t>(r)]) + " " + std::string(to_string(type_[g]));
-    if (type_[g] == OpType::Send) s += " to " + std::to_string(rank_of(match_[g]));
-    if (is_recv(type_[g])) s += " from " + std::to_string(rank_of(match_[g]));
+    std::string s = where(rank_of(g), index_of(g)) + " " + std::string(to_string(type_[g]));
+    if (type_[g] == OpType::Send) s += " to " + std::to_string(peer_of(g));
+    if (is_recv(type_[g])) s += " from " + std::to_string(peer_of(g));
     return s + " ch " + std::to_string(channel_[g]);
   }
 
@@ -541,6 +656,10 @@ class Simulator {
     std::uint32_t last = last_done_;
     for (std::uint32_t g = 0; g < type_.size(); ++g)
       if (!is_recv(type_[g])) ++res.events;
+    if (fold_) {
+      res.events *= fold_->size();  // each thread stands for its orbit
+      res.folded = fold_->size();
+    }
     res.time_us = last == kNone ? 0.0 : end_[last];
     const Request& req = plan_.info().req;
     res.algbw_gbps = algbw_gbps(req.bytes, res.time_us);
@@ -568,6 +687,9 @@ class Simulator {
   const Plan& plan_;
   const topo::Topology& topo_;
   const SimOptions& opt_;
+  const sim::Fold* fold_;
+  std::vector<std::uint32_t> index_;  // folded: each op's index in its rank's program
+  std::vector<std::int32_t> peer_;    // folded: each send's or receive's peer in the plan
 
   std::vector<std::uint32_t> rank_begin_;
   sim::BigVector<OpType> type_;
@@ -603,7 +725,16 @@ class Simulator {
 }  // namespace
 
 SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOptions& opt) {
-  return Simulator(plan, topo, opt).run();
+  bool fits = plan.nranks() >= 1 && static_cast<std::size_t>(plan.nranks()) <= topo.num_ranks();
+  if (opt.fold_symmetry && fits)
+    if (std::optional<sim::Fold> f = sim::fold(plan, topo)) {
+      try {
+        return Simulator(plan, topo, opt, &*f).run();
+      } catch (const InputError&) {
+        // A plan that is wrong folded is wrong unfolded too: the unfolded run names the op.
+      }
+    }
+  return Simulator(plan, topo, opt, nullptr).run();
 }
 
 }  // namespace collkit::plan

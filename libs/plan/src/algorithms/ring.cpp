@@ -148,6 +148,57 @@ class RingAlgorithm final : public Algorithm {
     return std::clamp(nics, base, 16);
   }
 
+  // A ring's program at a position depends on the position, not on which rank holds it: so
+  // moving every rank m positions along every channel's ring (when one rank map does that for
+  // all channels) is a symmetry, and so is moving each channel's ring onto the next channel's
+  // (when one rank map does that for all). Both need every chunk the same size, so that the
+  // image threads move the same bytes; chains (Broadcast, Reduce) start at the root and
+  // bidirectional rings reverse every other channel, so they state none.
+  std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
+    int p = info.req.nranks, C = param_int(info, "channels", 1);
+    Collective c = info.req.coll;
+    if (p < 2 || param_int(info, "bidirectional", 0) != 0) return {};
+    if (c != Collective::AllReduce && c != Collective::AllGather && c != Collective::ReduceScatter) return {};
+    for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
+      std::uint32_t n = buffer_chunks(info, b);
+      if (n > 0 && chunk_bytes(info, b, 0, 1) * n != buffer_bytes(info, b)) return {};
+    }
+    std::vector<std::vector<int>> orders;
+    for (int ch = 0; ch < C; ++ch) {
+      std::string key = "order" + std::to_string(ch);
+      orders.push_back(param_order(info, info.params.count(key) ? key : "order", p));
+    }
+    auto up = [](int x) { return static_cast<std::size_t>(x); };
+    std::vector<SymmetryAxis> axes;
+    // Channel rotation: the rank at position q of channel ch goes to position q of channel ch+1.
+    if (C > 1) {
+      SymmetryAxis a{std::vector<int>(up(p)), std::vector<int>(up(C)), C};
+      for (int q = 0; q < p; ++q) a.rank[up(orders[0][up(q)])] = orders[1][up(q)];
+      bool ok = true;
+      for (int ch = 0; ch < C && ok; ++ch) {
+        a.channel[up(ch)] = (ch + 1) % C;
+        for (int q = 0; q < p && ok; ++q) ok = a.rank[up(orders[up(ch)][up(q)])] == orders[up((ch + 1) % C)][up(q)];
+      }
+      if (ok) axes.push_back(std::move(a));
+    }
+    // Position shift: the smallest m dividing p that one rank map does on every channel.
+    for (int m = 1; m < p; ++m) {
+      if (p % m != 0) continue;
+      SymmetryAxis a{std::vector<int>(up(p)), std::vector<int>(up(C)), p / m};
+      for (int q = 0; q < p; ++q) a.rank[up(orders[0][up(q)])] = orders[0][up((q + m) % p)];
+      bool ok = true;
+      for (int ch = 0; ch < C && ok; ++ch) {
+        a.channel[up(ch)] = ch;
+        for (int q = 0; q < p && ok; ++q) ok = a.rank[up(orders[up(ch)][up(q)])] == orders[up(ch)][up((q + m) % p)];
+      }
+      if (ok) {
+        axes.push_back(std::move(a));
+        break;
+      }
+    }
+    return axes;
+  }
+
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
     int p = info.req.nranks;
     int channels = param_int(info, "channels", 1);

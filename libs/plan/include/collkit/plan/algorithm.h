@@ -53,6 +53,9 @@ class Algorithm {
   virtual std::vector<Knob> knobs(const Request&, const topo::Topology*) const { return {}; }
   /// Rank r's program under a PlanInfo this algorithm laid out (possibly read back from a file).
   virtual std::vector<Op> program(const PlanInfo& info, int rank) const = 0;
+  /// Symmetries its programs hold under this PlanInfo (plan.h, SymmetryAxis): each must hold op
+  /// for op (tests/unit/plan/test_symmetry.cpp checks them all); none by default.
+  virtual std::vector<SymmetryAxis> symmetries(const PlanInfo&) const { return {}; }
 };
 
 /// Every algorithm, in a fixed order.
@@ -68,6 +71,7 @@ class GeneratedPlan final : public Plan {
   GeneratedPlan(PlanInfo info, const Algorithm& algo) : Plan(std::move(info)), algo_(&algo) {}
   std::vector<Op> program(int rank) const override { return algo_->program(info_, rank); }
   bool is_explicit() const override { return false; }
+  std::vector<SymmetryAxis> symmetries() const override { return algo_->symmetries(info_); }
   const Algorithm& algo() const { return *algo_; }
 
  private:

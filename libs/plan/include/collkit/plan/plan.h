@@ -58,6 +58,18 @@ struct Op {
   std::size_t num_deps() const;
 };
 
+/// A symmetry a plan states about itself: a permutation of ranks and one of channels such that
+/// the thread (rank[r], channel[c]) (the ops of rank rank[r] on channel channel[c], in program
+/// order) runs the ops of thread (r, c) with every peer p read as rank[p], every op on the same
+/// number of bytes, and deps to the op at the same place of the image thread. It generates a
+/// cyclic group of `order` elements. The simulator folds such symmetric threads into one
+/// (simulate.cpp), which is how it runs the 33 M ops of a 1024-rank, 8-channel ring in a second.
+struct SymmetryAxis {
+  std::vector<int> rank;
+  std::vector<int> channel;
+  int order = 1;
+};
+
 /// Everything about a plan except the programs.
 struct PlanInfo {
   Request req;
@@ -86,6 +98,8 @@ class Plan {
   virtual std::vector<Op> program(int rank) const = 0;
   /// True when every program is stored (hand-made or synthesised plans).
   virtual bool is_explicit() const = 0;
+  /// Symmetries the plan holds by construction (SymmetryAxis); none unless its algorithm says.
+  virtual std::vector<SymmetryAxis> symmetries() const { return {}; }
 
  protected:
   explicit Plan(PlanInfo info) : info_(std::move(info)) {}

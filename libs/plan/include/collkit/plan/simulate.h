@@ -24,6 +24,9 @@ struct SimOptions {
   /// more send than this waits for the oldest to arrive. NCCL keeps NCCL_STEPS = 8 slots in
   /// flight per channel, which is what lets a pipelined ring hide hop latency.
   int max_in_flight = 8;
+  /// Run one thread per orbit of the plan's stated symmetries where the topology has them too
+  /// (docs/plan.md, "Symmetry"); the same result, in a fraction of the time and memory.
+  bool fold_symmetry = true;
   std::size_t top_links = 5;    ///< how many busiest links to report
   /// planner's evaluate(): a candidate with more ops is not simulated (at a few million simulated
   /// ops per second it would take minutes; a flat ring over 16k ranks has half a billion)
@@ -42,6 +45,7 @@ struct SimResult {
   double algbw_gbps = 0;
   double busbw_gbps = 0;
   std::size_t events = 0;          ///< transfers + local ops simulated
+  std::size_t folded = 1;          ///< threads each simulated thread stood for (1: none folded)
   std::vector<LinkLoad> busiest;   ///< by busy time
   std::vector<std::string> critical_path;  ///< the chain of ops that ended last, described
 };

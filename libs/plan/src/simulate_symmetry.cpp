@@ -1,0 +1,281 @@
+// Which symmetric threads the simulator may fold (simulate_symmetry.h).
+//
+// A plan states cyclic symmetries of its threads (plan.h, SymmetryAxis); the simulator may run
+// one thread per orbit only if the topology agrees: the image of every transfer must follow the
+// image of its route, link direction for link direction, each of the same bandwidth and latency
+// (so the image transfer costs the same and meets the images of the same transfers), and no link
+// direction may be its own image under another element (else the symmetric copies of a transfer
+// would share it, which one representative cannot stand for). For each axis the smallest power
+// whose generator passes is kept: a ring laid over 128 hosts is symmetric under a shift of two
+// hosts, but the routes are only under a shift of a whole leaf (32 hosts).
+
+#include "simulate_symmetry.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "collkit/topo/routing.h"
+
+namespace collkit::plan::sim {
+
+namespace {
+
+using Map = std::vector<int>;
+
+struct Gen {
+  Map rank, channel;
+  int order = 1;
+};
+
+// a after b.
+Gen compose(const Gen& a, const Gen& b) {
+  Gen c{Map(b.rank.size()), Map(b.channel.size()), 1};
+  for (std::size_t i = 0; i < b.rank.size(); ++i) c.rank[i] = a.rank[static_cast<std::size_t>(b.rank[i])];
+  for (std::size_t i = 0; i < b.channel.size(); ++i) c.channel[i] = a.channel[static_cast<std::size_t>(b.channel[i])];
+  return c;
+}
+
+Gen identity(int p, int nch) {
+  Gen g{Map(static_cast<std::size_t>(p)), Map(static_cast<std::size_t>(nch)), 1};
+  std::iota(g.rank.begin(), g.rank.end(), 0);
+  std::iota(g.channel.begin(), g.channel.end(), 0);
+  return g;
+}
+
+bool is_permutation(const Map& m) {
+  std::vector<char> seen(m.size(), 0);
+  for (int x : m) {
+    if (x < 0 || static_cast<std::size_t>(x) >= m.size() || seen[static_cast<std::size_t>(x)]) return false;
+    seen[static_cast<std::size_t>(x)] = 1;
+  }
+  return true;
+}
+
+// Rank pairs (sender, receiver) with their endpoint vertices' routes: the plan's transfers.
+struct Routes {
+  std::unordered_map<std::uint64_t, topo::Path> path;  // (a << 32 | b) over ranks
+  static std::uint64_t key(int a, int b) { return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b); }
+};
+
+// The resources of a transfer a -> b, as the simulator names them (simulate.cpp).
+std::vector<std::uint32_t> resources(const topo::Topology& t, const topo::Path& p) {
+  std::vector<std::uint32_t> out;
+  if (p.src == p.dst) out.push_back(static_cast<std::uint32_t>(2 * t.num_links() + p.src));
+  for (const topo::Hop& h : p.hops) out.push_back(static_cast<std::uint32_t>(h.channel()));
+  return out;
+}
+
+double resource_bw(const topo::Topology& t, std::uint32_t res) {
+  std::size_t links = t.num_links();
+  return res >= 2 * links ? t.vertex(static_cast<topo::VertexId>(res - 2 * links)).local_bw_gbps : t.link(res / 2).bw_gbps;
+}
+
+double resource_latency(const topo::Topology& t, std::uint32_t res) { return res >= 2 * t.num_links() ? 0.0 : t.link(res / 2).latency_us; }
+
+// Does g map every route of `pairs` onto the route of the image pair, resource for resource?
+// Fills `map` (resource -> image) when it does.
+bool equivariant(const topo::Topology& t, const Gen& g, const std::vector<std::pair<int, int>>& pairs, const Routes& routes,
+                 std::unordered_map<std::uint32_t, std::uint32_t>& map) {
+  map.clear();
+  std::unordered_map<std::uint32_t, std::uint32_t> back;
+  for (auto [a, b] : pairs) {
+    auto ia = g.rank[static_cast<std::size_t>(a)], ib = g.rank[static_cast<std::size_t>(b)];
+    auto from = routes.path.find(Routes::key(a, b)), to = routes.path.find(Routes::key(ia, ib));
+    if (from == routes.path.end() || to == routes.path.end() || !from->second.found || !to->second.found) return false;
+    auto x = resources(t, from->second), y = resources(t, to->second);
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (resource_bw(t, x[i]) != resource_bw(t, y[i]) || resource_latency(t, x[i]) != resource_latency(t, y[i])) return false;
+      auto [it, fresh] = map.emplace(x[i], y[i]);
+      if (!fresh && it->second != y[i]) return false;
+      auto [jt, fresh2] = back.emplace(y[i], x[i]);
+      if (!fresh2 && jt->second != x[i]) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
+  std::vector<SymmetryAxis> axes = plan.symmetries();
+  int p = plan.nranks(), nch = std::max<int>(1, plan.info().channels);
+  if (axes.empty() || p < 2) return std::nullopt;
+  auto up = [](int x) { return static_cast<std::size_t>(x); };
+  // The stated generators, checked to be permutations of the stated order that commute.
+  std::vector<Gen> gens;
+  for (const SymmetryAxis& ax : axes) {
+    if (ax.order < 2 || ax.rank.size() != up(p) || ax.channel.size() != up(nch) || !is_permutation(ax.rank) || !is_permutation(ax.channel))
+      return std::nullopt;
+    Gen g{ax.rank, ax.channel, ax.order}, pw = identity(p, nch);
+    for (int k = 0; k < ax.order; ++k) pw = compose(g, pw);
+    Gen id = identity(p, nch);
+    if (pw.rank != id.rank || pw.channel != id.channel) return std::nullopt;
+    gens.push_back(std::move(g));
+  }
+  for (std::size_t i = 0; i < gens.size(); ++i)
+    for (std::size_t j = i + 1; j < gens.size(); ++j) {
+      Gen ab = compose(gens[i], gens[j]), ba = compose(gens[j], gens[i]);
+      if (ab.rank != ba.rank || ab.channel != ba.channel) return std::nullopt;
+    }
+
+  // Orbits of threads under all the stated generators: the representatives' programs name the
+  // rank pairs that talk, and their images under the generators all the others.
+  std::size_t threads = up(p) * up(nch);
+  std::vector<std::uint32_t> root(threads);
+  std::iota(root.begin(), root.end(), 0u);
+  auto find = [&](std::uint32_t x) {
+    while (root[x] != x) x = root[x] = root[root[x]];
+    return x;
+  };
+  for (const Gen& g : gens)
+    for (int r = 0; r < p; ++r)
+      for (int c = 0; c < nch; ++c) {
+        auto a = find(static_cast<std::uint32_t>(r * nch + c)),
+             b = find(static_cast<std::uint32_t>(g.rank[up(r)] * nch + g.channel[up(c)]));
+        if (a != b) root[std::max(a, b)] = std::min(a, b);
+      }
+  std::vector<char> rep_rank(up(p), 0);
+  for (std::uint32_t t = 0; t < threads; ++t)
+    if (find(t) == t) rep_rank[t / static_cast<std::uint32_t>(nch)] = 1;
+  std::vector<std::pair<int, int>> pairs;
+  {
+    std::unordered_map<std::uint64_t, char> seen;
+    std::vector<std::pair<int, int>> frontier;
+    for (int r = 0; r < p; ++r) {
+      if (!rep_rank[up(r)]) continue;
+      for (const Op& op : plan.program(r)) {
+        if (op.channel >= nch) return std::nullopt;  // a channel the plan does not declare: no folding
+        if (op.type != OpType::Send ||
+            find(static_cast<std::uint32_t>(r * nch + op.channel)) != static_cast<std::uint32_t>(r * nch + op.channel))
+          continue;
+        if (op.peer < 0 || op.peer >= p) return std::nullopt;
+        if (seen.emplace(Routes::key(r, op.peer), 1).second) frontier.emplace_back(r, op.peer);
+      }
+    }
+    while (!frontier.empty()) {
+      auto [a, b] = frontier.back();
+      frontier.pop_back();
+      pairs.emplace_back(a, b);
+      for (const Gen& g : gens) {
+        int ga = g.rank[up(a)], gb = g.rank[up(b)];
+        if (seen.emplace(Routes::key(ga, gb), 1).second) frontier.emplace_back(ga, gb);
+      }
+    }
+  }
+  Routes routes;
+  {
+    topo::Router router(topo);
+    std::sort(pairs.begin(), pairs.end());
+    for (std::size_t i = 0; i < pairs.size();) {
+      std::size_t j = i;
+      std::vector<topo::VertexId> dsts;
+      for (; j < pairs.size() && pairs[j].first == pairs[i].first; ++j)
+        dsts.push_back(topo.rank_vertex(static_cast<topo::Rank>(pairs[j].second)));
+      auto found = router.routes_to(topo.rank_vertex(static_cast<topo::Rank>(pairs[i].first)), dsts);
+      for (std::size_t k = i; k < j; ++k) routes.path.emplace(Routes::key(pairs[k].first, pairs[k].second), std::move(found[k - i]));
+      i = j;
+    }
+  }
+
+  // Per axis, the smallest power of its generator that maps routes onto routes.
+  std::vector<Gen> kept;
+  std::vector<std::unordered_map<std::uint32_t, std::uint32_t>> maps;
+  for (const Gen& g : gens) {
+    Gen pw = g;
+    for (int k = 1; k < g.order; ++k, pw = compose(g, pw)) {
+      if (g.order % k != 0) continue;
+      std::unordered_map<std::uint32_t, std::uint32_t> m;
+      if (!equivariant(topo, pw, pairs, routes, m)) continue;
+      pw.order = g.order / k;
+      kept.push_back(pw);
+      maps.push_back(std::move(m));
+      break;
+    }
+  }
+  std::size_t size = 1;
+  for (const Gen& g : kept) size *= up(g.order);
+  // Rank maps of every element are kept: bounded, so 16k ranks do not take gigabytes.
+  constexpr std::size_t kMaxEntries = std::size_t{1} << 24;
+  while (size > 1 && size * up(p) > kMaxEntries) {
+    size /= up(kept.back().order);
+    kept.pop_back();
+    maps.pop_back();
+  }
+  if (size <= 1) return std::nullopt;
+
+  Fold f;
+  f.nch = nch;
+  // Elements as mixed-radix products of the kept generators; element 0 the identity.
+  f.rank.reserve(size);
+  f.channel.reserve(size);
+  std::vector<Gen> elems{identity(p, nch)};
+  for (const Gen& g : kept) {
+    std::vector<Gen> next;
+    for (const Gen& e : elems) {
+      Gen x = e;
+      for (int k = 0; k < g.order; ++k, x = compose(g, x)) next.push_back(x);
+    }
+    elems = std::move(next);
+  }
+  // Every used resource's orbit must have |G| members (no element but the identity fixes it).
+  std::vector<std::uint32_t> used;
+  for (const auto& [k, path] : routes.path)
+    for (std::uint32_t r : resources(topo, path)) used.push_back(r);
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  for (std::uint32_t r : used) {
+    if (f.resource.count(r)) continue;
+    std::vector<std::uint32_t> orbit{r};
+    std::unordered_map<std::uint32_t, char> in{{r, 1}};
+    for (std::size_t i = 0; i < orbit.size(); ++i)
+      for (const auto& m : maps) {
+        auto it = m.find(orbit[i]);
+        if (it == m.end()) return std::nullopt;
+        if (in.emplace(it->second, 1).second) orbit.push_back(it->second);
+      }
+    if (orbit.size() != size) return std::nullopt;
+    std::uint32_t least = *std::min_element(orbit.begin(), orbit.end());
+    for (std::uint32_t x : orbit) f.resource[x] = least;
+  }
+  // Thread orbits: the least thread of each is its representative; elem maps a thread onto it.
+  // Element i has mixed-radix digits (the last generator least significant): its inverse has
+  // the digits negated.
+  std::vector<std::size_t> inverse(size);
+  for (std::size_t i = 0; i < size; ++i) {
+    std::size_t rest = i, inv = 0, scale = 1;
+    for (std::size_t g = kept.size(); g-- > 0;) {
+      auto n = up(kept[g].order);
+      inv += ((n - rest % n) % n) * scale;
+      rest /= n;
+      scale *= n;
+    }
+    inverse[i] = inv;
+  }
+  constexpr std::uint32_t kUnset = 0xffffffffu;
+  f.rep.assign(threads, kUnset);
+  f.elem.assign(threads, 0);
+  for (std::uint32_t t = 0; t < threads; ++t) {
+    if (f.rep[t] != kUnset) continue;
+    int r = static_cast<int>(t) / nch, c = static_cast<int>(t) % nch;
+    for (std::size_t e = 0; e < size; ++e) {
+      auto u = static_cast<std::uint32_t>(elems[e].rank[up(r)] * nch + elems[e].channel[up(c)]);
+      if (f.rep[u] != kUnset) return std::nullopt;  // not a free action: two elements meet
+      f.rep[u] = t;
+      f.elem[u] = static_cast<std::uint32_t>(inverse[e]);
+    }
+  }
+  for (int r = 0; r < p; ++r)
+    for (int c = 0; c < nch; ++c)
+      if (f.is_rep(static_cast<std::uint32_t>(r * nch + c))) {
+        f.ranks.push_back(r);
+        break;
+      }
+  for (Gen& e : elems) {
+    f.rank.push_back(std::move(e.rank));
+    f.channel.push_back(std::move(e.channel));
+  }
+  return f;
+}
+
+}  // namespace collkit::plan::sim
