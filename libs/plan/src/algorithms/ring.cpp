@@ -118,8 +118,9 @@ class RingAlgorithm final : public Algorithm {
       default: info.in_chunks = info.out_chunks = uc * uk; break;
     }
     // Chains start at the root (Broadcast) or end there (Reduce): rotate the order.
+    std::vector<std::vector<int>> orders = ring_orders(req, topo, channels, opt.bidirectional);
     for (int c = 0; c < channels; ++c) {
-      std::vector<int> order = ring_order(req, topo, c);
+      std::vector<int>& order = orders[static_cast<std::size_t>(c)];
       if (chain) {
         auto it = std::find(order.begin(), order.end(), req.root);
         std::rotate(order.begin(), it, order.end());

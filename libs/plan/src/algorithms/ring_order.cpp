@@ -1,18 +1,24 @@
 // Topology-aware ring orders, after NCCL's ring search (graph/search.cc, graph/rings.cc):
 //  - ranks grouped by host, hosts in topology order, so the ring crosses each host boundary once;
-//  - inside a host, the maximum-bottleneck cycle (host_cycles), so NVLink / NVSwitch neighbours
-//    stay adjacent and PCIe traffic stays under one switch when it can;
+//  - inside a host, each channel takes its own Hamiltonian cycle (one host) or path (several),
+//    chosen with the other channels' so that the busiest link direction carries as few ring
+//    hops per GB/s as the links allow (ring_search.h): the 8 channels of an xGMI full mesh or
+//    the 6 of DGX-1's NVLink cube-mesh each get link directions of their own. Where every order
+//    loads the links alike (an NVSwitch), channels keep the maximum-bottleneck cycle
+//    (host_cycles), walked from their entry;
 //  - rail-aligned: the rank that enters host h+1 is on the rail of the rank that left host h, so
-//    each inter-host hop stays under one leaf switch of a rail-optimised fabric. Hosts alternate
-//    direction around their cycle: host h enters at e and leaves at e's neighbour f, host h+1
-//    enters at f and leaves at e, so with an even number of identical hosts the wrap-around hop
-//    is rail-aligned too (with an odd number it is the one hop that may not be);
+//    each inter-host hop stays under one leaf switch of a rail-optimised fabric; host h+1 leaves
+//    on the rail host h was entered at (hosts alternate direction), so with an even number of
+//    identical hosts the wrap-around hop is rail-aligned too (with an odd number it is the one
+//    hop that may not be). The way in and out of a host through its NICs counts as link load
+//    too, so channels leave a host through different NICs while there are enough;
 //  - channel c enters host 0 at a different rank (distinct rails first), so channels spread
 //    their inter-host traffic over the NICs.
 
 #include "ring_order.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -23,6 +29,7 @@
 #include "collkit/topo/routing.h"
 #include "collkit/topo/topology.h"
 #include "host_rings.h"
+#include "ring_search.h"
 
 namespace collkit::plan {
 
@@ -39,13 +46,15 @@ constexpr long kSearchBudget = 200000;
 struct Widths {
   std::vector<std::vector<double>> bw;      // route bottleneck between local ranks i, j
   std::vector<std::vector<std::size_t>> hops;
+  std::vector<std::vector<std::vector<std::size_t>>> dirs;  // link directions (Hop::channel) crossed
 };
 
 Widths widths(const Topology& t, const std::vector<int>& ranks) {
   topo::Router router(t);
   std::size_t m = ranks.size();
   Widths w{std::vector<std::vector<double>>(m, std::vector<double>(m, 0)),
-           std::vector<std::vector<std::size_t>>(m, std::vector<std::size_t>(m, 0))};
+           std::vector<std::vector<std::size_t>>(m, std::vector<std::size_t>(m, 0)),
+           std::vector<std::vector<std::vector<std::size_t>>>(m, std::vector<std::vector<std::size_t>>(m))};
   // Routes to the host's own ranks only: searches that stop once those are settled, rather than
   // routes to every vertex of a cluster of thousands of hosts.
   std::vector<topo::VertexId> verts;
@@ -58,6 +67,7 @@ Widths widths(const Topology& t, const std::vector<int>& ranks) {
       } else if (paths[j].found) {
         w.bw[i][j] = paths[j].bottleneck_gbps;
         w.hops[i][j] = paths[j].hops.size();
+        for (const topo::Hop& hop : paths[j].hops) w.dirs[i][j].push_back(hop.channel());
       }
     }
   }
@@ -169,23 +179,83 @@ std::string signature(const Topology& t, const std::string& host, const std::vec
   return sig;
 }
 
-}  // namespace
+struct Group {
+  std::string sig;
+  std::vector<int> ranks;  // ascending: local index -> rank
+};
 
-std::vector<std::vector<int>> host_cycles(int nranks, const Topology& topo) {
+// Ranks 0..nranks-1 by host with their layouts' signatures; empty when they cannot be grouped.
+std::vector<Group> groups(int nranks, const Topology& topo) {
   if (nranks <= 0 || static_cast<std::size_t>(nranks) > topo.num_ranks()) return {};
-  std::vector<std::vector<int>> out;
-  std::map<std::string, std::vector<int>> cache;  // signature -> cycle over local indices
+  std::vector<Group> out;
   for (const topo::HostGroup& g : topo::ranks_by_host(topo)) {
     std::vector<int> ranks;
     for (topo::Rank r : g.ranks)
       if (static_cast<int>(r) < nranks) ranks.push_back(static_cast<int>(r));
     if (ranks.empty()) continue;
     if (g.host.empty()) return {};
-    std::string sig = signature(topo, g.host, ranks);
-    auto it = cache.find(sig);
-    if (it == cache.end()) it = cache.emplace(sig, widest_cycle(widths(topo, ranks))).first;
+    out.push_back({signature(topo, g.host, ranks), std::move(ranks)});
+  }
+  return out;
+}
+
+// One host layout's links for the channel search (ring_search.h): the routes between its ranks
+// and, with several hosts, each rank's way to and from the fabric through its own NIC (the
+// route to the NIC, then the NIC's port), which the ring's inter-host hop at that rank crosses.
+HostLinks host_links(const Topology& t, const std::vector<int>& ranks, bool several_hosts, const topo::NicAffinity& aff) {
+  Widths w = widths(t, ranks);
+  std::size_t m = ranks.size();
+  HostLinks h;
+  std::map<std::size_t, int> dense;  // Hop::channel() -> index into arc_gbps
+  auto arc = [&](std::size_t dir) {
+    auto [it, fresh] = dense.emplace(dir, static_cast<int>(h.arc_gbps.size()));
+    if (fresh) h.arc_gbps.push_back(t.link(static_cast<topo::LinkId>(dir / 2)).bw_gbps);
+    return it->second;
+  };
+  h.route.assign(m, std::vector<std::vector<int>>(m));
+  h.reachable.assign(m, std::vector<char>(m, 0));
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < m; ++j) {
+      if (i == j || w.bw[i][j] <= 0) continue;
+      h.reachable[i][j] = 1;
+      for (std::size_t dir : w.dirs[i][j]) h.route[i][j].push_back(arc(dir));
+    }
+  h.base = widest_cycle(w);
+  h.width = std::move(w.bw);
+  h.hops = std::move(w.hops);
+  if (!several_hosts) return h;
+
+  topo::Router router(t);
+  h.exit.resize(m);
+  h.entry.resize(m);
+  for (std::size_t i = 0; i < m; ++i) {
+    topo::VertexId v = t.rank_vertex(static_cast<topo::Rank>(ranks[i]));
+    const auto& nics = aff.nics[v];
+    if (nics.empty()) continue;
+    topo::VertexId nic = nics.front();
+    for (const topo::Hop& hop : router.route(v, nic).hops) h.exit[i].push_back(arc(hop.channel()));
+    for (const topo::Hop& hop : router.route(nic, v).hops) h.entry[i].push_back(arc(hop.channel()));
+    for (const topo::Adjacent& adj : t.adjacent(nic)) {
+      if (t.vertex(adj.peer).host == t.vertex(nic).host) continue;
+      bool out = t.link(adj.link).a == nic;
+      h.exit[i].push_back(arc(topo::Hop{adj.link, out}.channel()));
+      h.entry[i].insert(h.entry[i].begin(), arc(topo::Hop{adj.link, !out}.channel()));
+      break;
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> host_cycles(int nranks, const Topology& topo) {
+  std::vector<std::vector<int>> out;
+  std::map<std::string, std::vector<int>> cache;  // signature -> cycle over local indices
+  for (const Group& g : groups(nranks, topo)) {
+    auto it = cache.find(g.sig);
+    if (it == cache.end()) it = cache.emplace(g.sig, widest_cycle(widths(topo, g.ranks))).first;
     std::vector<int> cycle;
-    for (int local : it->second) cycle.push_back(ranks[static_cast<std::size_t>(local)]);
+    for (int local : it->second) cycle.push_back(g.ranks[static_cast<std::size_t>(local)]);
     out.push_back(std::move(cycle));
   }
   return out;
@@ -207,6 +277,9 @@ std::int64_t rail_of(const Topology& topo, const topo::NicAffinity& aff, int ran
 
 namespace {
 
+using algo::ChannelEnds;
+using algo::HostLinks;
+
 std::vector<int> identity(int n) {
   std::vector<int> order(static_cast<std::size_t>(std::max(n, 0)));
   std::iota(order.begin(), order.end(), 0);
@@ -217,60 +290,126 @@ std::size_t index_of(const std::vector<int>& v, int x) {
   return static_cast<std::size_t>(std::find(v.begin(), v.end(), x) - v.begin());
 }
 
+// Channel orders already searched for a host layout: identical hosts reuse them, and the hosts
+// that run the other way round (odd ones) reuse them reversed, which crosses every link
+// direction the same number of times the other way.
+class Solutions {
+ public:
+  const std::vector<std::vector<int>>& get(const std::string& sig, const HostLinks& h, const std::vector<ChannelEnds>& ends, bool cycle) {
+    for (const Entry& e : entries_) {
+      if (e.sig != sig) continue;
+      if (fits(e.paths, ends)) return e.paths;
+      std::vector<std::vector<int>> back = e.paths;
+      for (auto& p : back) std::reverse(p.begin(), p.end());
+      if (fits(back, ends) && algo::max_load(h, back, ends, cycle) <= e.load * (1 + 1e-9)) {
+        entries_.push_back({sig, std::move(back), e.load});
+        return entries_.back().paths;
+      }
+    }
+    auto paths = algo::spread_channels(h, ends, cycle);
+    double load = algo::max_load(h, paths, ends, cycle);
+    entries_.push_back({sig, std::move(paths), load});
+    return entries_.back().paths;
+  }
+
+ private:
+  struct Entry {
+    std::string sig;
+    std::vector<std::vector<int>> paths;
+    double load;
+  };
+  // Channel c's flags depend on c alone, so the same starts and ends make the same problem.
+  static bool fits(const std::vector<std::vector<int>>& paths, const std::vector<ChannelEnds>& ends) {
+    for (std::size_t c = 0; c < ends.size(); ++c)
+      if (paths[c].front() != ends[c].start || (ends[c].end >= 0 && paths[c].back() != ends[c].end)) return false;
+    return true;
+  }
+  std::deque<Entry> entries_;
+};
+
 }  // namespace
 
-std::vector<int> ring_order(const Request& req, const topo::Topology* topo, int channel) {
-  if (!topo) return identity(req.nranks);
-  std::vector<std::vector<int>> hosts = algo::host_cycles(req.nranks, *topo);
-  if (hosts.empty()) return identity(req.nranks);
+std::vector<std::vector<int>> ring_orders(const Request& req, const topo::Topology* topo, int channels, bool bidirectional) {
+  auto nch = static_cast<std::size_t>(std::max(channels, 1));
+  std::vector<algo::Group> hosts = topo ? algo::groups(req.nranks, *topo) : std::vector<algo::Group>{};
+  if (hosts.empty()) return std::vector<std::vector<int>>(nch, identity(req.nranks));
   topo::NicAffinity aff = topo::nic_affinity(*topo);
-  auto rail = [&](int r) { return algo::rail_of(*topo, aff, r); };
+  std::vector<std::int64_t> rails(static_cast<std::size_t>(req.nranks), std::numeric_limits<std::int64_t>::min());
+  auto rail = [&](int r) {
+    std::int64_t& k = rails[static_cast<std::size_t>(r)];
+    if (k == std::numeric_limits<std::int64_t>::min()) k = algo::rail_of(*topo, aff, r);
+    return k;
+  };
+  bool cycle = hosts.size() == 1;
+  std::map<std::string, HostLinks> shapes;
+  auto links = [&](const algo::Group& g) -> const HostLinks& {
+    auto it = shapes.find(g.sig);
+    if (it == shapes.end()) it = shapes.emplace(g.sig, algo::host_links(*topo, g.ranks, !cycle, aff)).first;
+    return it->second;
+  };
+  auto base = [&](const algo::Group& g) {
+    std::vector<int> c;
+    for (int local : links(g).base) c.push_back(g.ranks[static_cast<std::size_t>(local)]);
+    return c;
+  };
 
-  // Host 0's entry for this channel: cycle positions with a rail not seen yet first.
-  const std::vector<int>& first = hosts[0];
-  std::vector<std::size_t> starts, repeats;
+  // Host 0's entry per channel: positions on its base cycle with a rail not seen yet first.
+  std::vector<int> first = base(hosts[0]), starts, repeats;
   std::vector<std::int64_t> seen;
-  for (std::size_t i = 0; i < first.size(); ++i) {
-    std::int64_t k = rail(first[i]);
+  for (int r : first) {
+    std::int64_t k = rail(r);
     if (std::find(seen.begin(), seen.end(), k) == seen.end()) {
       seen.push_back(k);
-      starts.push_back(i);
+      starts.push_back(r);
     } else {
-      repeats.push_back(i);
+      repeats.push_back(r);
     }
   }
   starts.insert(starts.end(), repeats.begin(), repeats.end());
-  std::size_t entry = starts[static_cast<std::size_t>(std::max(channel, 0)) % starts.size()];
 
-  std::vector<int> order;
-  order.reserve(static_cast<std::size_t>(req.nranks));
-  int exit_rank = -1;
+  // The rank of host h on the rail of rank r (of another host); among several, the one at r's
+  // local index, so that identical hosts mirror each other.
+  auto across = [&](std::size_t h, int r, std::size_t from) {
+    const std::vector<int>& prev = hosts[from].ranks;
+    const std::vector<int>& here = hosts[h].ranks;
+    int pick = here[index_of(prev, r) % here.size()];
+    std::int64_t want = rail(r);
+    if (want >= 0 && rail(pick) != want)
+      for (int x : base(hosts[h]))
+        if (rail(x) == want) {
+          pick = x;
+          break;
+        }
+    return pick;
+  };
+
+  Solutions solved;
+  std::vector<std::vector<int>> orders(nch);
+  std::vector<int> entered(nch), left(nch);
   for (std::size_t h = 0; h < hosts.size(); ++h) {
-    const std::vector<int>& cycle = hosts[h];
-    std::size_t m = cycle.size();
-    if (h > 0) {
-      // Enter on the rail the previous host left from; among several ranks on it, prefer the
-      // one at the same local index (identical hosts then mirror each other).
-      std::vector<int> prev_sorted = hosts[h - 1], sorted = cycle;
-      std::sort(prev_sorted.begin(), prev_sorted.end());
-      std::sort(sorted.begin(), sorted.end());
-      std::size_t local = index_of(prev_sorted, exit_rank) % m;
-      std::int64_t want = rail(exit_rank);
-      int pick = sorted[local];
-      if (rail(pick) != want || want < 0) {
-        for (int r : cycle)
-          if (want >= 0 && rail(r) == want) {
-            pick = r;
-            break;
-          }
-      }
-      entry = index_of(cycle, pick);
+    const algo::Group& g = hosts[h];
+    std::vector<ChannelEnds> ends(nch);
+    for (std::size_t c = 0; c < nch; ++c) {
+      // Enter on the rail the previous host was left from; leave on the rail it was entered
+      // at, so that the host after this one (and the wrap to host 0) is entered on the rail
+      // host 0 was.
+      int in = h == 0 ? starts[c % starts.size()] : across(h, left[c], h - 1);
+      int out = h == 0 ? -1 : across(h, entered[c], h - 1);
+      int local_in = static_cast<int>(index_of(g.ranks, in));
+      ends[c] = {local_in, out == in || out < 0 ? -1 : static_cast<int>(index_of(g.ranks, out)), bidirectional && c % 2 == 1};
+      entered[c] = in;
     }
-    bool forward = h % 2 == 0;
-    for (std::size_t i = 0; i < m; ++i) order.push_back(cycle[forward ? (entry + i) % m : (entry + m - i) % m]);
-    exit_rank = order.back();
+    const auto& paths = solved.get(g.sig, links(g), ends, cycle);
+    for (std::size_t c = 0; c < nch; ++c) {
+      for (int local : paths[c]) orders[c].push_back(g.ranks[static_cast<std::size_t>(local)]);
+      left[c] = orders[c].back();
+    }
   }
-  return order;
+  return orders;
+}
+
+std::vector<int> ring_order(const Request& req, const topo::Topology* topo, int channel) {
+  return ring_orders(req, topo, std::max(channel, 0) + 1)[static_cast<std::size_t>(std::max(channel, 0))];
 }
 
 }  // namespace collkit::plan

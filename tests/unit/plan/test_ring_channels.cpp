@@ -1,0 +1,283 @@
+// Ring channels spread over a host's links (ring_search.h, issue #10 item 4). The rings are read
+// back from generated plans (params order<c>, odd channels reversed when bidirectional), so these
+// tests check what a plan runs, not an internal list.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include "algorithms/common.h"
+#include "algorithms/host_rings.h"
+#include "algorithms/ring_order.h"
+#include "algorithms/ring_search.h"
+#include "collkit/plan/algorithm.h"
+#include "collkit/plan/simulate.h"
+#include "collkit/topo/routing.h"
+#include "collkit/topo/synth.h"
+
+using namespace collkit;
+using namespace collkit::plan;
+
+namespace {
+
+topo::Topology make(const std::string& node, int nodes, const std::string& fabric = "") {
+  setenv("COLLKIT_CONFIGS", COLLKIT_CONFIGS_DIR, 1);
+  return topo::synth({node, nodes, fabric});
+}
+
+// The rings a ring plan runs, in the direction it runs them.
+std::vector<std::vector<int>> rings_of(const PlanInfo& info) {
+  int channels = std::stoi(info.params.at("channels"));
+  bool bidir = info.params.count("bidirectional") && info.params.at("bidirectional") == "1";
+  std::vector<std::vector<int>> out;
+  for (int c = 0; c < channels; ++c) {
+    std::string key = "order" + std::to_string(c);
+    auto order = algo::param_order(info, info.params.count(key) ? key : "order", info.req.nranks);
+    if (bidir && c % 2 == 1) std::reverse(order.begin(), order.end());
+    out.push_back(order);
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> rings(const topo::Topology& t, int channels, Collective coll = Collective::AllReduce, bool bidir = false) {
+  Request req{coll, 1 << 20, static_cast<int>(t.num_ranks()), 0};
+  return rings_of(algorithm("ring").layout(req, &t, {channels, 0, bidir, {}}));
+}
+
+// Ring hops crossing each link direction (Hop::channel()), hops between hosts included.
+std::map<std::size_t, int> crossings(const topo::Topology& t, const std::vector<std::vector<int>>& rs) {
+  topo::Router router(t);
+  std::map<std::size_t, int> count;
+  for (const auto& r : rs)
+    for (std::size_t i = 0; i < r.size(); ++i)
+      for (const topo::Hop& h : router.route_ranks(static_cast<topo::Rank>(r[i]), static_cast<topo::Rank>(r[(i + 1) % r.size()])).hops)
+        ++count[h.channel()];
+  return count;
+}
+
+double max_load(const topo::Topology& t, const std::map<std::size_t, int>& count) {
+  double worst = 0;
+  for (auto [dir, n] : count) worst = std::max(worst, n / t.link(static_cast<topo::LinkId>(dir / 2)).bw_gbps);
+  return worst;
+}
+
+int shared_directions(const std::map<std::size_t, int>& count) {
+  return static_cast<int>(std::count_if(count.begin(), count.end(), [](auto kv) { return kv.second > 1; }));
+}
+
+// What the links force on one host: a ring leaves and enters every rank once per channel, over
+// the first (last) link direction of the routes out of (into) it, and k crossings of a link of b
+// GB/s are a load of k/b. The least load at which every rank has room for `channels` crossings
+// each way (links of one direction pooled) bounds any choice of rings from below.
+double forced_load(const topo::Topology& t, int channels) {
+  topo::Router router(t);
+  auto p = static_cast<topo::Rank>(t.num_ranks());
+  std::vector<std::map<std::size_t, double>> out(p), in(p);  // rank -> direction -> GB/s
+  for (topo::Rank a = 0; a < p; ++a)
+    for (topo::Rank b = 0; b < p; ++b) {
+      if (a == b) continue;
+      auto hops = router.route_ranks(a, b).hops;
+      if (hops.empty()) continue;  // co-located ranks cross no link
+      out[a][hops.front().channel()] = t.link(hops.front().link).bw_gbps;
+      in[b][hops.back().channel()] = t.link(hops.back().link).bw_gbps;
+    }
+  double worst = 0;
+  for (const auto* side : {&out, &in})
+    for (const auto& dirs : *side) {
+      std::vector<double> levels;
+      for (auto [dir, bw] : dirs)
+        for (int k = 1; k <= channels; ++k) levels.push_back(k / bw);
+      std::sort(levels.begin(), levels.end());
+      for (double level : levels) {
+        long room = 0;
+        for (auto [dir, bw] : dirs) room += static_cast<long>(std::floor(level * bw * (1 + 1e-9)));
+        if (room >= channels) {
+          worst = std::max(worst, level);
+          break;
+        }
+      }
+    }
+  return worst;
+}
+
+double simulated_us(const topo::Topology& t, Collective coll, int channels) {
+  Request req{coll, std::uint64_t{1} << 30, static_cast<int>(t.num_ranks()), 0};
+  return simulate(*generate("ring", req, &t, {channels, 0, false, {}}), t).time_us;
+}
+
+}  // namespace
+
+TEST_CASE("ring channels: on meshes and NVSwitch hosts, no link direction carries more than the links force") {
+  // The full xGMI mesh takes 7 arc-disjoint directed rings, DGX-1's cube-mesh 6 (3 cycles over
+  // its 24 NVLinks, each both ways); an NVSwitch port carries every channel whatever the order.
+  int checked = 0;
+  for (const char* node : {"mi300x", "dgx1-v100", "dgx-h100", "dgx-a100", "hgx-h200", "gb200-nvl72"}) {
+    auto t = make(node, 1);
+    for (int c = 1; c <= 8; ++c) {
+      CAPTURE(node);
+      CAPTURE(c);
+      auto count = crossings(t, rings(t, c));
+      CHECK(max_load(t, count) == doctest::Approx(forced_load(t, c)).epsilon(1e-9));
+      ++checked;
+    }
+  }
+  CHECK(checked == 48);
+}
+
+TEST_CASE("ring channels: counting shared link directions on mi300x and dgx1-v100") {
+  auto mi = make("mi300x", 1);
+  for (int c = 1; c <= 7; ++c) {
+    CAPTURE(c);
+    CHECK(shared_directions(crossings(mi, rings(mi, c))) == 0);
+  }
+  // The same rings run backwards on odd channels when bidirectional, and are chosen for it.
+  CHECK(shared_directions(crossings(mi, rings(mi, 6, Collective::AllReduce, true))) == 0);
+  CHECK(shared_directions(crossings(mi, rings(mi, 6, Collective::Broadcast))) == 0);
+
+  // DGX-1: with 6 channels no NVLink direction carries more channels than it has links.
+  auto dgx1 = make("dgx1-v100", 1);
+  int over = 0, nvlink = 0;
+  for (auto [dir, n] : crossings(dgx1, rings(dgx1, 6))) {
+    const topo::Link& l = dgx1.link(static_cast<topo::LinkId>(dir / 2));
+    if (l.type != topo::LinkType::NvLink) continue;
+    ++nvlink;
+    if (n > l.lanes) ++over;
+  }
+  CHECK(nvlink == 32);  // 16 NVLink pairs both ways: every one in use
+  CHECK(over == 0);
+}
+
+TEST_CASE("ring channels: mi300x x4 gives each channel its own xGMI directions and NICs") {
+  auto t = make("mi300x", 4, "fat-tree:rails=8");
+  auto rs = rings(t, 0);  // the default: one channel per NIC
+  REQUIRE(rs.size() == 8);
+  auto count = crossings(t, rs);
+  int xgmi = 0, nic_ports = 0;
+  for (auto [dir, n] : count) {
+    const topo::Link& l = t.link(static_cast<topo::LinkId>(dir / 2));
+    CAPTURE(t.vertex(l.a).id);
+    CAPTURE(t.vertex(l.b).id);
+    CHECK(n == 1);
+    if (l.type == topo::LinkType::Xgmi) ++xgmi;
+    if (t.vertex(l.a).kind == topo::VertexKind::Nic || t.vertex(l.b).kind == topo::VertexKind::Nic) ++nic_ports;
+  }
+  CHECK(xgmi == 4 * 56);              // 8 channels x 7 in-host hops x 4 hosts: every direction once
+  CHECK(nic_ports == 4 * 8 * 2 * 2);  // every NIC's two links, both ways: each GPU's NIC out once, in once
+
+  // Hand reference: 2(p-1) = 62 steps of 1 GiB / (8 channels x 32 slices) each; every channel's
+  // slowest hop is its NIC crossing at 50 GB/s, used by that channel alone; latencies hide
+  // behind the messages in flight to within 0.1%.
+  double ref = 62 * (1073741824.0 / 256) / 50e3;  // 5200.94 us
+  double us = simulated_us(t, Collective::AllReduce, 0);
+  CHECK(us >= ref);
+  CHECK(us <= ref * 1.001);  // 28442.77 us before channels were spread
+}
+
+TEST_CASE("ring channels: mi300x x1 AllGather 1 GiB on 6 channels, each xGMI direction to one channel") {
+  // 7 steps; each channel's step moves one of 6 x 8 slices, ceil(2^30 / 48) = 22369622 bytes
+  // (chunks split at whole bytes), over its own 64 GB/s xGMI link with 0.15 us latency.
+  auto t = make("mi300x", 1);
+  Request req{Collective::AllGather, std::uint64_t{1} << 30, 8, 0};
+  SimResult r = simulate(*generate("ring", req, &t, {6, 0, false, {}}), t);
+  double ref = 7 * (0.15 + 22369622.0 / 64e3);  // 2447.727 us
+  CHECK(r.time_us == doctest::Approx(ref).epsilon(1e-6));
+  CHECK(r.algbw_gbps == doctest::Approx(1073741824.0 / (ref * 1e3)).epsilon(1e-6));  // 438.67 GB/s
+  CHECK(r.algbw_gbps == doctest::Approx(438.67).epsilon(1e-4));
+}
+
+TEST_CASE("ring channels: dgx1-v100 AllReduce improves with channels up to its 6 NVLinks per GPU") {
+  auto t = make("dgx1-v100", 1);
+  // 14 steps of ceil(2^30 / (8C)) bytes at the rate of each channel's slowest link share, plus
+  // the 0.15 us NVLink latency: one channel, or two (the doubled-link cycle one way each), run
+  // at 50 GB/s; from three on a channel needs a single 25 GB/s link or half of a doubled one.
+  auto ref = [](int c, double gbps) { return 14 * (0.15 + std::ceil(1073741824.0 / (8 * c)) / (gbps * 1e3)); };
+  std::vector<double> us;
+  for (int c = 1; c <= 6; ++c) us.push_back(simulated_us(t, Collective::AllReduce, c));
+  CHECK(us[0] == doctest::Approx(ref(1, 50)).epsilon(1e-6));  // 37583.06 us, every channel count before
+  CHECK(us[1] == doctest::Approx(ref(2, 50)).epsilon(1e-6));  // 18792.58 us
+  CHECK(us[5] == doctest::Approx(ref(6, 25)).epsilon(1e-6));  // 12529.09 us
+  // Three channels of 25 GB/s move less than two of 50 (the share of channels that finish early
+  // goes to the others, hence <=): equal shares make 3 a poor count, not a poor choice of rings,
+  // as any third ring needs a 25 GB/s link or half of a doubled one.
+  CHECK(us[2] <= ref(3, 25));
+  CHECK(us[2] < us[0]);
+  CHECK(us[3] < us[1] * 1.0001);
+  CHECK(us[4] < us[3]);
+  CHECK(us[5] < us[4]);
+  CHECK(*std::min_element(us.begin(), us.end()) == us[5]);
+}
+
+TEST_CASE("ring channels: an NVSwitch host keeps its cycle, walked from each channel's entry") {
+  auto t = make("dgx-h100", 1);
+  auto cycle = algo::host_cycles(8, t)[0];
+  int checked = 0;
+  for (const auto& r : rings(t, 4)) {
+    auto at = std::find(cycle.begin(), cycle.end(), r[0]) - cycle.begin();
+    std::vector<int> walk(cycle.begin() + at, cycle.end());
+    walk.insert(walk.end(), cycle.begin(), cycle.begin() + at);
+    CHECK(r == walk);
+    ++checked;
+  }
+  CHECK(checked == 4);
+}
+
+TEST_CASE("ring channels: every ring is a permutation crossing each host boundary once, uneven hosts too") {
+  int checked = 0;
+  auto pcie = make("pcie-8gpu:gpus=4", 3, "single-switch");
+  auto mi = make("mi300x", 3, "fat-tree:rails=8");
+  for (const auto* t : {&pcie, &mi})
+    for (int nranks : {static_cast<int>(t->num_ranks()), static_cast<int>(t->num_ranks()) - 2})
+      for (int c : {1, 3, 8}) {
+        Request req{Collective::AllReduce, 1 << 20, nranks, 0};
+        auto rs = ring_orders(req, t, c, c == 3);
+        REQUIRE(rs.size() == static_cast<std::size_t>(c));
+        for (const auto& r : rs) {
+          std::vector<int> sorted = r;
+          std::sort(sorted.begin(), sorted.end());
+          for (int i = 0; i < nranks; ++i) CHECK(sorted[static_cast<std::size_t>(i)] == i);
+          int boundaries = 0;
+          for (std::size_t i = 0; i < r.size(); ++i)
+            boundaries += t->host_of(static_cast<topo::Rank>(r[i])) != t->host_of(static_cast<topo::Rank>(r[(i + 1) % r.size()]));
+          CHECK(boundaries == 3);
+          ++checked;
+        }
+      }
+  CHECK(checked == 2 * 2 * 12);
+}
+
+TEST_CASE("ring channels: the search honours fixed ends and keeps the base cycle where nothing beats it") {
+  // Four ranks on a line a-b-c-d of 10 GB/s links, routes between any two along it.
+  algo::HostLinks h;
+  const int m = 4;
+  h.arc_gbps.assign(6, 10);  // 2i: i -> i+1, 2i+1: i+1 -> i
+  h.route.assign(m, std::vector<std::vector<int>>(m));
+  h.reachable.assign(m, std::vector<char>(m, 1));
+  h.width.assign(m, std::vector<double>(m, 10));
+  h.hops.assign(m, std::vector<std::size_t>(m, 0));
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < m; ++j) {
+      auto si = static_cast<std::size_t>(i), sj = static_cast<std::size_t>(j);
+      for (int k = std::min(i, j); k < std::max(i, j); ++k) h.route[si][sj].push_back(2 * k + (i > j ? 1 : 0));
+      h.hops[si][sj] = h.route[si][sj].size();
+    }
+  h.base = {0, 1, 2, 3};
+  // One host: every Hamiltonian cycle of a line crosses each link once each way.
+  std::vector<algo::ChannelEnds> two{{0, -1, false}, {2, -1, false}};
+  auto rs = algo::spread_channels(h, two, true);
+  CHECK(rs == std::vector<std::vector<int>>{{0, 1, 2, 3}, {2, 3, 0, 1}});
+  CHECK(algo::max_load(h, rs, two, true) == doctest::Approx(2 / 10.0));
+  // A path may be held to end where the next host is entered.
+  std::vector<algo::ChannelEnds> fixed{{1, 2, false}};
+  rs = algo::spread_channels(h, fixed, false);
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].front() == 1);
+  CHECK(rs[0].back() == 2);
+  // Two paths from the ends inwards share no link direction: 0->1->2->3 and 3->2->1->0.
+  std::vector<algo::ChannelEnds> ends{{0, -1, false}, {3, -1, false}};
+  rs = algo::spread_channels(h, ends, false);
+  CHECK(rs == std::vector<std::vector<int>>{{0, 1, 2, 3}, {3, 2, 1, 0}});
+  CHECK(algo::max_load(h, rs, ends, false) == doctest::Approx(1 / 10.0));
+}
