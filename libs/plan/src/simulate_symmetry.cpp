@@ -53,16 +53,20 @@ bool is_permutation(const Map& m) {
 
 // Rank pairs (sender, receiver) with their endpoint vertices' routes: the plan's transfers.
 struct Routes {
-  std::unordered_map<std::uint64_t, topo::Path> path;  // (a << 32 | b) over ranks
+  std::vector<std::pair<int, int>> pairs;
+  std::vector<topo::Path> path;                            // per pair
+  std::unordered_map<std::uint64_t, std::uint32_t> index;  // (a << 32 | b) -> pair
   static std::uint64_t key(int a, int b) { return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b); }
 };
 
-// The resources of a transfer a -> b, as the simulator names them (simulate.cpp).
-std::vector<std::uint32_t> resources(const topo::Topology& t, const topo::Path& p) {
-  std::vector<std::uint32_t> out;
-  if (p.src == p.dst) out.push_back(static_cast<std::uint32_t>(2 * t.num_links() + p.src));
-  for (const topo::Hop& h : p.hops) out.push_back(static_cast<std::uint32_t>(h.channel()));
-  return out;
+constexpr std::uint32_t kUnset = 0xffffffffu;
+
+// The resources of a transfer, as the simulator names them (simulate.cpp): the link directions of
+// its route, or a vertex's local copies (2 * links + vertex) between ranks on one vertex.
+template <class F>
+void for_resources(const topo::Topology& t, const topo::Path& p, F f) {
+  if (p.src == p.dst) f(static_cast<std::uint32_t>(2 * t.num_links() + p.src));
+  for (const topo::Hop& h : p.hops) f(static_cast<std::uint32_t>(h.channel()));
 }
 
 double resource_bw(const topo::Topology& t, std::uint32_t res) {
@@ -72,24 +76,33 @@ double resource_bw(const topo::Topology& t, std::uint32_t res) {
 
 double resource_latency(const topo::Topology& t, std::uint32_t res) { return res >= 2 * t.num_links() ? 0.0 : t.link(res / 2).latency_us; }
 
-// Does g map every route of `pairs` onto the route of the image pair, resource for resource?
-// Fills `map` (resource -> image) when it does.
-bool equivariant(const topo::Topology& t, const Gen& g, const std::vector<std::pair<int, int>>& pairs, const Routes& routes,
-                 std::unordered_map<std::uint32_t, std::uint32_t>& map) {
-  map.clear();
-  std::unordered_map<std::uint32_t, std::uint32_t> back;
-  for (auto [a, b] : pairs) {
-    auto ia = g.rank[static_cast<std::size_t>(a)], ib = g.rank[static_cast<std::size_t>(b)];
-    auto from = routes.path.find(Routes::key(a, b)), to = routes.path.find(Routes::key(ia, ib));
-    if (from == routes.path.end() || to == routes.path.end() || !from->second.found || !to->second.found) return false;
-    auto x = resources(t, from->second), y = resources(t, to->second);
+// Does g map every route onto the route of the image pair, resource for resource? Fills `map`
+// (resource -> image; kUnset elsewhere, sized to all resources) when it does.
+bool equivariant(const topo::Topology& t, const Gen& g, const Routes& routes, std::vector<std::uint32_t>& map) {
+  std::size_t n = 2 * t.num_links() + t.num_vertices();
+  map.assign(n, kUnset);
+  std::vector<std::uint32_t> back(n, kUnset);
+  std::vector<std::uint32_t> x, y;
+  for (std::size_t i = 0; i < routes.pairs.size(); ++i) {
+    auto [a, b] = routes.pairs[i];
+    auto it = routes.index.find(Routes::key(g.rank[static_cast<std::size_t>(a)], g.rank[static_cast<std::size_t>(b)]));
+    if (it == routes.index.end()) return false;
+    const topo::Path &from = routes.path[i], &to = routes.path[it->second];
+    if (!from.found || !to.found) return false;
+    x.clear();
+    y.clear();
+    for_resources(t, from, [&](std::uint32_t r) { x.push_back(r); });
+    for_resources(t, to, [&](std::uint32_t r) { y.push_back(r); });
     if (x.size() != y.size()) return false;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if (resource_bw(t, x[i]) != resource_bw(t, y[i]) || resource_latency(t, x[i]) != resource_latency(t, y[i])) return false;
-      auto [it, fresh] = map.emplace(x[i], y[i]);
-      if (!fresh && it->second != y[i]) return false;
-      auto [jt, fresh2] = back.emplace(y[i], x[i]);
-      if (!fresh2 && jt->second != x[i]) return false;
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      if (map[x[k]] == kUnset) {
+        if (back[y[k]] != kUnset || resource_bw(t, x[k]) != resource_bw(t, y[k]) || resource_latency(t, x[k]) != resource_latency(t, y[k]))
+          return false;
+        map[x[k]] = y[k];
+        back[y[k]] = x[k];
+      } else if (map[x[k]] != y[k]) {
+        return false;
+      }
     }
   }
   return true;
@@ -167,26 +180,31 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
   {
     topo::Router router(topo);
     std::sort(pairs.begin(), pairs.end());
+    routes.pairs = pairs;
+    routes.path.resize(pairs.size());
+    routes.index.reserve(pairs.size());
     for (std::size_t i = 0; i < pairs.size();) {
       std::size_t j = i;
       std::vector<topo::VertexId> dsts;
       for (; j < pairs.size() && pairs[j].first == pairs[i].first; ++j)
         dsts.push_back(topo.rank_vertex(static_cast<topo::Rank>(pairs[j].second)));
       auto found = router.routes_to(topo.rank_vertex(static_cast<topo::Rank>(pairs[i].first)), dsts);
-      for (std::size_t k = i; k < j; ++k) routes.path.emplace(Routes::key(pairs[k].first, pairs[k].second), std::move(found[k - i]));
+      for (std::size_t k = i; k < j; ++k) {
+        routes.path[k] = std::move(found[k - i]);
+        routes.index.emplace(Routes::key(pairs[k].first, pairs[k].second), static_cast<std::uint32_t>(k));
+      }
       i = j;
     }
   }
-
   // Per axis, the smallest power of its generator that maps routes onto routes.
   std::vector<Gen> kept;
-  std::vector<std::unordered_map<std::uint32_t, std::uint32_t>> maps;
+  std::vector<std::vector<std::uint32_t>> maps;
   for (const Gen& g : gens) {
     Gen pw = g;
     for (int k = 1; k < g.order; ++k, pw = compose(g, pw)) {
       if (g.order % k != 0) continue;
-      std::unordered_map<std::uint32_t, std::uint32_t> m;
-      if (!equivariant(topo, pw, pairs, routes, m)) continue;
+      std::vector<std::uint32_t> m;
+      if (!equivariant(topo, pw, routes, m)) continue;
       pw.order = g.order / k;
       kept.push_back(pw);
       maps.push_back(std::move(m));
@@ -220,19 +238,19 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
   }
   // Every used resource's orbit must have |G| members (no element but the identity fixes it).
   std::vector<std::uint32_t> used;
-  for (const auto& [k, path] : routes.path)
-    for (std::uint32_t r : resources(topo, path)) used.push_back(r);
+  for (const topo::Path& path : routes.path) for_resources(topo, path, [&](std::uint32_t r) { used.push_back(r); });
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());
+  std::vector<std::uint32_t> orbit;
   for (std::uint32_t r : used) {
     if (f.resource.count(r)) continue;
-    std::vector<std::uint32_t> orbit{r};
-    std::unordered_map<std::uint32_t, char> in{{r, 1}};
+    orbit.assign(1, r);
+    f.resource[r] = r;  // marks it seen; the least member is written below
     for (std::size_t i = 0; i < orbit.size(); ++i)
       for (const auto& m : maps) {
-        auto it = m.find(orbit[i]);
-        if (it == m.end()) return std::nullopt;
-        if (in.emplace(it->second, 1).second) orbit.push_back(it->second);
+        std::uint32_t img = m[orbit[i]];
+        if (img == kUnset) return std::nullopt;
+        if (f.resource.emplace(img, img).second) orbit.push_back(img);
       }
     if (orbit.size() != size) return std::nullopt;
     std::uint32_t least = *std::min_element(orbit.begin(), orbit.end());
@@ -252,7 +270,6 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
     }
     inverse[i] = inv;
   }
-  constexpr std::uint32_t kUnset = 0xffffffffu;
   f.rep.assign(threads, kUnset);
   f.elem.assign(threads, 0);
   for (std::uint32_t t = 0; t < threads; ++t) {

@@ -80,16 +80,25 @@ TEST_CASE("symmetry: every axis an algorithm states holds op for op") {
            {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AlltoAll, Collective::Broadcast}) {
         Request req{c, std::uint64_t{3} << 20, static_cast<int>(t.num_ranks()), 0};
         if (!a->supports(req, &t, nullptr)) continue;
-        auto plan = generate(a->name(), req, &t);
-        for (const SymmetryAxis& ax : plan->symmetries()) {
-          std::string where = std::string(k.node) + " x" + std::to_string(k.hosts) + " " + std::string(a->name());
-          CAPTURE(where);
-          compared += check_axis(*plan, ax);
-          ++axes;
+        std::vector<AlgoOptions> variants{{}};
+        for (const char* inter : {"ring", "rhd", "rd"}) {
+          AlgoOptions o;
+          o.inter = inter;
+          o.channels = 2;
+          if (a->name() == "hier" && c == Collective::AllReduce) variants.push_back(o);
+        }
+        for (const AlgoOptions& o : variants) {
+          auto plan = generate(a->name(), req, &t, o);
+          for (const SymmetryAxis& ax : plan->symmetries()) {
+            std::string where = std::string(k.node) + " x" + std::to_string(k.hosts) + " " + std::string(a->name());
+            CAPTURE(where);
+            compared += check_axis(*plan, ax);
+            ++axes;
+          }
         }
       }
   }
-  CHECK(axes >= 10);
+  CHECK(axes >= 40);
   CHECK(compared > 10000);
 }
 

@@ -179,6 +179,45 @@ class HierAlgorithm final : public Algorithm {
     return info;
   }
 
+  // Every rank at grid position (h, l) runs the same phases relative to its position: moving
+  // every rank one local index along (l -> l+1) is a symmetry, and so is moving every rank one
+  // host along when the inter-host phase is a ring (ReduceScatter, AllGather and AlltoAll always;
+  // AllReduce with inter=ring), or the inter-host algorithm's own symmetries (rd, rhd: h -> h xor
+  // 2^j) lifted to hosts. Only with every chunk the same size, so image threads move equal bytes.
+  std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
+    int N = param_int(info, "hosts", 1), g = param_int(info, "local", 1), p = info.req.nranks;
+    if (N * g != p || p < 2) return {};
+    for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
+      std::uint32_t n = buffer_chunks(info, b);
+      if (n > 0 && chunk_bytes(info, b, 0, 1) * n != buffer_bytes(info, b)) return {};
+    }
+    auto order = shared_order(info, "order", p);
+    auto at = [&](int h, int l) { return order->at[static_cast<std::size_t>(h * g + l)]; };
+    auto axis = [&](auto move, int order_of) {
+      SymmetryAxis a;
+      a.order = order_of;
+      a.rank.assign(static_cast<std::size_t>(p), 0);
+      for (int h = 0; h < N; ++h)
+        for (int l = 0; l < g; ++l) {
+          auto [h2, l2] = move(h, l);
+          a.rank[static_cast<std::size_t>(at(h, l))] = at(h2, l2);
+        }
+      for (int c = 0; c < std::max<int>(1, info.channels); ++c) a.channel.push_back(c);
+      return a;
+    };
+    std::vector<SymmetryAxis> axes;
+    if (g > 1) axes.push_back(axis([&](int h, int l) { return std::pair{h, (l + 1) % g}; }, g));
+    if (N < 2) return axes;
+    auto it = info.params.find("inter");
+    std::string inter = it == info.params.end() ? "ring" : it->second;
+    if (info.req.coll != Collective::AllReduce || inter == "ring") {
+      axes.push_back(axis([&](int h, int l) { return std::pair{(h + 1) % N, l}; }, N));
+    } else if ((inter == "rd" || inter == "rhd") && (N & (N - 1)) == 0) {
+      for (int x = 1; x < N; x *= 2) axes.push_back(axis([&](int h, int l) { return std::pair{h ^ x, l}; }, 2));
+    }
+    return axes;
+  }
+
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
     Grid g;
     g.hosts = param_int(info, "hosts", 1);

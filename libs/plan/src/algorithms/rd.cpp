@@ -65,6 +65,8 @@ class RdAlgorithm final : public Algorithm {
     return info;
   }
 
+  std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override { return xor_axes(info); }
+
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
     std::vector<Op> ops;
     Fold f(info.req.nranks);

@@ -55,4 +55,10 @@ void folded_allgather(std::vector<Op>& ops, const Fold& f, int r);
 void halving_reduce_scatter(std::vector<Op>& ops, const Fold& f, int v, const std::function<std::uint32_t(int)>& start,
                             Buf acc, bool acc_ready, std::uint16_t ch);
 
+/// The symmetries of the recursive algorithms (plan.h, SymmetryAxis) when p is a power of two and
+/// every chunk of every buffer is the same size: r -> r xor 2^j for each j, since step s pairs v
+/// with v xor 2^s and what a rank keeps depends only on which of the two it is. None otherwise
+/// (the fold singles out the first 2*rem ranks).
+std::vector<SymmetryAxis> xor_axes(const PlanInfo& info);
+
 }  // namespace collkit::plan::algo
