@@ -240,7 +240,8 @@ class HierAlgorithm final : public Algorithm {
         int m = param_int(info, "slice_chunks", g.hosts);
         if (inter == "ring" ? m != g.hosts : (g.hosts > 1 && static_cast<std::uint32_t>(m) != sub.in_chunks))
           throw InputError("hier: plan parameter slice_chunks=" + std::to_string(m) + " does not fit the inter-host " + inter);
-        for (int c = 0; c < param_int(info, "channels", 1); ++c) all_reduce(ops, g, c, m, inter == "ring" ? nullptr : &sub);
+        Stagger st;
+        for (int c = 0; c < param_int(info, "channels", 1); ++c) all_reduce(ops, g, c, m, inter == "ring" ? nullptr : &sub, st);
         break;
       }
       case Collective::ReduceScatter: reduce_scatter(ops, g); break;
@@ -255,7 +256,15 @@ class HierAlgorithm final : public Algorithm {
   // `m` chunks per local slice; `inter` (null: the built-in ring) is the inter-host AllReduce among
   // the hosts' ranks of one local index, embedded: its ranks are hosts, its input is slice l's
   // partial sum, its output slice l of the output.
-  static void all_reduce(std::vector<Op>& ops, const Grid& g, int c, int m, const PlanInfo* inter) {
+  // Channels run their phases one after another on the shared links: channel c starts its
+  // intra-host ReduceScatter when channel c-1's has ended, and its AllGather when c-1's has, so
+  // the channels go through the phases staggered and one channel's inter-host phase (on the
+  // NICs) overlaps the next one's intra-host phases (on NVLink), as a pipeline.
+  struct Stagger {
+    std::uint32_t rs_end = kNoDep, ag_end = kNoDep;
+  };
+
+  static void all_reduce(std::vector<Op>& ops, const Grid& g, int c, int m, const PlanInfo* inter, Stagger& st) {
     // Hier channel c owns lanes [c*S, (c+1)*S), S the embedded algorithm's channels; the intra
     // phases run on the first.
     int lanes = inter && g.hosts > 1 ? inter->channels : 1;
@@ -271,8 +280,10 @@ class HierAlgorithm final : public Algorithm {
     for (int t = 0; t + 1 < g.local; ++t) {
       int qs = mod(g.l - t - 1, g.local), qr = mod(g.l - t - 2, g.local);
       ops.push_back(send(g.intra_next(), t == 0 ? in(slice(qs)) : ChunkRef{acc, slice(qs)}, N, ch));
+      if (t == 0 && st.rs_end != kNoDep) ops.back().depend_on(st.rs_end);
       ops.push_back(recv_reduce(g.intra_prev(), in(slice(qr)), ChunkRef{acc, slice(qr)}, N, ch));
     }
+    if (g.local > 1) st.rs_end = static_cast<std::uint32_t>(ops.size() - 1);
     Buf part = g.local > 1 ? acc : Buf::Input;  // where slice l's partial sum lives
     // 2. inter-host AllReduce of slice l among local index l.
     std::vector<std::uint32_t> join;
@@ -299,8 +310,11 @@ class HierAlgorithm final : public Algorithm {
       ops.push_back(send(g.intra_next(), out(slice(qs)), N, ch));
       ops.push_back(recv(g.intra_prev(), out(slice(qr)), N, ch));
     }
-    if (join_at < ops.size())
+    if (join_at < ops.size()) {
       for (std::uint32_t d : join) ops[join_at].depend_on(d);
+      if (st.ag_end != kNoDep) ops[join_at].depend_on(st.ag_end);
+      st.ag_end = static_cast<std::uint32_t>(ops.size() - 1);
+    }
   }
 
   // Input and scratch chunk r is rank r's block; output is one chunk.
