@@ -87,6 +87,12 @@ TEST_CASE("symmetry: every axis an algorithm states holds op for op") {
           o.channels = 2;
           if (a->name() == "hier" && c == Collective::AllReduce) variants.push_back(o);
         }
+        if (a->name() == "ring") {
+          AlgoOptions both;
+          both.channels = 4;
+          both.bidirectional = true;
+          variants.push_back(both);
+        }
         for (const AlgoOptions& o : variants) {
           auto plan = generate(a->name(), req, &t, o);
           for (const SymmetryAxis& ax : plan->symmetries()) {

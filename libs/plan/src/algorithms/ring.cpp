@@ -146,19 +146,25 @@ class RingAlgorithm final : public Algorithm {
     int nics = 0;
     for (const auto& v : topo->vertices())
       if (v.kind == topo::VertexKind::Nic && v.host == host) ++nics;
-    return std::clamp(nics, base, 16);
+    // Small messages get fewer channels, as NCCL drops channels while the size is under
+    // channels x 512 threads x NCCL_SIMPLE_THREAD_THRESHOLD (64 bytes) = 32 KiB a channel: a
+    // 1 KiB AllReduce on 8 rings of 1024 ranks is 33 M ops of empty chunks.
+    auto by_size = static_cast<int>(std::min<std::uint64_t>(16, req.bytes / kChannelMinBytes));
+    return std::max(base, std::min(std::clamp(nics, base, 16), by_size));
   }
+  static constexpr std::uint64_t kChannelMinBytes = 32 * 1024;
 
   // A ring's program at a position depends on the position, not on which rank holds it: so
   // moving every rank m positions along every channel's ring (when one rank map does that for
   // all channels) is a symmetry, and so is moving each channel's ring onto the next channel's
   // (when one rank map does that for all). Both need every chunk the same size, so that the
-  // image threads move the same bytes; chains (Broadcast, Reduce) start at the root and
-  // bidirectional rings reverse every other channel, so they state none.
+  // image threads move the same bytes; chains (Broadcast, Reduce) start at the root, so they
+  // state none. A bidirectional ring's odd channels follow their order backwards.
   std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
     int p = info.req.nranks, C = param_int(info, "channels", 1);
     Collective c = info.req.coll;
-    if (p < 2 || param_int(info, "bidirectional", 0) != 0) return {};
+    bool bidir = param_int(info, "bidirectional", 0) != 0;
+    if (p < 2) return {};
     if (c != Collective::AllReduce && c != Collective::AllGather && c != Collective::ReduceScatter) return {};
     for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
       std::uint32_t n = buffer_chunks(info, b);
@@ -168,6 +174,8 @@ class RingAlgorithm final : public Algorithm {
     for (int ch = 0; ch < C; ++ch) {
       std::string key = "order" + std::to_string(ch);
       orders.push_back(param_order(info, info.params.count(key) ? key : "order", p));
+      // A bidirectional ring runs its odd channels backwards: the order its program follows.
+      if (bidir && ch % 2 == 1) std::reverse(orders.back().begin(), orders.back().end());
     }
     auto up = [](int x) { return static_cast<std::size_t>(x); };
     std::vector<SymmetryAxis> axes;
