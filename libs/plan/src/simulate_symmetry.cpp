@@ -196,10 +196,15 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
       i = j;
     }
   }
-  // Per axis, the smallest power of its generator that maps routes onto routes.
+  // Per axis, the smallest power of its generator that maps routes onto routes. Rank maps of
+  // every element are kept, so the group stops growing at kMaxEntries of them: 16k ranks do not
+  // take gigabytes (and axes past the bound are not checked).
+  constexpr std::size_t kMaxEntries = std::size_t{1} << 24;
   std::vector<Gen> kept;
   std::vector<std::vector<std::uint32_t>> maps;
+  std::size_t size = 1;
   for (const Gen& g : gens) {
+    if (size * 2 * up(p) > kMaxEntries) break;
     Gen pw = g;
     for (int k = 1; k < g.order; ++k, pw = compose(g, pw)) {
       if (g.order % k != 0) continue;
@@ -208,13 +213,10 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
       pw.order = g.order / k;
       kept.push_back(pw);
       maps.push_back(std::move(m));
+      size *= up(pw.order);
       break;
     }
   }
-  std::size_t size = 1;
-  for (const Gen& g : kept) size *= up(g.order);
-  // Rank maps of every element are kept: bounded, so 16k ranks do not take gigabytes.
-  constexpr std::size_t kMaxEntries = std::size_t{1} << 24;
   while (size > 1 && size * up(p) > kMaxEntries) {
     size /= up(kept.back().order);
     kept.pop_back();
