@@ -89,24 +89,29 @@ class Progress {
   }
   plan::SearchOptions search() {
     plan::SearchOptions s;
-    if (tty_) s.on_plan = [this](int done) { tick(done); };
+    if (tty_) s.on_plan = [this](int) { tick(); };
     return s;
   }
-  void tick(int done) {
+  void tick() {  // one more plan simulated (a sweep's evaluations each count from 0: count here)
+    ++plans_;
     if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(2)) return;
-    std::fprintf(stderr, "\r%s: %d plans simulated%s", what_.c_str(), done + before_, prefix_.c_str());
+    std::fprintf(stderr, "\r%s: %d plans simulated", what_.c_str(), plans_);
     shown_ = true;
   }
-  void next(int done, const std::string& where) {  // a sweep moves on to the next size
-    before_ += done;
-    prefix_ = " (" + where + ")";
+  plan::VerifyProgress verify() {
+    if (!tty_) return {};
+    return [this](std::size_t done, std::size_t total) {
+      if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(2)) return;
+      std::fprintf(stderr, "\r%s: %zu of %zu ops", what_.c_str(), done, total);
+      shown_ = true;
+    };
   }
 
  private:
-  std::string what_, prefix_;
+  std::string what_;
   bool tty_;
   bool shown_ = false;
-  int before_ = 0;
+  int plans_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
@@ -136,9 +141,12 @@ int run_generate(const Options& o) {
   // On stderr, so that a plan written to stdout stays a clean file.
   if (!rounded.note.empty()) std::cerr << "coll-plan: " << rounded.note << "\n";
   const plan::Request& req = rounded.req;
-  Progress progress("auto");
   std::string why;
-  auto p = plan::plan_for(o.algo, req, t.get(), algo_options(o), sim_options(o), progress.search(), &why);
+  std::unique_ptr<plan::Plan> p;
+  {
+    Progress progress("auto");
+    p = plan::plan_for(o.algo, req, t.get(), algo_options(o), sim_options(o), progress.search(), &why);
+  }
   std::unique_ptr<plan::Plan> out = std::move(p);
   if (o.explicit_programs) out = std::make_unique<plan::ExplicitPlan>(plan::materialize(*out));
   if (o.output.empty() || o.output == "-") {
@@ -156,7 +164,11 @@ int run_generate(const Options& o) {
 
 int run_verify(const Options& o) {
   auto p = plan::load(o.plan_file);
-  plan::VerifyResult r = plan::verify(*p);
+  plan::VerifyResult r;
+  {
+    Progress progress("verify");  // its line is cleared when it goes, before the result
+    r = plan::verify(*p, plan::ChunkStore::Auto, progress.verify());
+  }
   if (!r.ok) throw collkit::InputError(o.plan_file + ": plan is wrong: " + r.error);
   std::cout << fmt::format("{}: verified {} of {} on {} ranks ({} ops, {} transfers)\n", o.plan_file, plan::to_string(p->info().req.coll),
                            collkit::format_size_bytes(p->info().req.bytes), p->nranks(), r.ops, r.transfers);
@@ -198,9 +210,12 @@ int run_sweep(const Options& o) {
   topo::Topology t = topo::load(o.topo_file);
   int nranks = o.nranks > 0 ? o.nranks : static_cast<int>(t.num_ranks());
   auto coll = collective(o.coll);
-  Progress progress("sweep");
-  auto rows = plan::sweep(coll, nranks, o.root, collkit::parse_size_bytes(o.min_size), collkit::parse_size_bytes(o.max_size),
-                          collkit::parse_size_bytes(o.factor), t, algo_options(o), sim_options(o), progress.search());
+  std::vector<plan::SweepRow> rows;
+  {
+    Progress progress("sweep");
+    rows = plan::sweep(coll, nranks, o.root, collkit::parse_size_bytes(o.min_size), collkit::parse_size_bytes(o.max_size),
+                       collkit::parse_size_bytes(o.factor), t, algo_options(o), sim_options(o), progress.search());
+  }
   if (rows.empty()) throw collkit::InputError("sweep: no size in range");
   // Header: one time column per algorithm, then the winner and its gap to the bound.
   const auto& first = rows.front().eval.candidates;

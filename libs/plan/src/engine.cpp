@@ -76,6 +76,9 @@ class Engine {
     }
   }
 
+  std::function<void(std::size_t, std::size_t)> progress;
+  static constexpr std::size_t kReportEvery = std::size_t{1} << 16;
+
   EngineStats run() {
     if (p_ < 1) throw PlanFault("plan: " + std::to_string(p_) + " ranks");
     if (channels_ < 1) throw PlanFault("plan: 0 channels");
@@ -90,7 +93,13 @@ class Engine {
     check_matching();
     for (int r = 0; r < p_; ++r)
       for (std::uint16_t c = 0; c < channels_; ++c) queue_.push_back(slot(r, c));
+    std::size_t total = 0, next_report = kReportEvery;
+    for (const RankState& rs : ranks_) total += rs.ops.size();
     while (!queue_.empty()) {
+      if (progress && stats_.ops >= next_report) {
+        progress(stats_.ops, total);
+        next_report = stats_.ops + kReportEvery;
+      }
       std::uint32_t s = queue_.front();
       queue_.pop_front();
       advance(static_cast<int>(s / channels_), static_cast<std::uint16_t>(s % channels_));
@@ -479,7 +488,11 @@ class Engine {
 
 }  // namespace
 
-EngineStats execute(const Plan& plan, Machine& machine, bool per_chunk) { return Engine(plan, machine, per_chunk).run(); }
+EngineStats execute(const Plan& plan, Machine& machine, bool per_chunk, const std::function<void(std::size_t, std::size_t)>& progress) {
+  Engine e(plan, machine, per_chunk);
+  e.progress = progress;
+  return e.run();
+}
 
 bool per_chunk_store(const PlanInfo& info, ChunkStore store) {
   if (store != ChunkStore::Auto) return store == ChunkStore::PerChunk;

@@ -15,6 +15,7 @@
 // op, in execution order.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "collkit/core/error.h"
@@ -81,7 +82,8 @@ struct EngineStats {
 
 /// Runs the plan to its end; throws PlanFault at the first problem. `per_chunk`: how the
 /// per-chunk race records are stored (cells.h); the outcome is the same either way.
-EngineStats execute(const Plan& plan, Machine& machine, bool per_chunk);
+/// `progress`, when set, hears (ops executed, ops in all) now and then.
+EngineStats execute(const Plan& plan, Machine& machine, bool per_chunk, const std::function<void(std::size_t, std::size_t)>& progress = {});
 
 /// Up to this many cells over all ranks (20 bytes each, engine and verify() together: 640 MiB at
 /// most), ChunkStore::Auto stores one entry per chunk; beyond, runs, whose number grows with the

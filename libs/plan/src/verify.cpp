@@ -253,7 +253,7 @@ class Symbolic final : public detail::Machine {
 
 }  // namespace
 
-VerifyResult verify(const Plan& plan, ChunkStore store) {
+VerifyResult verify(const Plan& plan, ChunkStore store, const VerifyProgress& progress) {
   VerifyResult result;
   try {
     if (plan.nranks() < 1) {
@@ -262,7 +262,7 @@ VerifyResult verify(const Plan& plan, ChunkStore store) {
     }
     bool per_chunk = detail::per_chunk_store(plan.info(), store);
     Symbolic machine(plan.info(), per_chunk);
-    detail::EngineStats stats = detail::execute(plan, machine, per_chunk);
+    detail::EngineStats stats = detail::execute(plan, machine, per_chunk, progress);
     result.ops = stats.ops;
     result.transfers = stats.transfers;
     result.error = machine.check_results();

@@ -291,3 +291,19 @@ TEST_CASE("verify: alltoall, a hand-written direct exchange") {
     }
   }
 }
+
+TEST_CASE("verify reports its progress to whoever asks") {
+  // 64 ranks, 8 rings: 129024 ops, reported every 65536.
+  auto plan = collkit::plan::generate("ring", {collkit::plan::Collective::AllReduce, 1 << 20, 64, 0}, nullptr, [] {
+    collkit::plan::AlgoOptions o;
+    o.channels = 8;
+    return o;
+  }());
+  std::vector<std::pair<std::size_t, std::size_t>> heard;
+  auto r = collkit::plan::verify(*plan, collkit::plan::ChunkStore::Auto,
+                                 [&](std::size_t done, std::size_t total) { heard.emplace_back(done, total); });
+  CHECK(r.ok);
+  REQUIRE(heard.size() == 1);
+  CHECK(heard[0].first >= 65536);
+  CHECK(heard[0].second == r.ops);
+}

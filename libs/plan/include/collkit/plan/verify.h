@@ -6,6 +6,7 @@
 // sends and receives that cannot complete (deadlock).
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,10 @@ struct VerifyResult {
 /// whichever is used (the tests check both).
 enum class ChunkStore : std::uint8_t { Auto, PerChunk, Runs };
 
+/// Hears how far a verification has come: ops executed of all ops (for progress reports).
+using VerifyProgress = std::function<void(std::size_t done, std::size_t total)>;
+
 /// Verifies the plan. Never throws for a wrong plan: the result says what is wrong.
-VerifyResult verify(const Plan& plan, ChunkStore store = ChunkStore::Auto);
+VerifyResult verify(const Plan& plan, ChunkStore store = ChunkStore::Auto, const VerifyProgress& progress = {});
 
 }  // namespace collkit::plan
