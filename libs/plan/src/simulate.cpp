@@ -72,6 +72,18 @@ struct MatchQueue {
   std::vector<std::uint32_t> ops;
   std::size_t head = 0;
   bool sends = false;
+  // Op g (a send when `sending`) arrives on the link: the partner that was waiting for it, the
+  // oldest first, or kNone when it waits in turn.
+  std::uint32_t enqueue(std::uint32_t g, bool sending) {
+    if (head < ops.size() && sends != sending) return ops[head++];
+    if (head == ops.size()) {
+      ops.clear();
+      head = 0;
+      sends = sending;
+    }
+    ops.push_back(g);
+    return kNone;
+  }
 };
 
 enum class Kind : std::uint8_t {
@@ -174,17 +186,7 @@ class Simulator {
           q = &queues[key];
           cached_key = key;
         }
-        if (q->head < q->ops.size() && q->sends != sending) {
-          std::uint32_t other = q->ops[q->head++];
-          pair_up(sending ? g : other, sending ? other : g);
-        } else {
-          if (q->head == q->ops.size()) {
-            q->ops.clear();
-            q->head = 0;
-            q->sends = sending;
-          }
-          q->ops.push_back(g);
-        }
+        if (std::uint32_t other = q->enqueue(g, sending); other != kNone) pair_up(sending ? g : other, sending ? other : g);
         if (sending) {
           topo::VertexId dst = topo_.rank_vertex(static_cast<topo::Rank>(op.peer));
           if (route_cached == kNone || dst != route_dst) {
@@ -291,19 +293,10 @@ class Simulator {
           ch = rt % nch;
           to = static_cast<std::uint64_t>(f.rank[e][static_cast<std::size_t>(r)]);
         }
-        MatchQueue& q = queues[(from << 40) | (to << 16) | ch];
-        if (q.head < q.ops.size() && q.sends != sending) {
-          std::uint32_t other = q.ops[q.head++];
+        if (std::uint32_t other = queues[(from << 40) | (to << 16) | ch].enqueue(g, sending); other != kNone) {
           if (bytes_[g] != bytes_[other]) fail();
           match_[g] = other;
           match_[other] = g;
-        } else {
-          if (q.head == q.ops.size()) {
-            q.ops.clear();
-            q.head = 0;
-            q.sends = sending;
-          }
-          q.ops.push_back(g);
         }
         if (sending)
           route_[g] =

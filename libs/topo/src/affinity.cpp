@@ -16,8 +16,8 @@ bool at_least(double bw, double threshold) { return bw >= threshold * (1 - kRelT
 
 // The nearest of `nics` to v inside v's host: widest bottleneck first, then
 // fewest hops; GPUs other than v do not forward (routing.h's rules).
-std::vector<VertexId> nearest(const Topology &t, VertexId v, const std::vector<char> &is_nic) {
-  const std::string &host = t.vertex(v).host;
+std::vector<VertexId> nearest(const Topology& t, VertexId v, const std::vector<char>& is_nic) {
+  const std::string& host = t.vertex(v).host;
   auto inside = [&](VertexId w) { return t.vertex(w).host == host; };
   auto may_leave = [&](VertexId u) { return u == v || forwards(t.vertex(u).kind); };
   std::map<VertexId, double> best{{v, std::numeric_limits<double>::infinity()}};
@@ -30,7 +30,7 @@ std::vector<VertexId> nearest(const Topology &t, VertexId v, const std::vector<c
     if (done[u]) continue;
     done[u] = 1;
     if (!may_leave(u) || (u != v && is_nic[u])) continue;  // a NIC ends a route to the NICs
-    for (const Adjacent &a : t.adjacent(u)) {
+    for (const Adjacent& a : t.adjacent(u)) {
       if (!inside(a.peer)) continue;
       double nb = std::min(bw, t.link(a.link).bw_gbps);
       auto it = best.find(a.peer);
@@ -41,7 +41,7 @@ std::vector<VertexId> nearest(const Topology &t, VertexId v, const std::vector<c
     }
   }
   double widest = 0;
-  for (auto &[w, bw] : best)
+  for (auto& [w, bw] : best)
     if (w != v && is_nic[w]) widest = std::max(widest, bw);
   if (!(widest > 0)) return {};
   // Fewest hops over links at least that wide.
@@ -52,7 +52,7 @@ std::vector<VertexId> nearest(const Topology &t, VertexId v, const std::vector<c
     std::vector<VertexId> next;
     for (VertexId u : layer) {
       if (!may_leave(u) || (u != v && is_nic[u])) continue;
-      for (const Adjacent &a : t.adjacent(u)) {
+      for (const Adjacent& a : t.adjacent(u)) {
         if (!inside(a.peer) || hops.count(a.peer) || !at_least(t.link(a.link).bw_gbps, widest)) continue;
         hops[a.peer] = hops[u] + 1;
         next.push_back(a.peer);
@@ -75,7 +75,7 @@ bool NicAffinity::allows(VertexId v, VertexId nic) const {
   return std::find(nics[v].begin(), nics[v].end(), nic) != nics[v].end();
 }
 
-NicAffinity nic_affinity(const Topology &t) {
+NicAffinity nic_affinity(const Topology& t) {
   NicAffinity out;
   std::size_t n = t.num_vertices();
   out.nics.assign(n, {});
@@ -84,22 +84,22 @@ NicAffinity nic_affinity(const Topology &t) {
   // hosts.
   std::vector<char> is_nic(n, 0);
   for (VertexId v = 0; v < n; ++v) {
-    const Vertex &x = t.vertex(v);
+    const Vertex& x = t.vertex(v);
     if (x.kind != VertexKind::Nic || x.host.empty()) continue;
-    for (const Adjacent &a : t.adjacent(v)) is_nic[v] = is_nic[v] || t.vertex(a.peer).host != x.host;
+    for (const Adjacent& a : t.adjacent(v)) is_nic[v] = is_nic[v] || t.vertex(a.peer).host != x.host;
   }
   // Per host, the members of each group of vertices with the same nearest NICs,
   // in device order.
   std::map<std::pair<std::string, std::vector<VertexId>>, std::vector<VertexId>> groups;
   for (VertexId v = 0; v < n; ++v) {
-    const Vertex &x = t.vertex(v);
+    const Vertex& x = t.vertex(v);
     if ((x.kind != VertexKind::Gpu && x.kind != VertexKind::Cpu) || x.host.empty()) continue;
     std::vector<VertexId> near = nearest(t, v, is_nic);
     if (!near.empty()) groups[{x.host, std::move(near)}].push_back(v);
   }
   std::map<std::vector<VertexId>, int> ids;
-  for (auto &[key, members] : groups) {
-    const std::vector<VertexId> &nics = key.second;
+  for (auto& [key, members] : groups) {
+    const std::vector<VertexId>& nics = key.second;
     std::stable_sort(members.begin(), members.end(), [&](VertexId a, VertexId b) {
       const Vertex &x = t.vertex(a), &y = t.vertex(b);
       if (x.kind != y.kind) return x.kind < y.kind;  // GPUs first

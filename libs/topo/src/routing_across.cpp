@@ -30,7 +30,7 @@ using Widest = std::pair<double, VertexId>;  // max-heap: widest first
 
 }  // namespace
 
-FabricTables::FabricTables(const Topology &topo, const std::vector<int> &hosts, int num_hosts)
+FabricTables::FabricTables(const Topology& topo, const std::vector<int>& hosts, int num_hosts)
     : t(topo),
       host(hosts),
       pos(topo.num_vertices(), 0),
@@ -41,13 +41,13 @@ FabricTables::FabricTables(const Topology &topo, const std::vector<int> &hosts, 
   for (VertexId v = 0; v < topo.num_vertices(); ++v) {
     fwd[v] = forwards(topo.vertex(v).kind) ? 1 : 0;
     nic[v] = topo.vertex(v).kind == VertexKind::Nic ? 1 : 0;
-    auto &list = host[v] < 0 ? fabric : members[static_cast<std::size_t>(host[v])];
+    auto& list = host[v] < 0 ? fabric : members[static_cast<std::size_t>(host[v])];
     pos[v] = static_cast<std::uint32_t>(list.size());
     list.push_back(v);
   }
   for (VertexId f : fabric) {
     std::vector<LinkId> down;
-    for (const Adjacent &a : topo.adjacent(f))
+    for (const Adjacent& a : topo.adjacent(f))
       if (host[a.peer] >= 0) down.push_back(a.link);
     std::sort(down.begin(), down.end());
     for (std::size_t k = 0; k < down.size(); ++k) port[down[k]] = static_cast<std::uint32_t>(k);
@@ -61,7 +61,7 @@ bool FabricTables::pay() const {
   std::size_t entries = 0;
   for (VertexId f : fabric) {
     bool entry = false;
-    for (const Adjacent &a : t.adjacent(f)) entry = entry || host[a.peer] >= 0;
+    for (const Adjacent& a : t.adjacent(f)) entry = entry || host[a.peer] >= 0;
     entries += entry ? 1 : 0;
   }
   return 2 * entries <= members.size() && entries * fabric.size() <= kTableLabelsMax;
@@ -69,8 +69,8 @@ bool FabricTables::pay() const {
 
 // The widest bottleneck from `entry` to every fabric vertex over fabric
 // vertices only.
-const std::vector<double> &FabricTables::widest(VertexId entry) {
-  std::vector<double> &best = widest_from[pos[entry]];
+const std::vector<double>& FabricTables::widest(VertexId entry) {
+  std::vector<double>& best = widest_from[pos[entry]];
   if (!best.empty()) return best;
   best.assign(fabric.size(), 0.0);
   std::vector<char> done(fabric.size(), 0);
@@ -83,7 +83,7 @@ const std::vector<double> &FabricTables::widest(VertexId entry) {
     if (done[pos[u]]) continue;
     done[pos[u]] = 1;
     if (!fwd[u] && u != entry) continue;
-    for (const Adjacent &a : t.adjacent(u)) {
+    for (const Adjacent& a : t.adjacent(u)) {
       if (host[a.peer] >= 0 || done[pos[a.peer]]) continue;
       double nb = std::min(bw, t.link(a.link).bw_gbps);
       if (nb > best[pos[a.peer]]) {
@@ -97,13 +97,13 @@ const std::vector<double> &FabricTables::widest(VertexId entry) {
 
 // Fewest hops, then least latency, from `entry` to every fabric vertex over
 // fabric vertices and links at least `level` wide.
-const std::vector<Label> &FabricTables::shortest(VertexId entry, double level) {
-  auto it = std::find_if(shortest_from.begin(), shortest_from.end(), [&](const auto &l) { return l.first == level; });
+const std::vector<Label>& FabricTables::shortest(VertexId entry, double level) {
+  auto it = std::find_if(shortest_from.begin(), shortest_from.end(), [&](const auto& l) { return l.first == level; });
   if (it == shortest_from.end()) {
     shortest_from.push_back({level, std::vector<std::vector<Label>>(fabric.size())});
     it = shortest_from.end() - 1;
   }
-  std::vector<Label> &label = it->second[pos[entry]];
+  std::vector<Label>& label = it->second[pos[entry]];
   if (!label.empty()) return label;
   label.assign(fabric.size(), Label{});
   std::vector<char> done(fabric.size(), 0);
@@ -116,8 +116,8 @@ const std::vector<Label> &FabricTables::shortest(VertexId entry, double level) {
     if (done[pos[u]]) continue;
     done[pos[u]] = 1;
     if (!fwd[u] && u != entry) continue;
-    for (const Adjacent &a : t.adjacent(u)) {
-      const Link &l = t.link(a.link);
+    for (const Adjacent& a : t.adjacent(u)) {
+      const Link& l = t.link(a.link);
       if (host[a.peer] >= 0 || done[pos[a.peer]] || !at_least(l.bw_gbps, level)) continue;
       Label nl = plus(label[pos[u]], l);
       if (nl < label[pos[a.peer]]) {
@@ -129,25 +129,25 @@ const std::vector<Label> &FabricTables::shortest(VertexId entry, double level) {
   return label;
 }
 
-AcrossHosts::AcrossHosts(FabricTables &f, const NicAffinity &aff, VertexId src, bool use_tables)
+AcrossHosts::AcrossHosts(FabricTables& f, const NicAffinity& aff, VertexId src, bool use_tables)
     : f_(f), aff_(aff), t_(f.t), src_(src), home_(f.host[src]), use_tables_(use_tables) {}
 
 bool AcrossHosts::entry_ok(VertexId y, int set) const {
   if (!f_.nic[y] || set < 0) return true;
-  const auto &allowed = aff_.sets[static_cast<std::size_t>(set)];
+  const auto& allowed = aff_.sets[static_cast<std::size_t>(set)];
   return std::find(allowed.begin(), allowed.end(), y) != allowed.end();
 }
 
 // The plain search's relaxation of v from u (routing_internal.h).
-bool AcrossHosts::relax(Local &l, VertexId v, Label nl, VertexId u, LinkId link) const {
+bool AcrossHosts::relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link) const {
   std::uint32_t k = f_.pos[v];
   return routing::relax(l.label[k], l.parent[k], l.parent_link[k], src_, v, nl, u, link);
 }
 
-// Completes the search inside host h from the labels already seeded in l
-// (widest: l.best).
-void AcrossHosts::search_host(int h, Local &l, bool widest, double level) const {
-  const std::vector<VertexId> &m = f_.members[static_cast<std::size_t>(h)];
+// Completes the search inside host h (h = -1: the fabric, what the tables give when they do not
+// pay) from the labels already seeded in l (widest: l.best), never leaving it.
+void AcrossHosts::search(int h, Local& l, bool widest, double level) const {
+  const std::vector<VertexId>& m = h < 0 ? f_.fabric : f_.members[static_cast<std::size_t>(h)];
   std::vector<char> done(m.size(), 0);
   if (widest) {
     std::priority_queue<Widest> heap;
@@ -159,7 +159,7 @@ void AcrossHosts::search_host(int h, Local &l, bool widest, double level) const 
       if (done[f_.pos[u]]) continue;
       done[f_.pos[u]] = 1;
       if (!may_leave(u)) continue;
-      for (const Adjacent &a : t_.adjacent(u)) {
+      for (const Adjacent& a : t_.adjacent(u)) {
         if (f_.host[a.peer] != h || done[f_.pos[a.peer]]) continue;
         double nb = std::min(bw, t_.link(a.link).bw_gbps);
         if (nb > l.best[f_.pos[a.peer]]) {
@@ -179,8 +179,8 @@ void AcrossHosts::search_host(int h, Local &l, bool widest, double level) const 
     if (done[f_.pos[u]]) continue;
     done[f_.pos[u]] = 1;
     if (!may_leave(u)) continue;
-    for (const Adjacent &a : t_.adjacent(u)) {
-      const Link &l2 = t_.link(a.link);
+    for (const Adjacent& a : t_.adjacent(u)) {
+      const Link& l2 = t_.link(a.link);
       if (f_.host[a.peer] != h || done[f_.pos[a.peer]] || !at_least(l2.bw_gbps, level)) continue;
       if (relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link)) heap.push({l.label[f_.pos[a.peer]], a.peer});
     }
@@ -188,54 +188,13 @@ void AcrossHosts::search_host(int h, Local &l, bool widest, double level) const 
 }
 
 // Completes a search of the fabric (fabric vertices only) from the labels
-// seeded in l: what the tables give when they do not pay.
-void AcrossHosts::search_fabric(Local &l, bool widest, double level) const {
-  std::vector<char> done(f_.fabric.size(), 0);
-  if (widest) {
-    std::priority_queue<Widest> heap;
-    for (VertexId v : f_.fabric)
-      if (l.best[f_.pos[v]] > 0) heap.push({l.best[f_.pos[v]], v});
-    while (!heap.empty()) {
-      auto [bw, u] = heap.top();
-      heap.pop();
-      if (done[f_.pos[u]]) continue;
-      done[f_.pos[u]] = 1;
-      if (!may_leave(u)) continue;
-      for (const Adjacent &a : t_.adjacent(u)) {
-        if (f_.host[a.peer] >= 0 || done[f_.pos[a.peer]]) continue;
-        double nb = std::min(bw, t_.link(a.link).bw_gbps);
-        if (nb > l.best[f_.pos[a.peer]]) {
-          l.best[f_.pos[a.peer]] = nb;
-          heap.push({nb, a.peer});
-        }
-      }
-    }
-    return;
-  }
-  ShortestQueue heap;
-  for (VertexId v : f_.fabric)
-    if (l.label[f_.pos[v]].reached()) heap.push({l.label[f_.pos[v]], v});
-  while (!heap.empty()) {
-    VertexId u = heap.top().second;
-    heap.pop();
-    if (done[f_.pos[u]]) continue;
-    done[f_.pos[u]] = 1;
-    if (!may_leave(u)) continue;
-    for (const Adjacent &a : t_.adjacent(u)) {
-      const Link &l2 = t_.link(a.link);
-      if (f_.host[a.peer] >= 0 || done[f_.pos[a.peer]] || !at_least(l2.bw_gbps, level)) continue;
-      if (relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link)) heap.push({l.label[f_.pos[a.peer]], a.peer});
-    }
-  }
-}
-
 double AcrossHosts::from_best(VertexId u) const {
   if (home_ >= 0 && f_.host[u] == home_) return exit_ok(u) ? home_w_.best[f_.pos[u]] : 0.0;
   if (f_.host[u] < 0 && may_leave(u)) return fabric_w_.best[f_.pos[u]];
   return 0.0;
 }
 
-Label AcrossHosts::from_label(const Level &lv, VertexId u) const {
+Label AcrossHosts::from_label(const Level& lv, VertexId u) const {
   if (home_ >= 0 && f_.host[u] == home_) return exit_ok(u) ? lv.home.label[f_.pos[u]] : Label{};
   if (f_.host[u] < 0 && may_leave(u)) return lv.fabric.label[f_.pos[u]];
   return Label{};
@@ -249,63 +208,63 @@ double AcrossHosts::bottleneck(VertexId dst) {
       if (use_tables_) fabric_w_.best = f_.widest(src_);
       else {
         fabric_w_.best[f_.pos[src_]] = kInf;
-        search_fabric(fabric_w_, true, 0);
+        search(-1, fabric_w_, true, 0);
       }
     } else {
-      const std::vector<VertexId> &home = f_.members[static_cast<std::size_t>(home_)];
+      const std::vector<VertexId>& home = f_.members[static_cast<std::size_t>(home_)];
       home_w_.best.assign(home.size(), 0.0);
       home_w_.best[f_.pos[src_]] = kInf;
-      search_host(home_, home_w_, true, 0);
+      search(home_, home_w_, true, 0);
       for (VertexId x : home) {
         double bx = home_w_.best[f_.pos[x]];
         if (bx <= 0 || !exit_ok(x)) continue;
-        for (const Adjacent &a : t_.adjacent(x)) {
+        for (const Adjacent& a : t_.adjacent(x)) {
           if (f_.host[a.peer] >= 0) continue;
           double v = std::min(bx, t_.link(a.link).bw_gbps);
           if (v <= 0) continue;
           if (!use_tables_) {
-            double &b = fabric_w_.best[f_.pos[a.peer]];
+            double& b = fabric_w_.best[f_.pos[a.peer]];
             b = std::max(b, v);
             continue;
           }
-          const std::vector<double> &w = f_.widest(a.peer);
+          const std::vector<double>& w = f_.widest(a.peer);
           for (std::size_t k = 0; k < w.size(); ++k) fabric_w_.best[k] = std::max(fabric_w_.best[k], std::min(v, w[k]));
         }
       }
-      if (!use_tables_) search_fabric(fabric_w_, true, 0);
+      if (!use_tables_) search(-1, fabric_w_, true, 0);
     }
   }
   if (f_.host[dst] < 0) return fabric_w_.best[f_.pos[dst]];
   return far_widest(f_.host[dst], aff_.set[dst]).best[f_.pos[dst]];
 }
 
-const AcrossHosts::Local &AcrossHosts::far_widest(int h, int set) {
+const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set) {
   if (far_w_.empty()) far_w_.resize(f_.members.size());
-  auto &cached = far_w_[static_cast<std::size_t>(h)];
-  for (const auto &[s, l] : cached)
+  auto& cached = far_w_[static_cast<std::size_t>(h)];
+  for (const auto& [s, l] : cached)
     if (s == set) return l;
   Local l;
-  const std::vector<VertexId> &m = f_.members[static_cast<std::size_t>(h)];
+  const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
   l.best.assign(m.size(), 0.0);
   for (VertexId y : m) {
     if (!entry_ok(y, set)) continue;
-    for (const Adjacent &a : t_.adjacent(y)) {
+    for (const Adjacent& a : t_.adjacent(y)) {
       if (f_.host[a.peer] == h) continue;
-      double &b = l.best[f_.pos[y]];
+      double& b = l.best[f_.pos[y]];
       b = std::max(b, std::min(from_best(a.peer), t_.link(a.link).bw_gbps));
     }
   }
-  search_host(h, l, true, 0);
+  search(h, l, true, 0);
   cached.emplace_back(set, std::move(l));
   return cached.back().second;
 }
 
-AcrossHosts::Level &AcrossHosts::level(double level) {
-  for (Level &lv : levels_)
+AcrossHosts::Level& AcrossHosts::level(double level) {
+  for (Level& lv : levels_)
     if (lv.level == level) return lv;
   Level lv;
   lv.level = level;
-  auto sized = [](Local &l, std::size_t n) {
+  auto sized = [](Local& l, std::size_t n) {
     l.label.assign(n, Label{});
     l.parent.assign(n, 0);
     l.parent_link.assign(n, 0);
@@ -315,26 +274,26 @@ AcrossHosts::Level &AcrossHosts::level(double level) {
     if (use_tables_) lv.fabric.label = f_.shortest(src_, level);
     else {
       lv.fabric.label[f_.pos[src_]] = {0, 0.0};
-      search_fabric(lv.fabric, false, level);
+      search(-1, lv.fabric, false, level);
     }
   } else {
-    const std::vector<VertexId> &home = f_.members[static_cast<std::size_t>(home_)];
+    const std::vector<VertexId>& home = f_.members[static_cast<std::size_t>(home_)];
     sized(lv.home, home.size());
     lv.home.label[f_.pos[src_]] = {0, 0.0};
     lv.home.parent[f_.pos[src_]] = src_;
-    search_host(home_, lv.home, false, level);
+    search(home_, lv.home, false, level);
     for (VertexId x : home) {
-      const Label &lx = lv.home.label[f_.pos[x]];
+      const Label& lx = lv.home.label[f_.pos[x]];
       if (!lx.reached() || !exit_ok(x)) continue;
-      for (const Adjacent &a : t_.adjacent(x)) {
-        const Link &l = t_.link(a.link);
+      for (const Adjacent& a : t_.adjacent(x)) {
+        const Link& l = t_.link(a.link);
         if (f_.host[a.peer] >= 0 || !at_least(l.bw_gbps, level)) continue;
         Label base = plus(lx, l);
         if (!use_tables_) {
           relax(lv.fabric, a.peer, base, x, a.link);
           continue;
         }
-        const std::vector<Label> &d = f_.shortest(a.peer, level);
+        const std::vector<Label>& d = f_.shortest(a.peer, level);
         for (std::size_t k = 0; k < d.size(); ++k) {
           if (!d[k].reached()) continue;
           Label c{base.hops + d[k].hops, base.latency + d[k].latency};
@@ -342,38 +301,38 @@ AcrossHosts::Level &AcrossHosts::level(double level) {
         }
       }
     }
-    if (!use_tables_) search_fabric(lv.fabric, false, level);
+    if (!use_tables_) search(-1, lv.fabric, false, level);
   }
   levels_.push_back(std::move(lv));
   return levels_.back();
 }
 
-const AcrossHosts::Local &AcrossHosts::far_shortest(Level &lv, int h, int set) {
+const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set) {
   if (lv.far.empty()) lv.far.resize(f_.members.size());
-  auto &cached = lv.far[static_cast<std::size_t>(h)];
-  for (const auto &[s, l] : cached)
+  auto& cached = lv.far[static_cast<std::size_t>(h)];
+  for (const auto& [s, l] : cached)
     if (s == set) return l;
   Local l;
-  const std::vector<VertexId> &m = f_.members[static_cast<std::size_t>(h)];
+  const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
   l.label.assign(m.size(), Label{});
   l.parent.assign(m.size(), 0);
   l.parent_link.assign(m.size(), 0);
   for (VertexId y : m) {
     if (!entry_ok(y, set)) continue;
-    for (const Adjacent &a : t_.adjacent(y)) {
-      const Link &link = t_.link(a.link);
+    for (const Adjacent& a : t_.adjacent(y)) {
+      const Link& link = t_.link(a.link);
       if (f_.host[a.peer] == h || !at_least(link.bw_gbps, lv.level)) continue;
       Label lu = from_label(lv, a.peer);
       if (lu.reached()) relax(l, y, plus(lu, link), a.peer, a.link);
     }
   }
-  search_host(h, l, false, lv.level);
+  search(h, l, false, lv.level);
   cached.emplace_back(set, std::move(l));
   return cached.back().second;
 }
 
 Path AcrossHosts::path(VertexId dst, double lvl) {
-  Level &lv = level(lvl);
+  Level& lv = level(lvl);
   Path p;
   p.src = src_;
   p.dst = dst;
@@ -381,7 +340,7 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
   std::uint32_t key = 0;
   if (f_.host[dst] >= 0) {
     int h = f_.host[dst];
-    const Local &far = far_shortest(lv, h, aff_.set[dst]);
+    const Local& far = far_shortest(lv, h, aff_.set[dst]);
     if (!far.label[f_.pos[dst]].reached()) return p;
     LinkId entry = 0;
     while (f_.host[v] == h) {
@@ -399,10 +358,10 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
   // this depth.
   std::vector<std::pair<LinkId, VertexId>> tied;
   for (std::uint32_t depth = 0; f_.host[v] < 0 && v != src_; ++depth) {
-    const Label &want = lv.fabric.label[f_.pos[v]];
+    const Label& want = lv.fabric.label[f_.pos[v]];
     tied.clear();
-    for (const Adjacent &a : t_.adjacent(v)) {
-      const Link &l = t_.link(a.link);
+    for (const Adjacent& a : t_.adjacent(v)) {
+      const Link& l = t_.link(a.link);
       if (!at_least(l.bw_gbps, lvl)) continue;
       Label lu = from_label(lv, a.peer);
       if (lu.reached() && ties(plus(lu, l), want)) tied.emplace_back(a.link, a.peer);
@@ -420,7 +379,7 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
   std::reverse(p.hops.begin(), p.hops.end());
   p.found = true;
   p.bottleneck_gbps = lvl;
-  for (const Hop &hop : p.hops) p.latency_us += t_.link(hop.link).latency_us;  // from the source, as the searches sum
+  for (const Hop& hop : p.hops) p.latency_us += t_.link(hop.link).latency_us;  // from the source, as the searches sum
   return p;
 }
 

@@ -146,8 +146,7 @@ class AcrossHosts {
   // May it enter host h at y coming from outside, for a destination of entry set `set`?
   bool entry_ok(VertexId y, int set) const;
   bool relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link) const;
-  void search_host(int h, Local& l, bool widest, double level) const;
-  void search_fabric(Local& l, bool widest, double level) const;
+  void search(int h, Local& l, bool widest, double level) const;  // h = -1: the fabric
   Level& level(double level);
   const Local& far_widest(int h, int set);
   const Local& far_shortest(Level& lv, int h, int set);

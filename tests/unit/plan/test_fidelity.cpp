@@ -19,7 +19,7 @@ namespace {
 
 constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 
-SimResult run(const topo::Topology &t, std::string_view algo, Collective c, std::uint64_t bytes, const AlgoOptions &opt = {},
+SimResult run(const topo::Topology& t, std::string_view algo, Collective c, std::uint64_t bytes, const AlgoOptions& opt = {},
               SimOptions sim = {}) {
   Request req{c, bytes, static_cast<int>(t.num_ranks()), 0};
   auto plan = generate(algo, req, &t, opt);
@@ -59,10 +59,10 @@ TEST_CASE(
   sim.top_links = 100000;
   SimResult r = run(t, "pairwise", Collective::AlltoAll, 128 << 20, {}, sim);
   std::vector<double> up;
-  for (const LinkLoad &l : r.busiest) {
-    const topo::Link &link = t.link(l.link);
-    const std::string &from = t.vertex(l.forward ? link.a : link.b).id;
-    const std::string &to = t.vertex(l.forward ? link.b : link.a).id;
+  for (const LinkLoad& l : r.busiest) {
+    const topo::Link& link = t.link(l.link);
+    const std::string& from = t.vertex(l.forward ? link.a : link.b).id;
+    const std::string& to = t.vertex(l.forward ? link.b : link.a).id;
     if (from.find("leaf") != std::string::npos && to.find("spine") != std::string::npos) up.push_back(static_cast<double>(l.bytes));
   }
   // 32 leaves x 4 spines, every one used.
@@ -107,10 +107,10 @@ TEST_CASE("fidelity: on a switch the two link models agree (a link left idle ser
   // an interior rank feeds its parent and children at once through one port, a shared link,
   // where serving in turn and sharing fairly legitimately differ (tree AllReduce: up to 5.3%).
   std::size_t checked = 0;
-  for (const char *node : {"dgx-a100", "dgx-h100", "mi300x"}) {
+  for (const char* node : {"dgx-a100", "dgx-h100", "mi300x"}) {
     topo::Topology t = topo::synth({node, 1, ""});
     for (Collective c : {Collective::AllGather, Collective::AlltoAll, Collective::ReduceScatter, Collective::AllReduce})
-      for (const Algorithm *a : algorithms()) {
+      for (const Algorithm* a : algorithms()) {
         Request req{c, 64 << 20, static_cast<int>(t.num_ranks()), 0};
         if (!a->supports(req, &t, nullptr) || a->name() == "tree") continue;
         SimOptions queue, maxmin;

@@ -69,6 +69,16 @@ int param_int(const PlanInfo& info, const std::string& key, int fallback);
 std::vector<int> param_order(const PlanInfo& info, const std::string& key, int n);
 std::string format_order(const std::vector<int>& order);
 
+/// Whether every chunk of every buffer holds the same bytes: what a stated symmetry needs, so
+/// that threads mapped onto each other move equal bytes (plan.h, SymmetryAxis).
+inline bool even_chunks(const PlanInfo& info) {
+  for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
+    std::uint32_t n = buffer_chunks(info, b);
+    if (n > 0 && chunk_bytes(info, b, 0, 1) * n != buffer_bytes(info, b)) return false;
+  }
+  return true;
+}
+
 /// A rank permutation decoded: at[i] is the rank at position i, pos[r] the position of rank r.
 struct Order {
   std::vector<int> at, pos;

@@ -187,10 +187,7 @@ class HierAlgorithm final : public Algorithm {
   std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
     int N = param_int(info, "hosts", 1), g = param_int(info, "local", 1), p = info.req.nranks;
     if (N * g != p || p < 2) return {};
-    for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
-      std::uint32_t n = buffer_chunks(info, b);
-      if (n > 0 && chunk_bytes(info, b, 0, 1) * n != buffer_bytes(info, b)) return {};
-    }
+    if (!even_chunks(info)) return {};
     auto order = shared_order(info, "order", p);
     auto at = [&](int h, int l) { return order->at[static_cast<std::size_t>(h * g + l)]; };
     auto axis = [&](auto move, int order_of) {

@@ -71,10 +71,7 @@ void halving_reduce_scatter(std::vector<Op>& ops, const Fold& f, int v, const st
 std::vector<SymmetryAxis> xor_axes(const PlanInfo& info) {
   int p = info.req.nranks;
   if (p < 2 || (p & (p - 1)) != 0) return {};
-  for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
-    std::uint32_t n = buffer_chunks(info, b);
-    if (n > 0 && chunk_bytes(info, b, 0, 1) * n != buffer_bytes(info, b)) return {};
-  }
+  if (!even_chunks(info)) return {};
   std::vector<SymmetryAxis> axes;
   for (int s = 1; s < p; s *= 2) {
     SymmetryAxis a;

@@ -166,10 +166,7 @@ class RingAlgorithm final : public Algorithm {
     bool bidir = param_int(info, "bidirectional", 0) != 0;
     if (p < 2) return {};
     if (c != Collective::AllReduce && c != Collective::AllGather && c != Collective::ReduceScatter) return {};
-    for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
-      std::uint32_t n = buffer_chunks(info, b);
-      if (n > 0 && chunk_bytes(info, b, 0, 1) * n != buffer_bytes(info, b)) return {};
-    }
+    if (!even_chunks(info)) return {};
     std::vector<std::vector<int>> orders;
     for (int ch = 0; ch < C; ++ch) {
       std::string key = "order" + std::to_string(ch);

@@ -32,6 +32,6 @@ struct NicAffinity {
 /// (index, then id), as NCCL gives each GPU of a PCIe switch its own NIC: DGX
 /// A100 GPU 2k -> NIC 2k, GPU 2k+1 -> NIC 2k+1. A vertex gets several NICs when
 /// its group has more NICs than members.
-NicAffinity nic_affinity(const Topology &t);
+NicAffinity nic_affinity(const Topology& t);
 
 }  // namespace collkit::topo
