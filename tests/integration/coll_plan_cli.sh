@@ -27,6 +27,11 @@ for coll in allreduce reducescatter allgather alltoall broadcast reduce; do
   done
 done
 
+# A ring's 8 channels: channel 0 runs, the other 7 are checked to be its images (docs/plan.md).
+"$plan" generate --topo "$TMP/t.json" --coll allreduce --size 1M --algo ring -o "$TMP/ring8.json" >/dev/null
+expect_eq "$("$plan" verify "$TMP/ring8.json" | sed 's/.*(//')" \
+  "7680 ops, 3840 transfers; channel 0 executed, channels 1-7 checked op for op to be its images)" "verify by channel 0"
+
 # Sizes that do not split evenly (72 GPUs of a gb200-nvl72 rack): rounded to whole elements per
 # rank with one line saying so, then planned, verified and simulated; AllReduce takes any count.
 "$topo" synth --node gb200-nvl72 --nodes 1 -o "$TMP/nvl72.json" 2>/dev/null

@@ -48,6 +48,23 @@ ExplicitPlan::ExplicitPlan(PlanInfo info, std::vector<std::vector<Op>> programs)
                      " ranks");
 }
 
+std::vector<Op> only_channel(const std::vector<Op>& prog, int channel) {
+  std::vector<Op> out;
+  std::vector<std::uint32_t> place(prog.size(), kNoDep);
+  for (std::size_t i = 0; i < prog.size(); ++i) {
+    if (prog[i].channel != channel) continue;
+    place[i] = static_cast<std::uint32_t>(out.size());
+    Op o = prog[i];
+    o.deps.fill(kNoDep);
+    for (std::size_t k = 0, n = prog[i].num_deps(); k < n; ++k) {
+      std::uint32_t d = prog[i].deps[k];
+      if (d < i && place[d] != kNoDep) o.depend_on(place[d]);
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
 ExplicitPlan materialize(const Plan& plan) {
   std::vector<std::vector<Op>> programs;
   programs.reserve(static_cast<std::size_t>(plan.nranks()));

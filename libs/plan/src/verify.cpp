@@ -13,6 +13,7 @@
 #include "cells.h"
 #include "engine.h"
 #include "rank_set.h"
+#include "verify_channels.h"
 
 namespace collkit::plan {
 
@@ -253,7 +254,9 @@ class Symbolic final : public detail::Machine {
 
 }  // namespace
 
-VerifyResult verify(const Plan& plan, ChunkStore store, const VerifyProgress& progress) {
+namespace {
+
+VerifyResult execute_symbolic(const Plan& plan, ChunkStore store, const VerifyProgress& progress) {
   VerifyResult result;
   try {
     if (plan.nranks() < 1) {
@@ -271,6 +274,26 @@ VerifyResult verify(const Plan& plan, ChunkStore store, const VerifyProgress& pr
   }
   result.ok = result.error.empty();
   return result;
+}
+
+}  // namespace
+
+VerifyResult verify(const Plan& plan, ChunkStore store, const VerifyProgress& progress) {
+  // Channel 0 alone decides a plan whose channels are its images; a wrong plan is run whole, so
+  // that its error names the op and chunk of the plan as written.
+  if (auto reduced = detail::reduce_by_channels(plan)) {
+    auto n = static_cast<std::size_t>(reduced->channels);
+    VerifyProgress scaled;
+    if (progress) scaled = [&](std::size_t done, std::size_t total) { progress(done * n, total * n); };
+    VerifyResult r = execute_symbolic(*reduced->channel0, store, scaled);
+    if (r.ok) {
+      r.ops *= n;
+      r.transfers *= n;
+      r.congruent_channels = reduced->channels - 1;
+      return r;
+    }
+  }
+  return execute_symbolic(plan, store, progress);
 }
 
 }  // namespace collkit::plan

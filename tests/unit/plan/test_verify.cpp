@@ -293,17 +293,24 @@ TEST_CASE("verify: alltoall, a hand-written direct exchange") {
 }
 
 TEST_CASE("verify reports its progress to whoever asks") {
-  // 64 ranks, 8 rings: 129024 ops, reported every 65536.
-  auto plan = collkit::plan::generate("ring", {collkit::plan::Collective::AllReduce, 1 << 20, 64, 0}, nullptr, [] {
-    collkit::plan::AlgoOptions o;
-    o.channels = 8;
-    return o;
-  }());
-  std::vector<std::pair<std::size_t, std::size_t>> heard;
-  auto r = collkit::plan::verify(*plan, collkit::plan::ChunkStore::Auto,
-                                 [&](std::size_t done, std::size_t total) { heard.emplace_back(done, total); });
-  CHECK(r.ok);
-  REQUIRE(heard.size() == 1);
-  CHECK(heard[0].first >= 65536);
-  CHECK(heard[0].second == r.ops);
+  // 160 ranks on one ring: 101760 ops, reported after 65536 executed. On 8 rings only channel 0
+  // runs (the others are its images), and progress counts for all 8.
+  for (int channels : {1, 8}) {
+    CAPTURE(channels);
+    auto plan = collkit::plan::generate("ring", {collkit::plan::Collective::AllReduce, 160 * 8 * 1024, 160, 0}, nullptr, [&] {
+      collkit::plan::AlgoOptions o;
+      o.channels = channels;
+      return o;
+    }());
+    std::vector<std::pair<std::size_t, std::size_t>> heard;
+    auto r = collkit::plan::verify(*plan, collkit::plan::ChunkStore::Auto,
+                                   [&](std::size_t done, std::size_t total) { heard.emplace_back(done, total); });
+    CHECK(r.ok);
+    CHECK(r.ops == 101760u * static_cast<unsigned>(channels));
+    CHECK(r.congruent_channels == channels - 1);
+    REQUIRE(heard.size() == 1);
+    CHECK(heard[0].first >= 65536u * static_cast<unsigned>(channels));
+    CHECK(heard[0].first % static_cast<unsigned>(channels) == 0);
+    CHECK(heard[0].second == r.ops);
+  }
 }

@@ -160,7 +160,10 @@ class RingAlgorithm final : public Algorithm {
   // (when one rank map does that for all). Both need every chunk the same size, so that the
   // image threads move the same bytes; chains (Broadcast, Reduce) start at the root, so they
   // state none. A bidirectional ring's odd channels follow their order backwards.
-  std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
+  // The orders (position -> rank) the channels' programs follow: a bidirectional ring runs its
+  // odd channels backwards. Empty where positions do not make the program (p < 2, chains, uneven
+  // chunks, which make image threads move other bytes).
+  static std::vector<std::vector<int>> program_orders(const PlanInfo& info) {
     int p = info.req.nranks, C = param_int(info, "channels", 1);
     Collective c = info.req.coll;
     bool bidir = param_int(info, "bidirectional", 0) != 0;
@@ -171,9 +174,25 @@ class RingAlgorithm final : public Algorithm {
     for (int ch = 0; ch < C; ++ch) {
       std::string key = "order" + std::to_string(ch);
       orders.push_back(param_order(info, info.params.count(key) ? key : "order", p));
-      // A bidirectional ring runs its odd channels backwards: the order its program follows.
       if (bidir && ch % 2 == 1) std::reverse(orders.back().begin(), orders.back().end());
     }
+    return orders;
+  }
+
+  // Channel c runs at position q what channel 0 runs there, on its own chunks.
+  std::vector<std::vector<int>> channel_images(const PlanInfo& info) const override {
+    std::vector<std::vector<int>> orders = program_orders(info), maps;
+    for (const std::vector<int>& order : orders) {
+      maps.emplace_back(order.size());
+      for (std::size_t q = 0; q < order.size(); ++q) maps.back()[static_cast<std::size_t>(orders[0][q])] = order[q];
+    }
+    return maps;
+  }
+
+  std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
+    std::vector<std::vector<int>> orders = program_orders(info);
+    if (orders.empty()) return {};
+    int p = info.req.nranks, C = static_cast<int>(orders.size());
     auto up = [](int x) { return static_cast<std::size_t>(x); };
     std::vector<SymmetryAxis> axes;
     // Channel rotation: the rank at position q of channel ch goes to position q of channel ch+1.
@@ -209,26 +228,38 @@ class RingAlgorithm final : public Algorithm {
     int p = info.req.nranks;
     int channels = param_int(info, "channels", 1);
     int k = param_int(info, "pipeline", 1);
-    bool bidir = param_int(info, "bidirectional", 0) != 0;
     std::vector<Op> ops;
     ops.reserve(static_cast<std::size_t>(channels) * static_cast<std::size_t>(k) * 4 * static_cast<std::size_t>(p));
     if (p == 1) return single_rank(info, channels, k);
-    for (int c = 0; c < channels; ++c) {
-      Ring r = ring_for(info, rank, c, bidir && c % 2 == 1);
-      auto ch = static_cast<std::uint16_t>(c);
-      switch (info.req.coll) {
-        case Collective::AllReduce: all_reduce(ops, r, p, c, k, ch); break;
-        case Collective::ReduceScatter: reduce_scatter(ops, r, p, c, channels, k, ch); break;
-        case Collective::AllGather: all_gather(ops, r, p, c, channels, k, ch); break;
-        case Collective::Broadcast: broadcast(ops, r, p, c, k, ch); break;
-        case Collective::Reduce: reduce_chain(ops, r, p, c, k, ch); break;
-        case Collective::AlltoAll: throw InputError("ring: AlltoAll is not supported");
-      }
-    }
+    for (int c = 0; c < channels; ++c) channel_ops(info, rank, c, ops);
+    return ops;
+  }
+
+  // Channels are laid out one after another and none waits on another: channel c is its part.
+  std::vector<Op> channel_program(const PlanInfo& info, int rank, int channel) const override {
+    if (info.req.nranks == 1 || channel < 0 || channel >= param_int(info, "channels", 1))
+      return Algorithm::channel_program(info, rank, channel);
+    std::vector<Op> ops;
+    ops.reserve(static_cast<std::size_t>(param_int(info, "pipeline", 1)) * 4 * static_cast<std::size_t>(info.req.nranks));
+    channel_ops(info, rank, channel, ops);
     return ops;
   }
 
  private:
+  static void channel_ops(const PlanInfo& info, int rank, int c, std::vector<Op>& ops) {
+    int p = info.req.nranks, channels = param_int(info, "channels", 1), k = param_int(info, "pipeline", 1);
+    Ring r = ring_for(info, rank, c, param_int(info, "bidirectional", 0) != 0 && c % 2 == 1);
+    auto ch = static_cast<std::uint16_t>(c);
+    switch (info.req.coll) {
+      case Collective::AllReduce: all_reduce(ops, r, p, c, k, ch); break;
+      case Collective::ReduceScatter: reduce_scatter(ops, r, p, c, channels, k, ch); break;
+      case Collective::AllGather: all_gather(ops, r, p, c, channels, k, ch); break;
+      case Collective::Broadcast: broadcast(ops, r, p, c, k, ch); break;
+      case Collective::Reduce: reduce_chain(ops, r, p, c, k, ch); break;
+      case Collective::AlltoAll: throw InputError("ring: AlltoAll is not supported");
+    }
+  }
+
   // Chunk index of piece j of slice q in channel c. Slice-major (q, then c, then j), so that a
   // rank's slice is contiguous: ReduceScatter's rank r output and AllGather's rank r input are
   // chunks [r*C*k, (r+1)*C*k) of the full buffer whatever the channel count.

@@ -53,9 +53,15 @@ class Algorithm {
   virtual std::vector<Knob> knobs(const Request&, const topo::Topology*) const { return {}; }
   /// Rank r's program under a PlanInfo this algorithm laid out (possibly read back from a file).
   virtual std::vector<Op> program(const PlanInfo& info, int rank) const = 0;
+  /// Only channel c of that program (Plan::channel_program()); by default program() filtered.
+  virtual std::vector<Op> channel_program(const PlanInfo& info, int rank, int channel) const {
+    return only_channel(program(info, rank), channel);
+  }
   /// Symmetries its programs hold under this PlanInfo (plan.h, SymmetryAxis): each must hold op
   /// for op (tests/unit/plan/test_symmetry.cpp checks them all); none by default.
   virtual std::vector<SymmetryAxis> symmetries(const PlanInfo&) const { return {}; }
+  /// Plan::channel_images() of its plans; none by default.
+  virtual std::vector<std::vector<int>> channel_images(const PlanInfo&) const { return {}; }
 };
 
 /// Every algorithm, in a fixed order.
@@ -70,8 +76,10 @@ class GeneratedPlan final : public Plan {
  public:
   GeneratedPlan(PlanInfo info, const Algorithm& algo) : Plan(std::move(info)), algo_(&algo) {}
   std::vector<Op> program(int rank) const override { return algo_->program(info_, rank); }
+  std::vector<Op> channel_program(int rank, int channel) const override { return algo_->channel_program(info_, rank, channel); }
   bool is_explicit() const override { return false; }
   std::vector<SymmetryAxis> symmetries() const override { return algo_->symmetries(info_); }
+  std::vector<std::vector<int>> channel_images() const override { return algo_->channel_images(info_); }
   const Algorithm& algo() const { return *algo_; }
 
  private:

@@ -58,6 +58,9 @@ struct Op {
   std::size_t num_deps() const;
 };
 
+/// The ops of `prog` on `channel`, deps renumbered as Plan::channel_program() says.
+std::vector<Op> only_channel(const std::vector<Op>& prog, int channel);
+
 /// A symmetry a plan states about itself: a permutation of ranks and one of channels such that
 /// the thread (rank[r], channel[c]) (the ops of rank rank[r] on channel channel[c], in program
 /// order) runs the ops of thread (r, c) with every peer p read as rank[p], every op on the same
@@ -96,10 +99,18 @@ class Plan {
   int nranks() const { return info_.req.nranks; }
   /// Rank r's program.
   virtual std::vector<Op> program(int rank) const = 0;
+  /// The ops of rank r's channel c, in program order, each dep renumbered to its place in that
+  /// list (deps on other channels dropped). By default program(rank) filtered; a generated plan
+  /// makes only that channel. verify() reads channel 0 so and checks it against program().
+  virtual std::vector<Op> channel_program(int rank, int channel) const { return only_channel(program(rank), channel); }
   /// True when every program is stored (hand-made or synthesised plans).
   virtual bool is_explicit() const = 0;
   /// Symmetries the plan holds by construction (SymmetryAxis); none unless its algorithm says.
   virtual std::vector<SymmetryAxis> symmetries() const { return {}; }
+  /// Per channel c, a rank map g such that channel c of rank g[r] does what channel 0 of rank r
+  /// does, on other chunks (a ring's channels: the same ring through other rank orders); empty
+  /// when the plan does not say. verify() checks it op for op before relying on it.
+  virtual std::vector<std::vector<int>> channel_images() const { return {}; }
 
  protected:
   explicit Plan(PlanInfo info) : info_(std::move(info)) {}

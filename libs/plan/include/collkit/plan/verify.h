@@ -17,8 +17,11 @@ namespace collkit::plan {
 struct VerifyResult {
   bool ok = false;
   std::string error;       ///< first problem, one line: "rank 3 op 12 (recv from 2 ch 0): ..."
-  std::size_t ops = 0;     ///< ops executed
+  std::size_t ops = 0;     ///< ops of the plan (executed, or stood for by a congruent channel)
   std::size_t transfers = 0;
+  /// Channels proved to be images of channel 0 (docs/plan.md, "Verifying by channels"), whose ops
+  /// were compared with channel 0's instead of executed; 0 when every op was executed.
+  int congruent_channels = 0;
 };
 
 /// How verify() stores what every rank's chunks hold. PerChunk: an entry per chunk of every rank
@@ -31,7 +34,9 @@ enum class ChunkStore : std::uint8_t { Auto, PerChunk, Runs };
 /// Hears how far a verification has come: ops executed of all ops (for progress reports).
 using VerifyProgress = std::function<void(std::size_t done, std::size_t total)>;
 
-/// Verifies the plan. Never throws for a wrong plan: the result says what is wrong.
+/// Verifies the plan. Never throws for a wrong plan: the result says what is wrong. A plan whose
+/// channels are congruent images of channel 0 is decided by channel 0 alone; the verdict and the
+/// first error are the same as executing everything.
 VerifyResult verify(const Plan& plan, ChunkStore store = ChunkStore::Auto, const VerifyProgress& progress = {});
 
 }  // namespace collkit::plan
