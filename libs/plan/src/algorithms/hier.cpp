@@ -187,7 +187,7 @@ class HierAlgorithm final : public Algorithm {
   std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
     int N = param_int(info, "hosts", 1), g = param_int(info, "local", 1), p = info.req.nranks;
     if (N * g != p || p < 2) return {};
-    if (!even_chunks(info)) return {};
+    if (!symmetric_chunks(info)) return {};
     auto order = shared_order(info, "order", p);
     auto at = [&](int h, int l) { return order->at[static_cast<std::size_t>(h * g + l)]; };
     auto axis = [&](auto move, int order_of) {

@@ -71,7 +71,7 @@ void halving_reduce_scatter(std::vector<Op>& ops, const Fold& f, int v, const st
 std::vector<SymmetryAxis> xor_axes(const PlanInfo& info) {
   int p = info.req.nranks;
   if (p < 2 || (p & (p - 1)) != 0) return {};
-  if (!even_chunks(info)) return {};
+  if (!symmetric_chunks(info)) return {};
   std::vector<SymmetryAxis> axes;
   for (int s = 1; s < p; s *= 2) {
     SymmetryAxis a;

@@ -161,15 +161,15 @@ class RingAlgorithm final : public Algorithm {
   // image threads move the same bytes; chains (Broadcast, Reduce) start at the root, so they
   // state none. A bidirectional ring's odd channels follow their order backwards.
   // The orders (position -> rank) the channels' programs follow: a bidirectional ring runs its
-  // odd channels backwards. Empty where positions do not make the program (p < 2, chains, uneven
-  // chunks, which make image threads move other bytes).
+  // odd channels backwards. Empty where positions do not make the program (p < 2, chains) or
+  // chunks are too uneven for image threads to stand for each other (symmetric_chunks()).
   static std::vector<std::vector<int>> program_orders(const PlanInfo& info) {
     int p = info.req.nranks, C = param_int(info, "channels", 1);
     Collective c = info.req.coll;
     bool bidir = param_int(info, "bidirectional", 0) != 0;
     if (p < 2) return {};
     if (c != Collective::AllReduce && c != Collective::AllGather && c != Collective::ReduceScatter) return {};
-    if (!even_chunks(info)) return {};
+    if (!symmetric_chunks(info)) return {};
     std::vector<std::vector<int>> orders;
     for (int ch = 0; ch < C; ++ch) {
       std::string key = "order" + std::to_string(ch);
