@@ -10,7 +10,9 @@ and reads predicted_us, bound_us, algorithm and params from the plan. For each r
 
 Writes a markdown report (default results/plan_gaps.md) and a CSV beside it.
 Usage: bench/plan_gaps.py [--bin build/bin] [--out results/plan_gaps.md] [--quick] [--jobs N]
-                          [--timeout SECONDS]
+                          [--timeout SECONDS] [--match REGEX --reuse OLD.csv]
+--match runs only the topologies whose name ("mi300x x16 torus:dims=4x4") matches; --reuse takes
+every other row from an earlier run's CSV (the report says which rows came from where).
 """
 import argparse
 import concurrent.futures
@@ -239,6 +241,29 @@ def cpu_model():
     return "unknown"
 
 
+NUMERIC = {"hosts": int, "ranks": int, "predicted_us": float, "bound_us": float, "gap_pct": float,
+           "runner_up_us": float, "bound_bw_us": float, "bound_lat_us": float, "rs_ag_us": float,
+           "busiest_busy_us": float, "seconds": float}
+
+
+def read_csv(path):
+    """Rows of an earlier run, typed as run_case() makes them (empty numbers: absent, or None for
+    the three the tables always read)."""
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            row = {}
+            for k, v in r.items():
+                if v == "" and k in NUMERIC:
+                    if k in ("predicted_us", "bound_us", "gap_pct"):
+                        row[k] = None
+                    continue
+                row[k] = NUMERIC[k](float(v)) if k in NUMERIC else v
+            row["reused"] = True
+            rows.append(row)
+    return rows
+
+
 def write_csv(path, rows):
     cols = ["topology", "preset", "hosts", "fabric", "ranks", "collective", "size", "status", "algorithm", "knobs",
             "predicted_us", "bound_us", "gap_pct", "baseline", "runner_up", "runner_up_us", "left_out",
@@ -269,8 +294,11 @@ def write_markdown(path, rows, topos, args, bindir, build, wall_s):
     here = os.path.dirname(os.path.abspath(__file__))
     L.append(f"- script: `bench/plan_gaps.py` at commit {git_commit(here)}; run as "
              f"`{' '.join(['bench/plan_gaps.py'] + sys.argv[1:])}`")
-    L.append(f"- {len(rows)} cases on {len(topos)} topologies in {wall_s:.0f} s with {args.jobs} job(s), "
+    reused = sum(1 for r in rows if r.get("reused"))
+    L.append(f"- {len(rows) - reused} cases on {len(topos)} topologies in {wall_s:.0f} s with {args.jobs} job(s), "
              f"timeout {args.timeout:g} s per case")
+    if reused:
+        L.append(f"- {reused} rows (topologies not matching `{args.match}`) taken from the earlier run `{args.reuse}`")
     timed = sorted((r for r in rows if "seconds" in r), key=lambda r: -r["seconds"])[:3]
     if timed:
         L.append("- slowest cases: " + ", ".join(f"{r['topology']} {r['collective']} {r['size']} {r['seconds']:.0f} s"
@@ -361,7 +389,21 @@ def main():
     ap.add_argument("--quick", action="store_true", help="1 and 2 hosts, 1 GiB only, no tori or extra rows")
     ap.add_argument("--jobs", type=int, default=1, help="cases run in parallel (default 1)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per case before it is reported as timeout")
+    ap.add_argument("--match", help="run only topologies whose name matches this regular expression")
+    ap.add_argument("--reuse", help="with --match: the other topologies' rows from this earlier CSV")
     args = ap.parse_args()
+    if args.reuse and not args.match:
+        sys.exit("plan_gaps: --reuse needs --match (which topologies to run again)")
+    try:
+        match = re.compile(args.match) if args.match else None
+    except re.error as e:
+        sys.exit(f"plan_gaps: --match: {e}")
+    old_rows = []
+    if args.reuse:
+        try:
+            old_rows = read_csv(args.reuse)
+        except (OSError, KeyError, ValueError) as e:
+            sys.exit(f"plan_gaps: --reuse {args.reuse}: {e}")
     if args.jobs < 1:
         sys.exit("plan_gaps: --jobs must be at least 1")
     if args.timeout <= 0:
@@ -380,6 +422,8 @@ def main():
         srcdir, bindir = bindir, os.path.join(tmpdir, "bin")
         topos = topologies(list_presets(bindir), args.quick)
         for t in topos:
+            if match and not match.search(t.name):
+                continue
             t.file = os.path.join(tmpdir, f"{t.preset}.{t.hosts}.{t.kind}.topo.json")
             status, out, err = run([os.path.join(bindir, "coll-topo"), "synth", "--node", t.preset, "--nodes",
                                     str(t.hosts), "--fabric", t.fabric, "-o", t.file], args.timeout)
@@ -387,7 +431,8 @@ def main():
                 t.error = f"synth {status}"
             m = re.search(r"\((\d+) ranks", out + err)
             t.ranks = int(m.group(1)) if m else None
-        cases = [(t, c, s) for t in topos for s in t.sizes for c in COLLECTIVES]
+        run_here = [t for t in topos if not match or match.search(t.name)]
+        cases = [(t, c, s) for t in run_here for s in t.sizes for c in COLLECTIVES]
         print(f"plan_gaps: {len(cases)} cases on {len(topos)} topologies, {args.jobs} job(s)", file=sys.stderr)
         done, lock = [0], threading.Lock()
 
@@ -402,7 +447,22 @@ def main():
             return row
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            rows = list(pool.map(one, cases))  # map keeps the case order for the tables
+            fresh = list(pool.map(one, cases))  # map keeps the case order for the tables
+    # Every topology's rows in the tables' order: fresh ones where run, else the earlier run's.
+    by_key = {(r["topology"], r["collective"], r["size"]): r for r in old_rows}
+    by_key.update({(r["topology"], r["collective"], r["size"]): r for r in fresh})
+    rows = []
+    for t in topos:
+        for size in t.sizes:
+            for c in COLLECTIVES:
+                r = by_key.get((t.name, c, size))
+                if r is None:
+                    r = {"topology": t.name, "preset": t.preset, "hosts": t.hosts, "fabric": t.fabric, "ranks": t.ranks,
+                         "collective": c, "size": size, "status": "not run", "algorithm": "", "knobs": "",
+                         "predicted_us": None, "bound_us": None, "gap_pct": None}
+                elif t.ranks is None:
+                    t.ranks = r.get("ranks")
+                rows.append(r)
     wall_s = time.monotonic() - start
     write_csv(out_csv, rows)
     write_markdown(out_md, rows, topos, args, srcdir, build, wall_s)
