@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 
 #include "collkit/core/error.h"
@@ -99,7 +100,8 @@ class Progress {
     std::fprintf(stderr, "\r%s: %d plans simulated", what_.c_str(), plans_);
     shown_ = true;
   }
-  plan::VerifyProgress verify() {
+  // Ops executed or simulated of all ops (verify, one simulation).
+  std::function<void(std::size_t, std::size_t)> ops() {
     if (!tty_) return {};
     return [this](std::size_t done, std::size_t total) {
       if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(2)) return;
@@ -146,7 +148,9 @@ int run_generate(const Options& o) {
   std::unique_ptr<plan::Plan> p;
   {
     Progress progress("auto");
-    p = plan::plan_for(o.algo, req, t.get(), algo_options(o), sim_options(o), progress.search(), &why);
+    plan::SimOptions so = sim_options(o);
+    so.progress = progress.ops();
+    p = plan::plan_for(o.algo, req, t.get(), algo_options(o), so, progress.search(), &why);
   }
   std::unique_ptr<plan::Plan> out = std::move(p);
   if (o.explicit_programs) out = std::make_unique<plan::ExplicitPlan>(plan::materialize(*out));
@@ -168,7 +172,7 @@ int run_verify(const Options& o) {
   plan::VerifyResult r;
   {
     Progress progress("verify");  // its line is cleared when it goes, before the result
-    r = plan::verify(*p, plan::ChunkStore::Auto, progress.verify());
+    r = plan::verify(*p, plan::ChunkStore::Auto, progress.ops());
   }
   if (!r.ok) throw collkit::InputError(o.plan_file + ": plan is wrong: " + r.error);
   std::string how = r.congruent_channels == 0
@@ -182,7 +186,13 @@ int run_verify(const Options& o) {
 int run_simulate(const Options& o) {
   auto p = plan::load(o.plan_file);
   topo::Topology t = topo::load(o.topo_file);
-  plan::SimResult r = plan::simulate(*p, t, sim_options(o));
+  plan::SimResult r;
+  {
+    Progress progress("simulate");
+    plan::SimOptions so = sim_options(o);
+    so.progress = progress.ops();
+    r = plan::simulate(*p, t, so);
+  }
   plan::Bound b = plan::lower_bound(p->info().req, t);
   std::cout << fmt::format("{} {} of {} on {} ranks, topology {}\n", p->info().algorithm, plan::to_string(p->info().req.coll),
                            collkit::format_size_bytes(p->info().req.bytes), p->nranks(), t.name);

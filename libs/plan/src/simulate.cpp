@@ -585,7 +585,13 @@ class Simulator {
       if (pending_[g] == 0) start(g);
     std::vector<std::uint32_t> tags, routes;
     constexpr double inf = std::numeric_limits<double>::infinity();
+    constexpr std::size_t kReportEvery = std::size_t{1} << 16;
+    std::size_t next_report = kReportEvery;
     for (;;) {
+      if (opt_.progress && completed_ >= next_report) {
+        opt_.progress(completed_, type_.size());
+        next_report = completed_ + kReportEvery;
+      }
       for (std::size_t k = 0; k < immediate_.size(); ++k) {
         auto [op, kind] = immediate_[k];
         if (kind == Kind::Arrive) on_arrive(op);
