@@ -180,33 +180,25 @@ std::vector<std::vector<int>> fabric_cycles(const Topology& t, const std::vector
           entries[a].push_back(adj.peer);
         }
 
-  // Candidate steps: the hosts whose entry switches are nearest over the fabric (a torus's
+  // A direct network has no switch but the hosts' own: a switch that is no host's entry (a
+  // spine above private leaves) makes it an indirect one, where topology order is kept.
+  for (VertexId v = 0; v < t.num_vertices(); ++v)
+    if (fabric_vertex(t, v) && !t.adjacent(v).empty() && entry_of[v] < 0) return {};
+
+  // Candidate steps: the hosts whose entry switches are linked to this host's (a torus's
   // neighbours). A longer step loads more links than the hosts it skips would save, and its
   // route depends on the rail it runs on (equal-cost paths are the destination NIC's choice),
   // so loads counted on one rail's route would not be the plan's; searching only these also
   // keeps a torus of 512 hosts at milliseconds.
   std::vector<std::vector<int>> near(m);
-  std::vector<int> depth(t.num_vertices(), -1);
-  for (std::size_t a = 0; a < m; ++a) {
-    std::vector<VertexId> frontier = entries[a], seen = entries[a];
-    for (VertexId v : frontier) depth[v] = 0;
-    while (!frontier.empty() && near[a].empty()) {
-      std::vector<VertexId> next;
-      for (VertexId v : frontier)
-        for (const topo::Adjacent& adj : t.adjacent(v)) {
-          if (!fabric_vertex(t, adj.peer) || depth[adj.peer] >= 0) continue;
-          depth[adj.peer] = 0;
-          seen.push_back(adj.peer);
-          next.push_back(adj.peer);
-          int b = entry_of[adj.peer];
-          if (b >= 0 && b != static_cast<int>(a) && std::find(near[a].begin(), near[a].end(), b) == near[a].end()) near[a].push_back(b);
-        }
-      frontier = std::move(next);
-    }
-    for (VertexId v : seen) depth[v] = -1;
-  }
-  for (std::size_t a = 0; a < m; ++a)  // both ways round: b near a makes a near b
-    for (int b : near[a]) near[static_cast<std::size_t>(b)].push_back(static_cast<int>(a));
+  for (std::size_t a = 0; a < m; ++a)
+    for (VertexId v : entries[a])
+      for (const topo::Adjacent& adj : t.adjacent(v)) {
+        int b = fabric_vertex(t, adj.peer) ? entry_of[adj.peer] : -1;
+        if (b < 0 || b == static_cast<int>(a)) continue;
+        near[a].push_back(b);
+        near[static_cast<std::size_t>(b)].push_back(static_cast<int>(a));  // a route each way round
+      }
   for (auto& list : near) {
     std::sort(list.begin(), list.end());
     list.erase(std::unique(list.begin(), list.end()), list.end());
@@ -258,7 +250,7 @@ std::vector<std::vector<int>> fabric_cycles(const Topology& t, const std::vector
   std::vector<ChannelEnds> ends(k, ChannelEnds{0, -1, false});
   // Topology order (run both ways round) unless a search finds cycles of neighbour steps.
   std::vector<std::vector<int>> best(k, h.base);
-  double load = std::numeric_limits<double>::infinity();
+  double load = max_load(h, best, ends, true);  // infinite where it takes a step that is no neighbour's
   // Small fabrics: the depth-first search, exact where it finishes (a 4x4 torus needs its
   // links split exactly into two Hamiltonian cycles, which rotations rarely find). Beyond, it
   // strands hosts and backtracks without end: rotations only.

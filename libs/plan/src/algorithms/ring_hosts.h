@@ -16,9 +16,10 @@ namespace collkit::plan::algo {
 
 /// `cycles` Hamiltonian cycles of the hosts (indices into `hosts`, each beginning at host 0)
 /// such that, with each cycle run both ways round (by a pair of channels), the busiest fabric
-/// link direction carries as few ring hops per GB/s as the search finds. Empty where the hosts
-/// share fabric switches (a fat-tree, a single switch: hosts in topology order are best there,
-/// each hop staying under one leaf) or there is nothing to choose (fewer than 3 hosts).
+/// link direction carries as few ring hops per GB/s as the search finds. Empty unless every
+/// fabric switch is one host's own (hosts sharing a leaf or a single switch, or private leaves
+/// under spines: topology order is best there, each hop staying under one leaf), and where there
+/// is nothing to choose (fewer than 3 hosts).
 /// `hosts`: each host's ranks; the routes run between the NICs of each host's first rank.
 std::vector<std::vector<int>> fabric_cycles(const topo::Topology& t, const std::vector<std::vector<int>>& hosts,
                                             const topo::NicAffinity& aff, int cycles);
