@@ -1,5 +1,9 @@
 // Topology-aware ring orders, after NCCL's ring search (graph/search.cc, graph/rings.cc):
-//  - ranks grouped by host, hosts in topology order, so the ring crosses each host boundary once;
+//  - ranks grouped by host, so the ring crosses each host boundary once; hosts in topology
+//    order, except on a direct network (a torus: each host behind a router of its own), where
+//    consecutive hosts share router links and every channel would cross the same ones: there
+//    channel pairs (2k, 2k+1) run their own host cycle, one each way round, the cycles chosen so
+//    that the router link directions carry as few channels as they can (ring_hosts.h);
 //  - inside a host, each channel takes its own Hamiltonian cycle (one host) or path (several),
 //    chosen with the other channels' so that the busiest link direction carries as few ring
 //    hops per GB/s as the links allow (ring_search.h): the 8 channels of an xGMI full mesh or
@@ -10,10 +14,14 @@
 //    each inter-host hop stays under one leaf switch of a rail-optimised fabric; host h+1 leaves
 //    on the rail host h was entered at (hosts alternate direction), so with an even number of
 //    identical hosts the wrap-around hop is rail-aligned too (with an odd number it is the one
-//    hop that may not be). The way in and out of a host through its NICs counts as link load
-//    too, so channels leave a host through different NICs while there are enough;
-//  - channel c enters host 0 at a different rank (distinct rails first), so channels spread
-//    their inter-host traffic over the NICs.
+//    hop that may not be). A host's ends thus follow from the parity of its place on the
+//    channel's host order and the ranks the channel enters and leaves host 0 at. The way in
+//    and out of a host through its NICs counts as link load too, so channels leave a host
+//    through different NICs while there are enough;
+//  - channel c (pair c/2 on a torus) enters host 0 at a different rank (distinct rails first),
+//    so channels spread their inter-host traffic over the NICs. The two channels of a pair
+//    enter and leave every host at the same two ranks, one each way: a host where one pair is
+//    at an even place and another at an odd one still has each NIC used once each way.
 
 #include "ring_order.h"
 
@@ -29,6 +37,7 @@
 #include "collkit/topo/routing.h"
 #include "collkit/topo/topology.h"
 #include "host_rings.h"
+#include "ring_hosts.h"
 #include "ring_search.h"
 
 namespace collkit::plan {
@@ -353,7 +362,26 @@ std::vector<std::vector<int>> ring_orders(const Request& req, const topo::Topolo
     return c;
   };
 
-  // Host 0's entry per channel: positions on its base cycle with a rail not seen yet first.
+  // Each channel's host order. On a direct network (a torus) channels take different host
+  // cycles, each run both ways round by a pair of channels (2k, 2k+1), so that they spread over
+  // the router links (ring_hosts.h); elsewhere every channel visits the hosts in topology order.
+  std::vector<std::vector<int>> ranks_of;
+  for (const algo::Group& g : hosts) ranks_of.push_back(g.ranks);
+  std::vector<std::vector<int>> fabric =
+      cycle ? std::vector<std::vector<int>>{} : algo::fabric_cycles(*topo, ranks_of, aff, static_cast<int>((nch + 1) / 2));
+  bool paired = !fabric.empty();
+  std::vector<std::vector<int>> seq(nch, identity(static_cast<int>(hosts.size())));
+  std::vector<char> reversed(nch, 0);  // the ring runs channel c's order backwards (as the in-host search sees it)
+  for (std::size_t c = 0; c < nch; ++c) {
+    if (paired) seq[c] = fabric[c / 2];
+    reversed[c] = (paired || bidirectional) && c % 2 == 1;
+  }
+  // at[h][c]: host h's position on channel c's host order.
+  std::vector<std::vector<std::size_t>> at(hosts.size(), std::vector<std::size_t>(nch));
+  for (std::size_t c = 0; c < nch; ++c)
+    for (std::size_t i = 0; i < seq[c].size(); ++i) at[static_cast<std::size_t>(seq[c][i])][c] = i;
+
+  // Host 0's entry per channel (pair): positions on its base cycle with a rail not seen yet first.
   std::vector<int> first = base(hosts[0]), starts, repeats;
   std::vector<std::int64_t> seen;
   for (int r : first) {
@@ -367,12 +395,11 @@ std::vector<std::vector<int>> ring_orders(const Request& req, const topo::Topolo
   }
   starts.insert(starts.end(), repeats.begin(), repeats.end());
 
-  // The rank of host h on the rail of rank r (of another host); among several, the one at r's
-  // local index, so that identical hosts mirror each other.
-  auto across = [&](std::size_t h, int r, std::size_t from) {
-    const std::vector<int>& prev = hosts[from].ranks;
+  // The rank of host h on the rail of rank r of host 0; among several, the one at r's local
+  // index, so that identical hosts mirror each other.
+  auto across = [&](std::size_t h, int r) {
     const std::vector<int>& here = hosts[h].ranks;
-    int pick = here[index_of(prev, r) % here.size()];
+    int pick = here[index_of(hosts[0].ranks, r) % here.size()];
     std::int64_t want = rail(r);
     if (want >= 0 && rail(pick) != want)
       for (int x : base(hosts[h]))
@@ -383,27 +410,56 @@ std::vector<std::vector<int>> ring_orders(const Request& req, const topo::Topolo
     return pick;
   };
 
+  // Host 0 (first on every channel): channel c enters at its start and leaves where the search
+  // finds best. The two channels of a pair must leave at the same rank: with a host's ends
+  // fixed by its position's parity (below), pairs whose positions differ in parity then still
+  // use NICs of their own.
   Solutions solved;
-  std::vector<std::vector<int>> orders(nch);
-  std::vector<int> entered(nch), left(nch);
+  const algo::Group& g0 = hosts[0];
+  std::vector<ChannelEnds> ends(nch);
+  for (std::size_t c = 0; c < nch; ++c)
+    ends[c] = {static_cast<int>(index_of(g0.ranks, starts[(paired ? c / 2 : c) % starts.size()])), -1, reversed[c] != 0};
+  std::vector<std::vector<int>> paths0 = solved.get(g0.sig, links(g0), ends, cycle);
+  if (paired) {
+    bool fixed = false;
+    for (std::size_t c = 1; c < nch; c += 2) {
+      ends[c].end = ends[c - 1].end = paths0[c - 1].back();
+      fixed = fixed || paths0[c].back() != paths0[c - 1].back();
+    }
+    if (fixed) paths0 = solved.get(g0.sig, links(g0), ends, cycle);
+  }
+  // Rail-aligned hops: host h is entered on the rail of the rank that left the host before it
+  // and left on the rail that host was entered at, so hosts at even positions run from the
+  // rail channel c entered host 0 at (its_in) to the one it left at (its_out), odd ones back.
+  std::vector<int> its_in(nch), its_out(nch);
+  for (std::size_t c = 0; c < nch; ++c) {
+    its_in[c] = g0.ranks[static_cast<std::size_t>(paths0[c].front())];
+    its_out[c] = g0.ranks[static_cast<std::size_t>(paths0[c].back())];
+  }
+  std::vector<std::vector<std::vector<int>>> placed(hosts.size());  // host -> channel -> ranks
   for (std::size_t h = 0; h < hosts.size(); ++h) {
     const algo::Group& g = hosts[h];
-    std::vector<ChannelEnds> ends(nch);
-    for (std::size_t c = 0; c < nch; ++c) {
-      // Enter on the rail the previous host was left from; leave on the rail it was entered
-      // at, so that the host after this one (and the wrap to host 0) is entered on the rail
-      // host 0 was.
-      int in = h == 0 ? starts[c % starts.size()] : across(h, left[c], h - 1);
-      int out = h == 0 ? -1 : across(h, entered[c], h - 1);
-      int local_in = static_cast<int>(index_of(g.ranks, in));
-      ends[c] = {local_in, out == in || out < 0 ? -1 : static_cast<int>(index_of(g.ranks, out)), bidirectional && c % 2 == 1};
-      entered[c] = in;
+    std::vector<std::vector<int>> paths = paths0;
+    if (h > 0) {
+      for (std::size_t c = 0; c < nch; ++c) {
+        bool even = at[h][c] % 2 == 0;
+        int in = across(h, even ? its_in[c] : its_out[c]);
+        int out = across(h, even ? its_out[c] : its_in[c]);
+        ends[c] = {static_cast<int>(index_of(g.ranks, in)), out == in ? -1 : static_cast<int>(index_of(g.ranks, out)), reversed[c] != 0};
+      }
+      paths = solved.get(g.sig, links(g), ends, cycle);
     }
-    const auto& paths = solved.get(g.sig, links(g), ends, cycle);
-    for (std::size_t c = 0; c < nch; ++c) {
-      for (int local : paths[c]) orders[c].push_back(g.ranks[static_cast<std::size_t>(local)]);
-      left[c] = orders[c].back();
-    }
+    placed[h].resize(nch);
+    for (std::size_t c = 0; c < nch; ++c)
+      for (int local : paths[c]) placed[h][c].push_back(g.ranks[static_cast<std::size_t>(local)]);
+  }
+  std::vector<std::vector<int>> orders(nch);
+  for (std::size_t c = 0; c < nch; ++c) {
+    for (int h : seq[c])
+      orders[c].insert(orders[c].end(), placed[static_cast<std::size_t>(h)][c].begin(), placed[static_cast<std::size_t>(h)][c].end());
+    // Paired channels run opposite ways round: the caller reverses odd channels when
+    // bidirectional, else they are written reversed here.
+    if (paired && reversed[c] && !bidirectional) std::reverse(orders[c].begin(), orders[c].end());
   }
   return orders;
 }

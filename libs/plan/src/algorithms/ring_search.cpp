@@ -3,11 +3,12 @@
 // every channel find its order with no link direction crossed more than floor(level * GB/s)
 // times?" Each question is a depth-first search over all channels together, backtracking from
 // one channel into the previous ones (the last of 7 arc-disjoint rings on a full mesh of 8 needs
-// exactly the 8 arcs the first 6 left), pruned by a capacity count per rank and, on small hosts,
-// by a reachability check per step. A step budget with a few shuffled restarts bounds it, so
-// 72-GPU hosts and odd inputs stay at milliseconds; a level that runs out of budget unproved is
-// skipped. The answer stays the base cycle walked from each start unless a lighter level is
-// shown feasible by actual orders, so a host on which all orders tie (an NVSwitch) keeps them.
+// exactly the 8 arcs the first 6 left), pruned by capacity counts (per rank, per NIC port, in
+// all) and, on small or sparse hosts, by a reachability check per step. A step budget with a
+// few shuffled restarts bounds it, so 72-GPU hosts and odd inputs stay at milliseconds; a level
+// that runs out of budget unproved is skipped. The answer stays the base cycle walked from each
+// start unless a lighter level is shown feasible by actual orders, so a host on which all orders
+// tie (an NVSwitch) keeps them.
 
 #include "ring_search.h"
 
@@ -108,6 +109,16 @@ class Spread {
     }
     for (std::size_t i = 0; i < m_; ++i)
       for (std::size_t j = 0; j < m_; ++j) colocated_ = colocated_ || (i != j && h.reachable[i][j] && h.route[i][j].empty());
+    shortest_ = std::numeric_limits<std::size_t>::max();
+    for (std::size_t i = 0; i < m_; ++i)
+      for (std::size_t j = 0; j < m_; ++j)
+        if (i != j && h.reachable[i][j]) shortest_ = std::min(shortest_, h.route[i][j].size());
+    if (h.sparse)
+      for (int r = 0; r < 2; ++r) {
+        into_[r].assign(m_, {});
+        for (std::size_t u = 0; u < m_; ++u)
+          for (int v : prefer_[r][u]) into_[r][static_cast<std::size_t>(v)].push_back(static_cast<int>(u));
+      }
   }
 
   // Orders for every channel with no link direction crossed more than floor(level * GB/s)
@@ -157,7 +168,13 @@ class Spread {
     std::vector<int>& path = paths_[c];
     if (path.size() == m_) return finish(c);
     int u = path.back();
-    for (int v : prefer_[e.reversed ? 1 : 0][static_cast<std::size_t>(u)]) {
+    const std::vector<int>* next = &prefer_[e.reversed ? 1 : 0][static_cast<std::size_t>(u)];
+    std::vector<int> ranked;
+    if (h_.sparse) {
+      ranked = fewest_onward(c, *next);
+      next = &ranked;
+    }
+    for (int v : *next) {
       auto sv = static_cast<std::size_t>(v);
       if (used_[c][sv] || (v == e.end && path.size() + 1 < m_)) continue;
       if (--budget_ < 0) {
@@ -182,6 +199,7 @@ class Spread {
   // last rank or another such rank, and (one host) the start from one of them. Quadratic per
   // step, so only on hosts small enough for it to pay (the 8- and 16-GPU meshes).
   bool open_ends(std::size_t c) const {
+    if (h_.sparse) return open_ends_sparse(c);
     if (m_ > kPruneRanks) return true;
     const ChannelEnds& e = ends_[c];
     const std::vector<int>& path = paths_[c];
@@ -199,6 +217,61 @@ class Spread {
       closes = closes || can(w, static_cast<std::size_t>(e.start));
     }
     return closes;
+  }
+
+  // open_ends over the links that exist, for sparse hosts of any size.
+  bool open_ends_sparse(std::size_t c) const {
+    const ChannelEnds& e = ends_[c];
+    const std::vector<int>& path = paths_[c];
+    if (path.size() == m_) return true;
+    const auto& into = into_[e.reversed ? 1 : 0];
+    auto can = [&](std::size_t x, std::size_t w) { return fits(step(h_, e, static_cast<int>(x), static_cast<int>(w))); };
+    auto last = static_cast<std::size_t>(path.back());
+    for (std::size_t w = 0; w < m_; ++w) {
+      if (used_[c][w]) continue;
+      bool in = false;
+      for (int x : into[w]) {
+        auto sx = static_cast<std::size_t>(x);
+        if ((sx == last || !used_[c][sx]) && can(sx, w)) {
+          in = true;
+          break;
+        }
+      }
+      if (!in) return false;
+    }
+    if (!cycle_) return true;
+    auto start = static_cast<std::size_t>(e.start);
+    for (int x : into[start])
+      if (!used_[c][static_cast<std::size_t>(x)] && can(static_cast<std::size_t>(x), start)) return true;
+    return false;
+  }
+
+  // Candidates after the path's last rank on sparse links: widest and fewest hops as ever, then
+  // the least loaded route (so that channels spread before they must), then Warnsdorff's rule,
+  // the fewest onward steps first, so that the search does not strand a rank; ties in the
+  // given order.
+  std::vector<int> fewest_onward(std::size_t c, const std::vector<int>& candidates) const {
+    const ChannelEnds& e = ends_[c];
+    auto u = static_cast<std::size_t>(paths_[c].back());
+    std::vector<std::tuple<double, std::size_t, int, int, int>> keyed;  // (-width, hops, load, onward steps, candidate)
+    for (int v : candidates) {
+      auto sv = static_cast<std::size_t>(v);
+      if (used_[c][sv]) continue;
+      int onward = 0;
+      for (int w : prefer_[e.reversed ? 1 : 0][sv]) onward += !used_[c][static_cast<std::size_t>(w)] && w != v && fits(step(h_, e, v, w));
+      double width = e.reversed ? h_.width[sv][u] : h_.width[u][sv];
+      std::size_t hops = e.reversed ? h_.hops[sv][u] : h_.hops[u][sv];
+      int load = 0;
+      for (int a : step(h_, e, static_cast<int>(u), v)) load = std::max(load, load_[static_cast<std::size_t>(a)]);
+      keyed.emplace_back(-width, hops, load, onward, v);
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+      return std::tie(std::get<0>(a), std::get<1>(a), std::get<2>(a), std::get<3>(a)) <
+             std::tie(std::get<0>(b), std::get<1>(b), std::get<2>(b), std::get<3>(b));
+    });
+    std::vector<int> out;
+    for (const auto& k : keyed) out.push_back(std::get<4>(k));
+    return out;
   }
 
   bool finish(std::size_t c) {
@@ -222,8 +295,33 @@ class Spread {
     if (colocated_) return true;
     std::size_t left = ends_.size() - from;
     if (left == 0) return true;
+    // Every step left crosses at least the shortest route's link directions.
+    long spare = 0;
+    for (std::size_t a = 0; a < cap_.size(); ++a) spare += cap_[a] - load_[a];
+    std::size_t steps = left * (cycle_ ? m_ : m_ - 1);
+    if (shortest_ != std::numeric_limits<std::size_t>::max() && spare < static_cast<long>(steps * shortest_)) return false;
     stamp_.assign(cap_.size(), 0);
     int tag = 0;
+    // Every channel left still leaves the host through a NIC port (enters there, reversed), as
+    // often as the ports have room: with more channels than NICs, this refutes the levels at
+    // which each NIC carries one channel, which the search could only exhaust.
+    if (!cycle_ && !h_.exit.empty())
+      for (int rev = 0; rev < 2; ++rev) {
+        long need = 0, room = 0;
+        for (std::size_t c = from; c < ends_.size(); ++c) need += ends_[c].reversed == (rev == 1);
+        ++tag;
+        bool bounded = true;
+        for (std::size_t v = 0; v < m_ && bounded; ++v) {
+          const std::vector<int>& arcs = rev == 1 ? h_.entry[v] : h_.exit[v];
+          bounded = !arcs.empty();
+          if (!bounded) break;
+          auto a = static_cast<std::size_t>(rev == 1 ? arcs.front() : arcs.back());
+          if (stamp_[a] == tag) continue;
+          stamp_[a] = tag;
+          room += std::max(cap_[a] - load_[a], 0);
+        }
+        if (bounded && room < need) return false;
+      }
     for (std::size_t v = 0; v < m_; ++v) {
       for (int dir = 0; dir < 2; ++dir) {  // 0: into v, 1: out of v
         std::size_t need = 0;
@@ -262,6 +360,8 @@ class Spread {
   std::size_t m_;
   bool colocated_ = false;                   // some ranks share a vertex: routes without links, no counting bound
   std::vector<std::vector<int>> prefer_[2];  // [reversed][u]: candidates after u, best first
+  std::vector<std::vector<int>> into_[2];    // [reversed][v]: the ranks v is a candidate after (sparse hosts)
+  std::size_t shortest_ = 0;                 // link directions on the shortest route between two ranks
   std::vector<int> cap_, load_, stamp_;
   std::vector<std::vector<int>> paths_;
   std::vector<std::vector<char>> used_;
@@ -295,23 +395,27 @@ double max_load(const HostLinks& h, const std::vector<std::vector<int>>& orders,
   return worst;
 }
 
+std::vector<double> levels_below(const HostLinks& h, std::size_t crossings, double limit) {
+  std::vector<double> gbps = h.arc_gbps, levels;
+  std::sort(gbps.begin(), gbps.end());
+  gbps.erase(std::unique(gbps.begin(), gbps.end()), gbps.end());
+  for (double b : gbps)
+    for (std::size_t k = 1; b > 0 && k <= crossings && static_cast<double>(k) / b < limit * (1 - kRelEps); ++k)
+      levels.push_back(static_cast<double>(k) / b);
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end(), [](double a, double b) { return std::abs(a - b) <= kRelEps * std::max(a, b); }),
+               levels.end());
+  return levels;
+}
+
 std::vector<std::vector<int>> spread_channels(const HostLinks& h, const std::vector<ChannelEnds>& ends, bool cycle) {
   std::vector<std::vector<int>> best = base_orders(h, ends);
   if (h.size() <= 2 || ends.empty()) return best;
   double limit = max_load(h, best, ends, cycle);
 
-  // Candidate levels: every load a link direction can take below the base's, k crossings of
-  // a link of b GB/s being k/b; a link is crossed at most once per step of each order.
-  std::vector<double> gbps = h.arc_gbps, levels;
-  std::sort(gbps.begin(), gbps.end());
-  gbps.erase(std::unique(gbps.begin(), gbps.end()), gbps.end());
-  std::size_t most = ends.size() * (h.size() + 2);
-  for (double b : gbps)
-    for (std::size_t k = 1; b > 0 && k <= most && static_cast<double>(k) / b < limit * (1 - kRelEps); ++k)
-      levels.push_back(static_cast<double>(k) / b);
-  std::sort(levels.begin(), levels.end());
-  levels.erase(std::unique(levels.begin(), levels.end(), [](double a, double b) { return std::abs(a - b) <= kRelEps * std::max(a, b); }),
-               levels.end());
+  // Candidate levels: every load a link direction can take below the base's; a link is
+  // crossed at most once per step of each order.
+  std::vector<double> levels = levels_below(h, ends.size() * (h.size() + 2), limit);
 
   // A failed search either proved the level infeasible or ran out of steps; depth-first search
   // has heavy tails (an early choice that dooms a late channel is retried under every

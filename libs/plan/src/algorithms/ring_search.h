@@ -27,6 +27,11 @@ struct HostLinks {
   /// The widest cycle (host_cycles): ties go to the next rank along it, so that a host on which
   /// every order loads the links alike (an NVSwitch) keeps it.
   std::vector<int> base;
+  /// Sparse links (hosts over a torus, a few neighbours each): among equally wide and short
+  /// steps, try the least loaded first, then the one after which the fewest ranks can follow
+  /// (Warnsdorff's rule), and prune by reachability at any size. Dense hosts (GPU meshes) keep
+  /// the widest-first order and prune only small ones.
+  bool sparse = false;
 
   std::size_t size() const { return route.size(); }
 };
@@ -46,6 +51,10 @@ struct ChannelEnds {
 /// way round when reversed). Where no order beats the base cycle walked from each start (every
 /// NVSwitch host), that is the answer.
 std::vector<std::vector<int>> spread_channels(const HostLinks& h, const std::vector<ChannelEnds>& ends, bool cycle);
+
+/// The loads below `limit` that a link direction can take, ascending: k crossings of a link of
+/// b GB/s are k/b, for k up to `crossings`.
+std::vector<double> levels_below(const HostLinks& h, std::size_t crossings, double limit);
 
 /// The load of the busiest link direction under the given orders (hops per GB/s).
 double max_load(const HostLinks& h, const std::vector<std::vector<int>>& orders, const std::vector<ChannelEnds>& ends, bool cycle);
