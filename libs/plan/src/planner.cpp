@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collkit/core/error.h"
+#include "simulate_symmetry.h"
 
 namespace collkit::plan {
 
@@ -46,10 +47,19 @@ struct Trial {
     // Too many ops to simulate in seconds: left out with the reason; it can still be generated
     // and simulated by name.
     double ops = static_cast<double>(plan->program(0).size()) * req.nranks;
+    auto millions = [](double x) { return std::to_string(static_cast<long long>(x / 1e6)); };
     if (ops > sim.op_budget) {
       if (!c.plan)
-        c.why_not = "about " + std::to_string(static_cast<long long>(ops / 1e6)) + " M ops, beyond auto's budget of " +
-                    std::to_string(static_cast<long long>(sim.op_budget / 1e6)) + " M (generate it by name to simulate it)";
+        c.why_not = "about " + millions(ops) + " M ops, beyond auto's budget of " + millions(sim.op_budget) +
+                    " M (generate it by name to simulate it)";
+      return false;
+    }
+    // Past a few million ops only a plan that folds (docs/plan.md, Symmetry) simulates in
+    // seconds: a 1152-rank ring whose chunks are too small to fold runs 45 s.
+    if (ops > sim.unfolded_op_budget && sim.fold_symmetry && !sim::fold(*plan, topo)) {
+      if (!c.plan)
+        c.why_not = "about " + millions(ops) + " M ops with no symmetry to fold them by, beyond auto's budget of " +
+                    millions(sim.unfolded_op_budget) + " M for such plans (generate it by name to simulate it)";
       return false;
     }
     SimResult r = simulate(*plan, topo, sim);

@@ -34,6 +34,35 @@ TEST_CASE("evaluate keeps the fastest applicable candidate and leaves out those 
   CHECK(plan_for("ring", req, &t, {}, tight)->info().predicted_us > 0);  // by name: still simulated
 }
 
+TEST_CASE("evaluate leaves out big candidates that do not fold, and keeps those that do") {
+  // 2 x DGX H100, AllReduce 1 MiB: the ring's 8 channels fold (symmetries it states, which the
+  // fat-tree's routes respect); tree states none. Under a budget of 100 ops for unfolded plans,
+  // tree is left out with the reason and ring is still simulated.
+  topo::Topology t = topo::synth({"dgx-h100", 2, "fat-tree"});
+  Request req{Collective::AllReduce, 1 << 20, 16, 0};
+  SimOptions small;
+  small.unfolded_op_budget = 100;
+  Evaluation ev = evaluate(req, t, {}, small);
+  std::size_t checked = 0;
+  for (const Candidate& c : ev.candidates) {
+    CAPTURE(c.algorithm);
+    if (c.algorithm == "ring") {
+      CHECK(c.applicable);
+      CHECK(c.time_us > 0);
+      ++checked;
+    }
+    if (c.algorithm == "tree") {
+      CHECK_FALSE(c.applicable);
+      CHECK(c.why_not.find("with no symmetry to fold them by, beyond auto's budget of 0 M for such plans") != std::string::npos);
+      ++checked;
+    }
+  }
+  CHECK(checked == 2);
+  SimOptions no_fold = small;
+  no_fold.fold_symmetry = false;  // nothing folds, so nothing is left out for it
+  for (const Candidate& c : evaluate(req, t, {}, no_fold).candidates) CHECK(c.why_not.find("no symmetry") == std::string::npos);
+}
+
 TEST_CASE("auto searches each promising algorithm's knobs and says why it chose") {
   // DGX A100, Broadcast of 64 MiB: the default ring chain (1 channel, 8 slices) takes 395.7 us;
   // with 8 channels and 128 slices in flight it takes 227.1, which auto used to miss since it

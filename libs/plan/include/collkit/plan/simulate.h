@@ -32,6 +32,8 @@ struct SimOptions {
   /// planner's evaluate(): a candidate with more ops is not simulated (at a few million simulated
   /// ops per second it would take minutes; a flat ring over 16k ranks has half a billion)
   double op_budget = 64e6;
+  /// The same for a candidate that does not fold (docs/plan.md, "Symmetry"): it runs every op.
+  double unfolded_op_budget = 8e6;
   /// When set, hears (ops simulated, ops in all) now and then: a 1152-rank ring that does not
   /// fold runs for seconds (for progress reports).
   std::function<void(std::size_t done, std::size_t total)> progress;
