@@ -179,6 +179,31 @@ TEST_CASE("verify by channels: mutated ring plans get the whole plan's verdict, 
   }
   CHECK(cases == 120);
   CHECK(wrong > 60);
+
+  // 96 ranks: the comparison runs on several threads, each finding the shifts on its own.
+  auto big = generate("ring", Request{Collective::AllGather, 96 * 8 * 64, 96, 0}, nullptr, [] {
+    AlgoOptions o;
+    o.channels = 8;
+    return o;
+  }());
+  CHECK(verify(*big).congruent_channels == 7);
+  std::vector<std::vector<Op>> base = programs(*big);
+  std::size_t big_cases = 0;
+  for (int m = 0; m < 12; ++m) {
+    std::vector<std::vector<Op>> progs = base;
+    std::size_t r = 1 + static_cast<std::size_t>(m) * 7;
+    Op& o = progs[r][std::uniform_int_distribution<std::size_t>(0, progs[r].size() - 1)(rng)];
+    if (o.type == OpType::Recv || o.type == OpType::Copy) o.dst.chunk = (o.dst.chunk + 1) % big->info().out_chunks;
+    else o.src.chunk = (o.src.chunk + 1) % (o.src.buf == Buf::Input ? big->info().in_chunks : big->info().out_chunks);
+    Claimed mutated(*big, progs);
+    VerifyResult fast = verify(mutated), whole = verify_whole(mutated);
+    CAPTURE(m);
+    CHECK(fast.ok == whole.ok);
+    CHECK(fast.error == whole.error);
+    CHECK(fast.congruent_channels == 0);
+    ++big_cases;
+  }
+  CHECK(big_cases == 12);
 }
 
 TEST_CASE("verify by channels: a ring makes one channel alone exactly as its whole program has it") {

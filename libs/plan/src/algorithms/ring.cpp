@@ -154,12 +154,6 @@ class RingAlgorithm final : public Algorithm {
   }
   static constexpr std::uint64_t kChannelMinBytes = 32 * 1024;
 
-  // A ring's program at a position depends on the position, not on which rank holds it: so
-  // moving every rank m positions along every channel's ring (when one rank map does that for
-  // all channels) is a symmetry, and so is moving each channel's ring onto the next channel's
-  // (when one rank map does that for all). Both need every chunk the same size, so that the
-  // image threads move the same bytes; chains (Broadcast, Reduce) start at the root, so they
-  // state none. A bidirectional ring's odd channels follow their order backwards.
   // The orders (position -> rank) the channels' programs follow: a bidirectional ring runs its
   // odd channels backwards. Empty where positions do not make the program (p < 2, chains) or
   // chunks are too uneven for image threads to stand for each other (symmetric_chunks()).
@@ -189,6 +183,12 @@ class RingAlgorithm final : public Algorithm {
     return maps;
   }
 
+  // A ring's program at a position depends on the position, not on which rank holds it: so
+  // moving every rank m positions along every channel's ring (when one rank map does that for
+  // all channels) is a symmetry, and so is moving each channel's ring onto the next channel's
+  // (when one rank map does that for all). Both need chunks of (nearly) one size, so that the
+  // image threads move the same bytes; chains (Broadcast, Reduce) start at the root, so they
+  // state none.
   std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
     std::vector<std::vector<int>> orders = program_orders(info);
     if (orders.empty()) return {};
