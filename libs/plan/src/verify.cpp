@@ -252,10 +252,6 @@ class Symbolic final : public detail::Machine {
   std::vector<Piece> mine_, theirs_, out_;  // scratch of receive() and local()
 };
 
-}  // namespace
-
-namespace {
-
 VerifyResult execute_symbolic(const Plan& plan, ChunkStore store, const VerifyProgress& progress) {
   VerifyResult result;
   try {
