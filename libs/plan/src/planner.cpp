@@ -56,13 +56,15 @@ struct Trial {
     }
     // Past a few million ops only a plan that folds (docs/plan.md, Symmetry) simulates in
     // seconds: a 1152-rank ring whose chunks are too small to fold runs 45 s.
-    if (ops > sim.unfolded_op_budget && sim.fold_symmetry && !sim::fold(*plan, topo)) {
+    std::optional<sim::Fold> fold;
+    if (sim.fold_symmetry) fold = sim::fold(*plan, topo, *sim.routes);
+    if (ops > sim.unfolded_op_budget && sim.fold_symmetry && !fold) {
       if (!c.plan)
         c.why_not = "about " + millions(ops) + " M ops with no symmetry to fold them by, beyond auto's budget of " +
                     millions(sim.unfolded_op_budget) + " M for such plans (generate it by name to simulate it)";
       return false;
     }
-    SimResult r = simulate(*plan, topo, sim);
+    SimResult r = sim::simulate_folded(*plan, topo, sim, fold);
     ++tried;
     ++c.tried;
     if (search.on_plan) search.on_plan(tried);
@@ -110,9 +112,12 @@ AlgoOptions with_knob(AlgoOptions opt, const std::string& name, const std::strin
   return opt;
 }
 
-Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOptions& opt, const SimOptions& sim,
+Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOptions& opt, const SimOptions& sim_options,
                     const SearchOptions& search) {
   check(req);
+  // The candidates run between the same ranks: their routes are found once, for all.
+  SimOptions sim = sim_options;
+  sim.routes = sim::route_cache(topo, sim_options);
   if (static_cast<std::size_t>(req.nranks) > topo.num_ranks())
     throw InputError(std::to_string(req.nranks) + " ranks asked, the topology " + topo.name + " has " +
                      std::to_string(topo.num_ranks()));
@@ -232,13 +237,15 @@ std::vector<SweepRow> sweep(Collective coll, int nranks, int root, std::uint64_t
   if (max_bytes < min_bytes) throw InputError("sweep: the largest size is below the smallest");
   if (factor < 2) throw InputError("sweep: the step factor must be >= 2");
   std::vector<SweepRow> rows;
+  SimOptions shared = sim;
+  shared.routes = sim::route_cache(topo, sim);
   bool sliced = coll == Collective::AllGather || coll == Collective::ReduceScatter || coll == Collective::AlltoAll;
   for (std::uint64_t b = min_bytes; b <= max_bytes; b *= factor) {
     std::uint64_t bytes = b;
     // Sizes that do not split over the ranks are rounded down to a multiple, as nccl-tests does.
     if (sliced) bytes -= bytes % static_cast<std::uint64_t>(nranks);
     if (bytes == 0) continue;
-    rows.push_back({bytes, evaluate({coll, bytes, nranks, root}, topo, opt, sim, search)});
+    rows.push_back({bytes, evaluate({coll, bytes, nranks, root}, topo, opt, shared, search)});
     if (b > max_bytes / factor) break;
   }
   return rows;

@@ -103,8 +103,8 @@ struct Event {
 
 class Simulator {
  public:
-  Simulator(const Plan& plan, const topo::Topology& topo, const SimOptions& opt, const sim::Fold* fold)
-      : plan_(plan), topo_(topo), opt_(opt), fold_(fold) {}
+  Simulator(const Plan& plan, const topo::Topology& topo, const SimOptions& opt, const sim::Fold* fold, topo::RouteCache& routes)
+      : plan_(plan), topo_(topo), opt_(opt), fold_(fold), routes_(routes) {}
 
   SimResult run() {
     if (fold_) load_folded();
@@ -387,15 +387,14 @@ class Simulator {
     std::vector<std::uint32_t> order(needs_.size());
     for (std::uint32_t k = 0; k < order.size(); ++k) order[k] = k;
     std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return needs_[a].src < needs_[b].src; });
-    topo::Router router(topo_);
     // Per source vertex, the routes to exactly the vertices it talks to (early-stopping searches).
-    std::vector<topo::Path> paths(needs_.size());
+    std::vector<const topo::Path*> paths(needs_.size());
     for (std::size_t i = 0; i < order.size();) {
       std::size_t j = i;
       std::vector<topo::VertexId> dsts;
       while (j < order.size() && needs_[order[j]].src == needs_[order[i]].src) dsts.push_back(needs_[order[j++]].dst);
-      auto found = router.routes_to(needs_[order[i]].src, dsts);
-      for (std::size_t k = i; k < j; ++k) paths[order[k]] = std::move(found[k - i]);
+      auto found = routes_.routes_to(needs_[order[i]].src, dsts);
+      for (std::size_t k = i; k < j; ++k) paths[order[k]] = found[k - i];
       i = j;
     }
     for (std::uint32_t k : order) {
@@ -412,7 +411,7 @@ class Simulator {
         }
         continue;
       }
-      const topo::Path& p = paths[k];
+      const topo::Path& p = *paths[k];
       if (!p.found)
         throw InputError("simulate: no route from rank " + std::to_string(need.rank_a) + " (vertex \"" + topo_.vertex(need.src).id +
                          "\") to rank " + std::to_string(need.rank_b) + " (vertex \"" + topo_.vertex(need.dst).id + "\")");
@@ -725,21 +724,34 @@ class Simulator {
   std::vector<std::uint16_t> in_flight_;                                  // per (rank, channel): sends not arrived
   std::unordered_map<std::uint64_t, std::deque<std::uint32_t>> blocked_;  // sends waiting for room
   std::unique_ptr<sim::MaxMinSharing> maxmin_;
+  topo::RouteCache& routes_;
 };
 
 }  // namespace
 
+namespace sim {
+
+SimResult simulate_folded(const Plan& plan, const topo::Topology& topo, const SimOptions& opt, const std::optional<Fold>& fold) {
+  std::shared_ptr<topo::RouteCache> routes = route_cache(topo, opt);
+  if (fold) {
+    try {
+      return Simulator(plan, topo, opt, &*fold, *routes).run();
+    } catch (const InputError&) {
+      // A plan that is wrong folded is wrong unfolded too: the unfolded run names the op.
+    }
+  }
+  return Simulator(plan, topo, opt, nullptr, *routes).run();
+}
+
+}  // namespace sim
+
 SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOptions& opt) {
   bool fits = plan.nranks() >= 1 && static_cast<std::size_t>(plan.nranks()) <= topo.num_ranks();
-  if (opt.fold_symmetry && fits)
-    if (std::optional<sim::Fold> f = sim::fold(plan, topo)) {
-      try {
-        return Simulator(plan, topo, opt, &*f).run();
-      } catch (const InputError&) {
-        // A plan that is wrong folded is wrong unfolded too: the unfolded run names the op.
-      }
-    }
-  return Simulator(plan, topo, opt, nullptr).run();
+  SimOptions o = opt;
+  o.routes = sim::route_cache(topo, opt);
+  std::optional<sim::Fold> f;
+  if (o.fold_symmetry && fits) f = sim::fold(plan, topo, *o.routes);
+  return sim::simulate_folded(plan, topo, o, f);
 }
 
 }  // namespace collkit::plan

@@ -51,15 +51,53 @@ bool is_permutation(const Map& m) {
   return true;
 }
 
-// Rank pairs (sender, receiver) with their endpoint vertices' routes: the plan's transfers.
-struct Routes {
-  std::vector<std::pair<int, int>> pairs;
-  std::vector<topo::Path> path;                            // per pair
-  std::unordered_map<std::uint64_t, std::uint32_t> index;  // (a << 32 | b) -> pair
-  static std::uint64_t key(int a, int b) { return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b); }
-};
-
 constexpr std::uint32_t kUnset = 0xffffffffu;
+
+// Rank pair (a << 32 | b) -> index, by open addressing: the closure and the checks below look
+// pairs up millions of times at 16k ranks, where std::unordered_map pays a cache miss per node.
+class PairIndex {
+ public:
+  static std::uint64_t key(int a, int b) { return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b); }
+
+  // Adds key -> value unless key is there; true when it was added.
+  bool emplace(std::uint64_t key, std::uint32_t value) {
+    if (2 * (used_ + 1) > keys_.size()) grow();
+    std::size_t i = slot(key);
+    if (keys_[i] == key) return false;
+    keys_[i] = key;
+    values_[i] = value;
+    ++used_;
+    return true;
+  }
+  std::uint32_t find(std::uint64_t key) const {
+    if (keys_.empty()) return kUnset;
+    std::size_t i = slot(key);
+    return keys_[i] == key ? values_[i] : kUnset;
+  }
+
+ private:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // no rank is 2^32 - 1
+  std::size_t slot(std::uint64_t key) const {
+    std::size_t mask = keys_.size() - 1, i = static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ull) >> 20) & mask;
+    while (keys_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<std::uint64_t> keys = std::move(keys_);
+    std::vector<std::uint32_t> values = std::move(values_);
+    keys_.assign(std::max<std::size_t>(64, 2 * keys.size()), kEmpty);
+    values_.assign(keys_.size(), 0);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] != kEmpty) {
+        std::size_t j = slot(keys[i]);
+        keys_[j] = keys[i];
+        values_[j] = values[i];
+      }
+  }
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::uint32_t> values_;
+  std::size_t used_ = 0;
+};
 
 // The resources of a transfer, as the simulator names them (simulate.cpp): the link directions of
 // its route, or a vertex's local copies (2 * links + vertex) between ranks on one vertex.
@@ -76,31 +114,55 @@ double resource_bw(const topo::Topology& t, std::uint32_t res) {
 
 double resource_latency(const topo::Topology& t, std::uint32_t res) { return res >= 2 * t.num_links() ? 0.0 : t.link(res / 2).latency_us; }
 
+// Rank pairs (sender, receiver) with the resources of their routes, flat (pair i's are
+// res[first[i] .. first[i + 1])): the plan's transfers, scanned once per generator checked.
+struct Routes {
+  std::vector<std::pair<int, int>> pairs;
+  std::vector<std::uint32_t> first, res;
+  PairIndex index;
+  bool all_found = true;
+
+  Routes(const topo::Topology& t, topo::RouteCache& cache, std::vector<std::pair<int, int>> sorted_pairs) : pairs(std::move(sorted_pairs)) {
+    first.reserve(pairs.size() + 1);
+    for (std::size_t i = 0; i < pairs.size();) {
+      std::size_t j = i;
+      std::vector<topo::VertexId> dsts;
+      for (; j < pairs.size() && pairs[j].first == pairs[i].first; ++j)
+        dsts.push_back(t.rank_vertex(static_cast<topo::Rank>(pairs[j].second)));
+      auto found = cache.routes_to(t.rank_vertex(static_cast<topo::Rank>(pairs[i].first)), dsts);
+      for (std::size_t k = i; k < j; ++k) {
+        first.push_back(static_cast<std::uint32_t>(res.size()));
+        all_found = all_found && found[k - i]->found;
+        for_resources(t, *found[k - i], [&](std::uint32_t r) { res.push_back(r); });
+        index.emplace(PairIndex::key(pairs[k].first, pairs[k].second), static_cast<std::uint32_t>(k));
+      }
+      i = j;
+    }
+    first.push_back(static_cast<std::uint32_t>(res.size()));
+  }
+};
+
 // Does g map every route onto the route of the image pair, resource for resource? Fills `map`
 // (resource -> image; kUnset elsewhere, sized to all resources) when it does.
 bool equivariant(const topo::Topology& t, const Gen& g, const Routes& routes, std::vector<std::uint32_t>& map) {
+  if (!routes.all_found) return false;
   std::size_t n = 2 * t.num_links() + t.num_vertices();
   map.assign(n, kUnset);
   std::vector<std::uint32_t> back(n, kUnset);
-  std::vector<std::uint32_t> x, y;
   for (std::size_t i = 0; i < routes.pairs.size(); ++i) {
     auto [a, b] = routes.pairs[i];
-    auto it = routes.index.find(Routes::key(g.rank[static_cast<std::size_t>(a)], g.rank[static_cast<std::size_t>(b)]));
-    if (it == routes.index.end()) return false;
-    const topo::Path &from = routes.path[i], &to = routes.path[it->second];
-    if (!from.found || !to.found) return false;
-    x.clear();
-    y.clear();
-    for_resources(t, from, [&](std::uint32_t r) { x.push_back(r); });
-    for_resources(t, to, [&](std::uint32_t r) { y.push_back(r); });
-    if (x.size() != y.size()) return false;
-    for (std::size_t k = 0; k < x.size(); ++k) {
-      if (map[x[k]] == kUnset) {
-        if (back[y[k]] != kUnset || resource_bw(t, x[k]) != resource_bw(t, y[k]) || resource_latency(t, x[k]) != resource_latency(t, y[k]))
+    std::uint32_t j = routes.index.find(PairIndex::key(g.rank[static_cast<std::size_t>(a)], g.rank[static_cast<std::size_t>(b)]));
+    if (j == kUnset) return false;
+    std::uint32_t x = routes.first[i], xe = routes.first[i + 1], y = routes.first[j];
+    if (xe - x != routes.first[j + 1] - y) return false;
+    for (; x < xe; ++x, ++y) {
+      std::uint32_t rx = routes.res[x], ry = routes.res[y];
+      if (map[rx] == kUnset) {
+        if (back[ry] != kUnset || resource_bw(t, rx) != resource_bw(t, ry) || resource_latency(t, rx) != resource_latency(t, ry))
           return false;
-        map[x[k]] = y[k];
-        back[y[k]] = x[k];
-      } else if (map[x[k]] != y[k]) {
+        map[rx] = ry;
+        back[ry] = rx;
+      } else if (map[rx] != ry) {
         return false;
       }
     }
@@ -110,7 +172,12 @@ bool equivariant(const topo::Topology& t, const Gen& g, const Routes& routes, st
 
 }  // namespace
 
-std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
+std::shared_ptr<topo::RouteCache> route_cache(const topo::Topology& topo, const SimOptions& opt) {
+  if (opt.routes && &opt.routes->topology() == &topo) return opt.routes;
+  return std::make_shared<topo::RouteCache>(topo);
+}
+
+std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::RouteCache& cache) {
   std::vector<SymmetryAxis> axes = plan.symmetries();
   int p = plan.nranks(), nch = std::max<int>(1, plan.info().channels);
   if (axes.empty() || p < 2) return std::nullopt;
@@ -153,7 +220,7 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
     if (find(t) == t) rep_rank[t / static_cast<std::uint32_t>(nch)] = 1;
   std::vector<std::pair<int, int>> pairs;
   {
-    std::unordered_map<std::uint64_t, char> seen;
+    PairIndex seen;
     std::vector<std::pair<int, int>> frontier;
     for (int r = 0; r < p; ++r) {
       if (!rep_rank[up(r)]) continue;
@@ -163,7 +230,7 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
             find(static_cast<std::uint32_t>(r * nch + op.channel)) != static_cast<std::uint32_t>(r * nch + op.channel))
           continue;
         if (op.peer < 0 || op.peer >= p) return std::nullopt;
-        if (seen.emplace(Routes::key(r, op.peer), 1).second) frontier.emplace_back(r, op.peer);
+        if (seen.emplace(PairIndex::key(r, op.peer), 0)) frontier.emplace_back(r, op.peer);
       }
     }
     while (!frontier.empty()) {
@@ -172,30 +239,12 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
       pairs.emplace_back(a, b);
       for (const Gen& g : gens) {
         int ga = g.rank[up(a)], gb = g.rank[up(b)];
-        if (seen.emplace(Routes::key(ga, gb), 1).second) frontier.emplace_back(ga, gb);
+        if (seen.emplace(PairIndex::key(ga, gb), 0)) frontier.emplace_back(ga, gb);
       }
     }
   }
-  Routes routes;
-  {
-    topo::Router router(topo);
-    std::sort(pairs.begin(), pairs.end());
-    routes.pairs = pairs;
-    routes.path.resize(pairs.size());
-    routes.index.reserve(pairs.size());
-    for (std::size_t i = 0; i < pairs.size();) {
-      std::size_t j = i;
-      std::vector<topo::VertexId> dsts;
-      for (; j < pairs.size() && pairs[j].first == pairs[i].first; ++j)
-        dsts.push_back(topo.rank_vertex(static_cast<topo::Rank>(pairs[j].second)));
-      auto found = router.routes_to(topo.rank_vertex(static_cast<topo::Rank>(pairs[i].first)), dsts);
-      for (std::size_t k = i; k < j; ++k) {
-        routes.path[k] = std::move(found[k - i]);
-        routes.index.emplace(Routes::key(pairs[k].first, pairs[k].second), static_cast<std::uint32_t>(k));
-      }
-      i = j;
-    }
-  }
+  std::sort(pairs.begin(), pairs.end());
+  Routes routes(topo, cache, std::move(pairs));
   // Per axis, the smallest power of its generator that maps routes onto routes. Rank maps of
   // every element are kept, so the group stops growing at kMaxEntries of them: 16k ranks do not
   // take gigabytes (and axes past the bound are not checked).
@@ -239,8 +288,7 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo) {
     elems = std::move(next);
   }
   // Every used resource's orbit must have |G| members (no element but the identity fixes it).
-  std::vector<std::uint32_t> used;
-  for (const topo::Path& path : routes.path) for_resources(topo, path, [&](std::uint32_t r) { used.push_back(r); });
+  std::vector<std::uint32_t> used = routes.res;
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());
   std::vector<std::uint32_t> orbit;

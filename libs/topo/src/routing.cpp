@@ -460,4 +460,20 @@ std::vector<Path> Router::equal_cost_paths(VertexId src, VertexId dst, std::size
   return out;
 }
 
+std::vector<const Path*> RouteCache::routes_to(VertexId src, const std::vector<VertexId>& dsts) {
+  std::vector<VertexId> missing;
+  for (VertexId d : dsts)
+    if (!paths_.count(key(src, d))) missing.push_back(d);
+  if (!missing.empty()) {
+    std::sort(missing.begin(), missing.end());
+    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    std::vector<Path> found = router_.routes_to(src, missing);
+    for (std::size_t i = 0; i < missing.size(); ++i) paths_.emplace(key(src, missing[i]), std::move(found[i]));
+  }
+  std::vector<const Path*> out;
+  out.reserve(dsts.size());
+  for (VertexId d : dsts) out.push_back(&paths_.at(key(src, d)));
+  return out;
+}
+
 }  // namespace collkit::topo

@@ -181,3 +181,29 @@ TEST_CASE("symmetry: a ring laid over leaves folds by whole leaves, not by the h
   off.fold_symmetry = false;
   CHECK(r.time_us == doctest::Approx(simulate(*plan, t, off).time_us).epsilon(1e-12));
 }
+
+TEST_CASE("symmetry: simulations sharing one route cache give what each gives alone") {
+  // The planner simulates every candidate with one cache: a route kept from one plan must be
+  // the route the next plan would have found, and a cache made for another topology is ignored.
+  topo::Topology t = topo::synth({"dgx-a100", 4, "fat-tree:rails=8,leaf_radix=4"});
+  topo::Topology other = topo::synth({"dgx-h100", 4, "fat-tree"});
+  SimOptions shared, foreign;
+  shared.routes = std::make_shared<topo::RouteCache>(t);
+  foreign.routes = std::make_shared<topo::RouteCache>(other);
+  std::size_t checked = 0;
+  for (const Algorithm* a : algorithms())
+    for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::AlltoAll}) {
+      Request req{c, std::uint64_t{1} << 24, static_cast<int>(t.num_ranks()), 0};
+      if (!a->supports(req, &t, nullptr)) continue;
+      auto plan = generate(a->name(), req, &t);
+      SimResult alone = simulate(*plan, t), with = simulate(*plan, t, shared), ignored = simulate(*plan, t, foreign);
+      CAPTURE(std::string(a->name()) + " " + std::string(to_string(c)));
+      CHECK(with.time_us == alone.time_us);
+      CHECK(with.folded == alone.folded);
+      CHECK(ignored.time_us == alone.time_us);
+      ++checked;
+    }
+  CHECK(checked >= 12);
+  CHECK(shared.routes->size() > 0);
+  CHECK(foreign.routes->size() == 0);
+}

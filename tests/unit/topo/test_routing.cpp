@@ -88,6 +88,32 @@ TEST_CASE("routes_from agrees with route for every destination") {
   }
 }
 
+TEST_CASE("a route cache returns the router's routes and searches each pair once") {
+  Topology t = mini_cluster(4, "fat-tree:rails=2,leaf_radix=4");
+  Router r(t);
+  RouteCache cache(t);
+  std::vector<VertexId> dsts;
+  for (VertexId v = 0; v < t.num_vertices(); v += 3) dsts.push_back(v);
+  std::size_t checked = 0;
+  for (VertexId src : {t.at("n0/gpu1"), t.at("n2/nic0"), t.at("fabric/spine0")}) {
+    auto kept = cache.routes_to(src, dsts);
+    std::size_t size = cache.size();
+    auto again = cache.routes_to(src, dsts);
+    CHECK(cache.size() == size);  // nothing searched twice
+    REQUIRE(kept.size() == dsts.size());
+    for (std::size_t i = 0; i < dsts.size(); ++i) {
+      Path one = r.route(src, dsts[i]);
+      CAPTURE(t.vertex(dsts[i]).id);
+      CHECK(kept[i] == again[i]);
+      CHECK(kept[i]->found == one.found);
+      CHECK(kept[i]->vertices(t) == one.vertices(t));
+      CHECK(kept[i]->latency_us == one.latency_us);
+      ++checked;
+    }
+  }
+  CHECK(checked == 3 * dsts.size());
+}
+
 TEST_CASE("equal-cost paths enumerate the spines of a fat-tree") {
   // 4 hosts x 2 NICs, leaves of radix 4 (2 down, 2 up): rail 0 has 2 leaves, so n0 -> n3 on
   // rail 0 climbs to one of the 2 spines.

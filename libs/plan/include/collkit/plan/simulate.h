@@ -3,10 +3,12 @@
 // hop latency plus size over bandwidth, with links shared between concurrent transfers.
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "collkit/plan/plan.h"
+#include "collkit/topo/routing.h"
 #include "collkit/topo/topology.h"
 
 namespace collkit::plan {
@@ -37,6 +39,10 @@ struct SimOptions {
   /// When set, hears (ops simulated, ops in all) now and then: a 1152-rank ring that does not
   /// fold runs for seconds (for progress reports).
   std::function<void(std::size_t done, std::size_t total)> progress;
+  /// Routes found by earlier simulations on the same topology, kept for later ones (the planner's
+  /// candidates share one: at 16k ranks, finding routes was most of a simulation). Null: each
+  /// simulation finds its own. One made for another topology is not used.
+  std::shared_ptr<topo::RouteCache> routes;
 };
 
 struct LinkLoad {

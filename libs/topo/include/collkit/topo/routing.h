@@ -20,7 +20,9 @@
 // flows to one leaf spread over the spines (routing_internal.h, AcrossHosts).
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "collkit/topo/affinity.h"
@@ -94,6 +96,28 @@ class Router {
   mutable std::shared_ptr<routing::FabricTables> fabric_;  // made on first use
   mutable std::shared_ptr<NicAffinity> aff_, none_;        // made on first use
   bool fabric_tables_ = true;
+};
+
+/// Routes kept once found: for callers that ask for the same pairs again and again (the planner
+/// simulates a dozen candidates between the same ranks; each simulation checks its symmetry on the
+/// routes, then runs on them). One Router's tables serve every query. Not for concurrent use.
+class RouteCache {
+ public:
+  explicit RouteCache(const Topology& t) : router_(t), t_(&t) {}
+
+  const Topology& topology() const { return *t_; }
+
+  /// The routes from src to dsts (as Router::routes_to), searching only for those not yet kept.
+  /// The pointers stay valid for the cache's lifetime.
+  std::vector<const Path*> routes_to(VertexId src, const std::vector<VertexId>& dsts);
+
+  std::size_t size() const { return paths_.size(); }
+
+ private:
+  static std::uint64_t key(VertexId a, VertexId b) { return (std::uint64_t{a} << 32) | b; }
+  Router router_;
+  const Topology* t_;
+  std::unordered_map<std::uint64_t, Path> paths_;  // node-based: pointers to values are stable
 };
 
 /// True for kinds that forward traffic (everything but Gpu).
