@@ -51,6 +51,7 @@ struct Options {
   std::string proto = "Simple";
   int first_rank = 0;
   int rank_count = 1;
+  std::string max_memory;  // verify: "" = what the host has available
 };
 
 plan::Collective collective(const std::string& s) {
@@ -172,7 +173,9 @@ int run_verify(const Options& o) {
   plan::VerifyResult r;
   {
     Progress progress("verify");  // its line is cleared when it goes, before the result
-    r = plan::verify(*p, plan::ChunkStore::Auto, progress.ops());
+    std::uint64_t limit = o.max_memory.empty() ? 0 : collkit::parse_size_bytes(o.max_memory);
+    if (!o.max_memory.empty() && limit == 0) throw collkit::InputError("--max-memory must be more than 0 bytes");
+    r = plan::verify(*p, plan::ChunkStore::Auto, progress.ops(), limit);
   }
   if (!r.ok) throw collkit::InputError(o.plan_file + ": plan is wrong: " + r.error);
   std::string how = r.congruent_channels == 0
@@ -311,6 +314,8 @@ int main(int argc, char** argv) {
 
   auto* ver = app.add_subcommand("verify", "prove a plan computes its collective for any input; non-zero exit with the reason");
   ver->add_option("plan", o.plan_file, "plan file")->required();
+  ver->add_option("--max-memory", o.max_memory,
+                  "refuse a plan whose execution would take more memory than this (K/M/G; default: what the host has available)");
 
   auto* sim =
       app.add_subcommand("simulate", "predict a plan's time on a topology: time, algbw, busbw, bound, busiest links, critical path");

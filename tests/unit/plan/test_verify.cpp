@@ -314,3 +314,30 @@ TEST_CASE("verify reports its progress to whoever asks") {
     CHECK(heard[0].second == r.ops);
   }
 }
+
+TEST_CASE("verify refuses, up front, a plan whose execution would not fit in memory") {
+  // 160 ranks on one ring run 101760 ops (about 4 MB); on 8 rings channel 0 alone runs that many.
+  auto ring = [](int channels) {
+    collkit::plan::AlgoOptions o;
+    o.channels = channels;
+    return collkit::plan::generate("ring", {collkit::plan::Collective::AllReduce, 160 * 8 * 1024, 160, 0}, nullptr, o);
+  };
+  auto refusal = [](const Plan& plan, std::uint64_t limit) {
+    try {
+      (void)verify(plan, ChunkStore::Auto, {}, limit);
+    } catch (const collkit::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(verified)");
+  };
+  auto one = ring(1), eight = ring(8);
+  CHECK(refusal(*one, 2'000'000) ==
+        "verify: this plan runs about 101760 ops, which would take about 4 MB, more than the limit of 2 MB; verify the same "
+        "algorithm on fewer ranks");
+  CHECK(refusal(*eight, 2'000'000) ==
+        "verify: channel 0 of this plan runs about 101760 ops, which would take about 4 MB, more than the limit of 2 MB; verify "
+        "the same algorithm on fewer ranks");
+  // Channel 0 is all that runs: 8 rings fit where channel 0 does, though all of them would not.
+  CHECK(refusal(*eight, 8'000'000) == "(verified)");
+  CHECK(refusal(*one, 8'000'000) == "(verified)");
+}

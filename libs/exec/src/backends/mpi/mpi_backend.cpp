@@ -6,11 +6,11 @@
 #include <climits>
 #include <cstring>
 
-#include "../../host_memory.h"
-#include "../../mpi_check.h"
 #include "../../host_rank.h"
+#include "../../mpi_check.h"
 #include "../registry.h"
 #include "collkit/core/error.h"
+#include "collkit/core/memory.h"
 
 namespace collkit::exec {
 
@@ -139,7 +139,7 @@ class MpiBackend final : public Backend {
   std::string library_version() const override { return world_.mpi_version(); }
   std::vector<int> local_ranks() const override { return {world_.rank()}; }
   int nranks() const override { return world_.size(); }
-  std::uint64_t memory_available() const override { return detail::host_memory_available(); }
+  std::uint64_t memory_available() const override { return collkit::host_memory_available(); }
   std::string cannot_run(const Job&) const override { return {}; }
   std::string native_cannot_run(const Job& job) const override {
     // The plan splits large messages; MPI's collectives take int counts.

@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../../host_memory.h"
 #include "../../host_rank.h"
 #include "../registry.h"
 #include "collkit/core/error.h"
+#include "collkit/core/memory.h"
 #include "rdma_transport.h"
 #include "verbs_wire.h"
 
@@ -42,7 +42,7 @@ class RdmaBackend final : public Backend {
   std::string library_version() const override { return "ibverbs on " + device_->name(); }
   std::vector<int> local_ranks() const override { return {world_.rank()}; }
   int nranks() const override { return world_.size(); }
-  std::uint64_t memory_available() const override { return detail::host_memory_available(); }
+  std::uint64_t memory_available() const override { return collkit::host_memory_available(); }
   std::string cannot_run(const Job&) const override { return {}; }
   std::string native_name(Collective) const override { return "none"; }
   std::string native_cannot_run(const Job&) const override {

@@ -36,7 +36,10 @@ using VerifyProgress = std::function<void(std::size_t done, std::size_t total)>;
 
 /// Verifies the plan. Never throws for a wrong plan: the result says what is wrong. A plan whose
 /// channels are congruent images of channel 0 is decided by channel 0 alone; the verdict and the
-/// first error are the same as executing everything.
-VerifyResult verify(const Plan& plan, ChunkStore store = ChunkStore::Auto, const VerifyProgress& progress = {});
+/// first error are the same as executing everything. A plan whose execution would hold more than
+/// `memory_limit` bytes (0: what the host has available) is refused up front with an InputError
+/// saying what it would take: a flat ring over 16k ranks runs a billion ops.
+VerifyResult verify(const Plan& plan, ChunkStore store = ChunkStore::Auto, const VerifyProgress& progress = {},
+                    std::uint64_t memory_limit = 0);
 
 }  // namespace collkit::plan
