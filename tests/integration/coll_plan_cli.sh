@@ -82,6 +82,9 @@ rc=0; "$plan" verify "$TMP/tampered.json" >/dev/null 2>"$TMP/err" || rc=$?
 grep -q "gap%" "$TMP/sweep.txt" && ok "sweep table" || bad "sweep table"
 expect_eq "$(json_get "$TMP/tuning.json" 'j["schema"]')" collkit.tuning/1 "tuning table schema"
 expect_eq "$(json_get "$TMP/tuning.json" 'j["ranges"][0]["min_bytes"]')" 0 "tuning table starts at 0"
+expect_eq "$(json_get "$TMP/tuning.json" '"max_bytes" in j["ranges"][-1]')" False "tuning table's last range is open, not 2^64-1"
+expect_eq "$(json_get "$TMP/tuning.json" 'all(r["nccl"]["algorithm"] in ("ring", "tree") for r in j["ranges"])')" True \
+  "tuning table ranges carry NCCL's choice"
 
 # MSCCL XML export of a small ring parses as XML with one <gpu> per rank.
 "$plan" generate --nranks 4 --coll allreduce --size 1M --algo ring -o "$TMP/r4.json"

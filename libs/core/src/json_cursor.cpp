@@ -1,6 +1,7 @@
 #include "collkit/core/json_cursor.h"
 
 #include <cmath>
+#include <cstdint>
 
 #include "collkit/core/error.h"
 
@@ -122,6 +123,9 @@ double Cursor::non_negative_number() const {
 
 std::int64_t Cursor::integer() const {
   if (!value_->is_number_integer()) fail("expected integer, got " + describe(*value_));
+  // An unsigned value above INT64_MAX would wrap to a negative one.
+  if (value_->is_number_unsigned() && value_->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    fail("integer " + std::to_string(value_->get<std::uint64_t>()) + " is out of range (at most " + std::to_string(INT64_MAX) + ")");
   return value_->get<std::int64_t>();
 }
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "collkit/core/error.h"
+#include "collkit/plan/tuning.h"
 #include "simulate_symmetry.h"
 
 namespace collkit::plan {
@@ -252,28 +252,40 @@ std::vector<SweepRow> sweep(Collective coll, int nranks, int root, std::uint64_t
 }
 
 std::string tuning_table_json(const std::vector<SweepRow>& rows, Collective coll, int nranks, const topo::Topology& topo) {
-  nlohmann::json ranges = nlohmann::json::array();
+  TuningTable table;
+  table.collective = coll;
+  table.nranks = nranks;
+  table.topology_name = topo.name;
+  table.topology_fingerprint = topo.fingerprint_hex();
+  auto channels_of = [](const Candidate& c) { return c.plan ? static_cast<int>(c.plan->info().channels) : 1; };
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Evaluation& ev = rows[i].eval;
     if (ev.best < 0) continue;
     const Candidate& c = ev.candidates[static_cast<std::size_t>(ev.best)];
+    // NCCL's choice: the fastest candidate NCCL has a counterpart of, whoever won overall.
+    std::optional<NcclChoice> nccl;
+    for (const Candidate& k : ev.candidates) {
+      auto algo = nccl_counterpart(k.algorithm);
+      if (!k.applicable || !algo || (nccl && nccl->predicted_us_at_min <= k.time_us)) continue;
+      nccl = NcclChoice{*algo, std::nullopt, channels_of(k), k.time_us};
+    }
     // A range covers sizes from this row up to just below the next row's size.
     std::uint64_t lo = i == 0 ? 0 : rows[i].bytes;
-    std::uint64_t hi = i + 1 < rows.size() ? rows[i + 1].bytes - 1 : UINT64_MAX;
-    int channels = c.plan ? c.plan->info().channels : 1;
-    if (!ranges.empty() && ranges.back()["algorithm"] == c.algorithm && ranges.back()["channels"] == channels) {
-      ranges.back()["max_bytes"] = hi;
-      continue;
+    std::optional<std::uint64_t> hi;
+    if (i + 1 < rows.size()) hi = rows[i + 1].bytes - 1;
+    int channels = channels_of(c);
+    if (!table.ranges.empty()) {
+      TuningRange& last = table.ranges.back();
+      bool same_nccl = last.nccl.has_value() == nccl.has_value() &&
+                       (!nccl || (last.nccl->algorithm == nccl->algorithm && last.nccl->channels == nccl->channels));
+      if (last.algorithm == c.algorithm && last.channels == channels && same_nccl) {
+        last.max_bytes = hi;
+        continue;
+      }
     }
-    ranges.push_back({{"min_bytes", lo}, {"max_bytes", hi}, {"algorithm", c.algorithm}, {"channels", channels},
-                      {"predicted_us_at_min", c.time_us}});
+    table.ranges.push_back({lo, hi, c.algorithm, channels, c.time_us, nccl});
   }
-  nlohmann::json j{{"schema", "collkit.tuning/1"},
-                   {"collective", to_string(coll)},
-                   {"nranks", nranks},
-                   {"topology", {{"name", topo.name}, {"fingerprint", topo.fingerprint_hex()}}},
-                   {"ranges", ranges}};
-  return j.dump(2) + "\n";
+  return write_tuning_table(table);
 }
 
 }  // namespace collkit::plan

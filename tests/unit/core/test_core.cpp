@@ -33,6 +33,11 @@ TEST_CASE("the JSON cursor names file and pointer in every error") {
   CHECK_THROWS_WITH_AS(root.at("a").at("b")[2].positive_number(), "x.json: /a/b/2: must be > 0, got -3", InputError);
   CHECK_THROWS_WITH_AS(root.at("a").at("c"), "x.json: /a: missing field \"c\"", InputError);
   CHECK_THROWS_WITH_AS(root.at("a").at("b")[7], "x.json: /a/b: index 7 out of range", InputError);
+  // Unsigned values past INT64_MAX are refused, not wrapped to negative ones.
+  auto big = json::parse(file, R"({"n": 18446744073709551615, "m": 9223372036854775807})");
+  CHECK(json::Cursor(file, big).at("m").integer() == INT64_MAX);
+  CHECK_THROWS_WITH_AS(json::Cursor(file, big).at("n").integer(),
+                       "x.json: /n: integer 18446744073709551615 is out of range (at most 9223372036854775807)", InputError);
   CHECK_THROWS_WITH_AS(json::parse(file, "{\n  \"a\": 1,\n  oops\n}"),
                        "x.json:3:3: invalid JSON: syntax error while parsing object key - invalid literal; expected string literal",
                        InputError);

@@ -66,8 +66,9 @@ std::vector<SweepRow> sweep(Collective coll, int nranks, int root, std::uint64_t
                             const topo::Topology& topo, const AlgoOptions& opt = {}, const SimOptions& sim = {},
                             const SearchOptions& search = {});
 
-/// The tuning table (JSON text, schema collkit.tuning/1): size ranges mapped to the winning
-/// algorithm and its channels, adjacent sizes with the same winner merged.
+/// The tuning table (JSON text, schema collkit.tuning/1, collkit/plan/tuning.h): size ranges mapped
+/// to the winning algorithm and its channels, and to the fastest of the algorithms NCCL has (its
+/// tuner plugin's choice), adjacent sizes with the same choices merged.
 std::string tuning_table_json(const std::vector<SweepRow>& rows, Collective coll, int nranks, const topo::Topology& topo);
 
 }  // namespace collkit::plan
