@@ -22,6 +22,7 @@ struct Options {
   // discover
   int ranks_per_host = 0;
   std::string fabric;
+  bool no_measure = false;
   // synth
   std::string node = "dgx-h100";
   int nodes = 1;
@@ -47,7 +48,7 @@ void emit(const topo::Topology& t, const std::string& output) {
 }
 
 int run_discover(const Options& o) {
-  topo::DiscoverOptions opt{o.ranks_per_host, o.fabric};
+  topo::DiscoverOptions opt{o.ranks_per_host, o.fabric, !o.no_measure};
   if (topo::under_launcher()) {
     bool root = false;
     topo::Topology t = topo::discover_cluster(opt, &root);
@@ -106,6 +107,8 @@ int main(int argc, char** argv) {
   discover->add_option("-o,--output", o.output, "topology file to write (default: stdout)");
   discover->add_option("--ranks-per-host", o.ranks_per_host, "ranks on a host without GPUs (default: one per core)")->check(CLI::NonNegativeNumber);
   discover->add_option("--fabric", o.fabric, "fabric joining several hosts, e.g. fat-tree:rails=8,oversub=1");
+  discover->add_flag("--no-measure", o.no_measure,
+                     "do not measure what hwloc does not state (a CPU's copy bandwidth without ACPI HMAT; 0.1-0.5 s)");
 
   auto* synth = app.add_subcommand("synth", "a synthetic cluster: a node preset times N joined by a fabric");
   synth->add_option("--node", o.node, "node preset, optionally with parameters: dgx-h100, pcie-8gpu:gpus=4 (see `coll-topo presets`)");

@@ -42,6 +42,9 @@ check(any(v["kind"] == "cpu" for v in t["vertices"]), "no cpu vertex")
 for r in t["ranks"]:
     check(r in ids, f"rank endpoint {r!r} is not a vertex")
     check(ids[r]["kind"] in ("gpu", "cpu"), f"rank endpoint {r!r} is a {ids[r]['kind']}")
+for r in t["ranks"]:
+    if ids[r]["kind"] == "cpu":
+        check(ids[r].get("local_bw_gbps", 0) > 0, f"rank endpoint {r!r} has no copy bandwidth (measured when hwloc lacks it)")
 host = hosts.pop()
 check(t.get("name") == host, f"name {t.get('name')!r} is not the host {host!r}")
 print(f"ok: {len(t['ranks'])} ranks on {host}, {len(t['vertices'])} vertices, {len(t['links'])} links")
@@ -49,3 +52,9 @@ EOF
 
 # And coll-topo's own loader accepts it.
 "$tool" validate "$tmp/cluster.json"
+
+# A plan between its two ranks is never predicted free.
+plan="$(dirname "$tool")/coll-plan"
+"$plan" generate --topo "$tmp/cluster.json" --coll allreduce --size 1M --algo ring -o "$tmp/p.json" >/dev/null
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); t=p.get("predicted_us", 0); sys.exit(0 if t > 0 else f"predicted {t} us")' "$tmp/p.json"
+echo "ok: ring AllReduce 1 MiB between the discovered ranks predicted > 0 us"

@@ -1,13 +1,16 @@
 // discover_local(): the three scans of this host joined into one topology with ranks.
 
-#include <algorithm>
-#include <map>
-#include <set>
+#include "collkit/topo/discover.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <map>
+#include <set>
+
 #include "collkit/core/error.h"
-#include "collkit/topo/discover.h"
 #include "discover_internal.h"
 #include "hw_rates.h"
 
@@ -252,10 +255,31 @@ Topology assemble_host(HostScan host, const GpuScan& gpus, const NicScan& nics, 
 
 }  // namespace detail
 
+namespace {
+
+// This process's index among its host's ranks as the launcher states it (Open MPI, MPICH's hydra,
+// srun); 0 when started alone or when no launcher says.
+int launcher_local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (*end == '\0' && n >= 0 && n <= INT_MAX) return static_cast<int>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
 Topology discover_local(const DiscoverOptions& opt) {
   if (opt.ranks_per_host < 0)
     throw InputError("ranks per host must be >= 0, got " + std::to_string(opt.ranks_per_host));
-  return detail::assemble_host(detail::scan_hwloc(), detail::scan_gpus(), detail::scan_rdma(), opt);
+  Topology t = detail::assemble_host(detail::scan_hwloc(), detail::scan_gpus(), detail::scan_rdma(), opt);
+  // Under a launcher the host's first rank supplies its vertices (merge_hosts): it alone measures,
+  // so that the host's other ranks do not share its memory bandwidth while it does.
+  if (opt.measure && launcher_local_rank() == 0) detail::fill_copy_bandwidth(t);
+  return t;
 }
 
 }  // namespace collkit::topo

@@ -5,6 +5,7 @@
 //   scan_gpus()   discover_gpu.cpp      CUDA devices (order, compute capability) and NVLinks (NVML)
 //   scan_rdma()   discover_ibverbs.cpp  RDMA ports: rate, link layer, state
 //   assemble_host()  discover.cpp       the host topology with its ranks, from the three
+//   measure_copy_gbps()  discover_measure.cpp  what no source gives: a CPU's copy bandwidth
 //
 // The scans only report what they saw; every decision (which vertex a CUDA device is, where a NIC
 // hangs, what the ranks are) is taken in assemble_host(), which tests drive with made-up scans.
@@ -121,5 +122,17 @@ NicScan scan_rdma();
 /// CUDA order (or opt.ranks_per_host spread over them), else one per core (or opt.ranks_per_host)
 /// on the core's CPU vertex. Pure: reads nothing from the machine.
 Topology assemble_host(HostScan host, const GpuScan& gpus, const NicScan& nics, const DiscoverOptions& opt);
+
+// ---- measuring ---------------------------------------------------------------------------------
+
+/// Copy bandwidth of this thread in GB/s: memcpy of `bytes` between two buffers (pages touched
+/// first), the best of `reps` timed copies. What ranks sharing a CPU vertex copy at, when hwloc
+/// gives no memory bandwidth (no ACPI HMAT, as in most VMs and containers).
+double measure_copy_gbps(std::size_t bytes, int reps);
+
+/// Sets local_bw_gbps of every CPU vertex that has none from `copy_gbps` (0: measured here with
+/// measure_copy_gbps) and says so in the notes, replacing hwloc's "unknown" note. Does nothing
+/// when every CPU vertex has a figure.
+void fill_copy_bandwidth(Topology& t, double copy_gbps = 0);
 
 }  // namespace collkit::topo::detail

@@ -191,6 +191,31 @@ TEST_CASE("discover: hwloc walk of a two-socket GPU host") {
   // Without a GPU driver the host gets one rank per core, and is connected.
   Topology cpu = detail::assemble_host(s, no_gpus(), {}, {});
   CHECK(cpu.num_ranks() == 4);
+
+  // What hwloc did not give is filled in for both CPU vertices, and the note says so instead.
+  detail::fill_copy_bandwidth(cpu, 12.5);
+  CHECK(cpu.vertex(cpu.at(h + "cpu0")).local_bw_gbps == 12.5);
+  CHECK(cpu.vertex(cpu.at(h + "cpu1")).local_bw_gbps == 12.5);
+  CHECK_FALSE(any_note(cpu, {"copy bandwidth within a CPU vertex unknown"}));
+  CHECK(any_note(cpu, {"copy bandwidth within 2 CPU vertices set to 12.5 GB/s"}));
+  // A vertex with a figure keeps it; with every vertex known nothing changes.
+  cpu.mutable_vertex(cpu.at(h + "cpu1")).local_bw_gbps = 40;
+  cpu.mutable_vertex(cpu.at(h + "cpu0")).local_bw_gbps = 0;
+  detail::fill_copy_bandwidth(cpu, 7);
+  CHECK(cpu.vertex(cpu.at(h + "cpu0")).local_bw_gbps == 7);
+  CHECK(cpu.vertex(cpu.at(h + "cpu1")).local_bw_gbps == 40);
+  auto notes = cpu.notes;
+  detail::fill_copy_bandwidth(cpu, 3);
+  CHECK(cpu.notes == notes);
+}
+
+TEST_CASE("discover: this host's copy bandwidth is measured, never 0") {
+  // 16 MiB twice: the figure is whatever this machine does, but a copy always takes some time.
+  double gbps = detail::measure_copy_gbps(16 << 20, 2);
+  CHECK(gbps > 0);
+  CHECK(gbps < 10000);
+  CHECK(detail::measure_copy_gbps(0, 2) == 0);
+  CHECK(detail::measure_copy_gbps(1024, 0) == 0);
 }
 
 TEST_CASE("discover: ibverbs rate codes") {

@@ -14,6 +14,9 @@ struct DiscoverOptions {
   int ranks_per_host = 0;
   /// Fabric spec joining hosts when several are found (see synth.h add_fabric); empty = none.
   std::string fabric;
+  /// Measure what no source states (a CPU vertex's copy bandwidth when hwloc has none), taking a
+  /// fraction of a second; under a launcher only a host's local rank 0 measures.
+  bool measure = true;
 };
 
 /// The local host as one topology: CPUs/NUMA nodes, PCI tree, GPUs with NVLinks, RDMA NICs.
