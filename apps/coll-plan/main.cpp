@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <optional>
 
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
 #include "collkit/core/size.h"
+#include "collkit/exec/fidelity.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/export.h"
 #include "collkit/plan/io.h"
@@ -25,6 +27,7 @@
 
 namespace plan = collkit::plan;
 namespace topo = collkit::topo;
+namespace exec = collkit::exec;
 
 namespace {
 
@@ -52,6 +55,7 @@ struct Options {
   int first_rank = 0;
   int rank_count = 1;
   std::string max_memory;  // verify: "" = what the host has available
+  std::string results_file;  // compare
 };
 
 plan::Collective collective(const std::string& s) {
@@ -278,6 +282,25 @@ int run_show(const Options& o) {
 
 }  // namespace
 
+int run_compare(const Options& o) {
+  std::optional<topo::Topology> t;
+  if (!o.topo_file.empty()) t = topo::load(o.topo_file);
+  exec::Fidelity f = exec::compare_results(o.results_file, collkit::read_file(o.results_file), t ? &*t : nullptr, sim_options(o));
+  std::cout << fmt::format("# {}: measured out-of-place time vs {}; error = (predicted - measured) / measured\n", o.results_file,
+                           t ? "simulated on " + t->name : std::string("the prediction recorded with the run"));
+  std::cout << fmt::format("# {:>13}  {:>10}  {:>9}  {:>10}  {:>13}  {:>14}  {:>8}\n", "collective", "algorithm", "type", "size",
+                           "measured(us)", "predicted(us)", "error%");
+  for (const exec::FidelityRow& r : f.rows)
+    std::cout << fmt::format("  {:>13}  {:>10}  {:>9}  {:>10}  {:>13.2f}  {:>14.2f}  {:>+8.1f}\n", r.collective, r.algorithm, r.type,
+                             collkit::format_size_bytes(r.bytes), r.measured_us, r.predicted_us, r.error_percent());
+  const exec::FidelityRow& w = f.rows[f.worst_row];
+  std::cout << fmt::format("# {} rows{}: median |error| {:.1f}%, worst {:.1f}% ({} {} {})\n", f.rows.size(),
+                           f.skipped > 0 ? fmt::format(" ({} without a measurement or prediction left out)", f.skipped) : "",
+                           f.median_abs_error_percent, f.worst_abs_error_percent, w.collective, w.algorithm,
+                           collkit::format_size_bytes(w.bytes));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   // Expanding a plan allocates and frees a program per rank (1.5 MB for a 1024-rank ring); glibc
   // would hand each back to the kernel and fault it in again, a sixth of verify's time. Keep them.
@@ -341,12 +364,22 @@ int main(int argc, char** argv) {
   exp->add_option("--proto", o.proto, "MSCCL protocol: Simple (default), LL128 or LL");
   exp->add_option("-o,--output", o.output, "file to write (default: stdout)");
 
+  auto* cmp = app.add_subcommand("compare", "the simulator's predictions against what coll-run measured: error per row, median and worst");
+  cmp->add_option("--results", o.results_file, "coll-run's collkit.results/1 file (coll-run --json)")->required();
+  cmp->add_option("--topo", o.topo_file, "simulate every row's plan on this topology (default: the prediction recorded with the run)");
+  add_sim_knobs(cmp);
+
   auto* show = app.add_subcommand("show", "a readable per-rank, per-step listing of a plan");
   show->add_option("plan", o.plan_file, "plan file")->required();
   show->add_option("--rank", o.first_rank, "first rank to list (default 0)")->check(CLI::NonNegativeNumber);
   show->add_option("--count", o.rank_count, "ranks to list (default 1)")->check(CLI::PositiveNumber);
 
-  return collkit::app::run<Options>(
-      app, argc, argv, o,
-      {{gen, run_generate}, {ver, run_verify}, {sim, run_simulate}, {swp, run_sweep}, {exp, run_export}, {show, run_show}});
+  return collkit::app::run<Options>(app, argc, argv, o,
+                                    {{gen, run_generate},
+                                     {ver, run_verify},
+                                     {sim, run_simulate},
+                                     {swp, run_sweep},
+                                     {exp, run_export},
+                                     {show, run_show},
+                                     {cmp, run_compare}});
 }

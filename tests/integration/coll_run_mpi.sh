@@ -33,6 +33,13 @@ for np in 2 3 4; do
 done
 expect_eq "$(json_get "$TMP/all4.json" 'sum(r["native_out_of_place"]["wrong"] + r["native_in_place"]["wrong"] for t in j["tables"] for r in t["rows"])')" \
   0 "native collectives agree with the pattern"
+# coll-plan compare reads the run back: every measured row against its recorded prediction, and
+# against a fresh simulation on the topology (the same figures: the run predicted on it).
+"$COLLKIT_BIN/coll-plan" compare --results "$TMP/all4.json" >"$TMP/cmp4.txt" &&
+  grep -q "^# [0-9]* rows.*median |error| [0-9.]*%, worst" "$TMP/cmp4.txt" && ok "compare with recorded predictions" ||
+  bad "compare: $(tail -2 "$TMP/cmp4.txt")"
+"$COLLKIT_BIN/coll-plan" compare --results "$TMP/all4.json" --topo "$TMP/t4.json" >"$TMP/cmp4t.txt" &&
+  expect_eq "$(tail -1 "$TMP/cmp4t.txt" | sed 's/ (.*left out)//')" "$(tail -1 "$TMP/cmp4.txt" | sed 's/ (.*left out)//')" "compare re-simulated on the run's topology"
 
 # The two-phase algorithms' other variants: on one host (the discovered machine) their direct
 # phases, without a topology recursive doubling (4 ranks) and the rings.

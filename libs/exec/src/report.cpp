@@ -112,8 +112,8 @@ void print_table_tail(std::ostream& out, const Table& t, bool baseline) {
   bool predicted = false;
   for (const Row& r : t.rows) predicted |= r.predicted_us > 0;
   out << "#\n# plan vs " << t.native_name << ": time ratio plan / native (below 1: the plan is faster)\n";
-  out << fmt::format("# {:>10}  {:>10}  {:>12}  {:>12}  {:>7}  {:>7}{}\n", "size", "plan", "out-of-place", "native", "ratio",
-                     "in-pl.", predicted ? "  predicted(us)" : "");
+  out << fmt::format("# {:>10}  {:>10}  {:>12}  {:>12}  {:>7}  {:>7}{}\n", "size", "plan", "out-of-place", "native", "ratio", "in-pl.",
+                     predicted ? "  predicted(us)   error%" : "");
   for (const Row& r : t.rows) {
     auto ratio = [](const Timing& a, const Timing& b) {
       return a.ran && b.ran && b.time_us > 0 ? fmt::format("{:7.3f}", a.time_us / b.time_us) : fmt::format("{:>7}", "-");
@@ -122,7 +122,12 @@ void print_table_tail(std::ostream& out, const Table& t, bool baseline) {
                        r.out_of_place.ran ? time_text(r.out_of_place.time_us) : "-",
                        r.native_out_of_place.ran ? time_text(r.native_out_of_place.time_us) : "-",
                        ratio(r.out_of_place, r.native_out_of_place), ratio(r.in_place, r.native_in_place));
-    if (predicted) out << fmt::format("  {:>13.2f}", r.predicted_us);
+    if (predicted) {
+      // The model's error against this run: (predicted - measured) / measured, as coll-plan compare.
+      bool both = r.predicted_us > 0 && r.out_of_place.ran && r.out_of_place.time_us > 0;
+      out << fmt::format("  {:>13.2f}  {:>7}", r.predicted_us,
+                         both ? fmt::format("{:+.1f}", (r.predicted_us - r.out_of_place.time_us) / r.out_of_place.time_us * 100) : "-");
+    }
     out << "\n";
   }
   out << std::flush;
