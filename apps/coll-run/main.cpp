@@ -9,9 +9,11 @@
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
 #include "collkit/core/size.h"
+#include "collkit/exec/calibrate.h"
 #include "collkit/exec/harness.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/collective.h"
+#include "collkit/topo/io.h"
 
 namespace exec = collkit::exec;
 namespace plan = collkit::plan;
@@ -27,7 +29,38 @@ struct Flags {
   int iters = 20, warmup = 5, check = 1, root = 0, channels = 0, ranks = 0;
   double timeout_s = 60;
   bool no_baseline = false, no_discover = false;
+  // calibrate
+  std::string cal_topo, cal_out;
+  bool quick = false;
 };
+
+// coll-run calibrate: measure, fit, write the calibrated topology (rank 0), print the fit.
+int run_calibrate(const Flags& f) {
+  if (!(f.timeout_s > 0)) throw collkit::InputError("--timeout: must be more than 0 seconds");
+  exec::World world;
+  try {
+    collkit::topo::Topology t = exec::job_topology(world, f.cal_topo, f.timeout_s);
+    exec::CalibrateOptions opt;
+    opt.quick = f.quick;
+    opt.timeout_s = f.timeout_s;
+    exec::Measurements m = exec::measure(world, t, opt);
+    if (world.rank() == 0) {
+      std::string report;
+      collkit::topo::Topology calibrated = exec::apply_calibration(t, m, &report);
+      std::cerr << "# " << m.source << "\n" << report;
+      if (f.cal_out.empty()) std::cout << collkit::topo::to_json(calibrated);
+      else collkit::write_file_atomic(f.cal_out, collkit::topo::to_json(calibrated));
+      if (!f.cal_out.empty()) std::cerr << "wrote calibrated topology " << f.cal_out << "\n";
+    }
+    return 0;
+  } catch (const collkit::InputError& e) {
+    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  } catch (const std::exception& e) {
+    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
+    world.abort(collkit::exit_code_for(e));
+  }
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -113,11 +146,27 @@ int main(int argc, char** argv) {
   app.add_option("--json", f.json_out, "write collkit.results/1 here");
   app.add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
   app.add_flag("--no-baseline", f.no_baseline, "do not run the backend's native collective");
+  auto* cal = app.add_subcommand("calibrate",
+                                 "measure message times per class of rank pairs, copy and reduction rates; fit the simulator's model "
+                                 "and write the calibrated topology (docs/adapt.md)");
+  cal->add_option("--topo", f.cal_topo, "topology of the job's ranks (default: discover the job's hosts)");
+  cal->add_flag("--quick", f.quick, "3 sizes, 5 repetitions: seconds instead of a minute");
+  cal->add_option("-o,--output", f.cal_out, "calibrated topology to write (default: stdout)");
+  cal->add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (launcher_rank0()) return app.exit(e);
     return e.get_exit_code();
+  }
+
+  if (*cal) {
+    try {
+      return run_calibrate(f);
+    } catch (const std::exception& e) {  // before MPI started: a bad flag, printed once
+      if (launcher_rank0()) std::cerr << "coll-run: error: " << e.what() << "\n";
+      return collkit::exit_code_for(e);
+    }
   }
 
   exec::RunOptions opt;

@@ -731,7 +731,14 @@ class Simulator {
 
 namespace sim {
 
-SimResult simulate_folded(const Plan& plan, const topo::Topology& topo, const SimOptions& opt, const std::optional<Fold>& fold) {
+SimResult simulate_folded(const Plan& plan, const topo::Topology& topo, const SimOptions& given, const std::optional<Fold>& fold) {
+  // A calibrated topology states the software overhead and the reduction rate it measured; the
+  // options' own figures, when set, win.
+  SimOptions opt = given;
+  if (topo.calibration) {
+    if (opt.per_message_us <= 0) opt.per_message_us = topo.calibration->per_message_us;
+    if (opt.reduce_gbps <= 0) opt.reduce_gbps = topo.calibration->reduce_gbps;
+  }
   std::shared_ptr<topo::RouteCache> routes = route_cache(topo, opt);
   if (fold) {
     try {

@@ -45,6 +45,17 @@ std::string to_json(const Topology& t) {
   json rs = json::array();
   for (VertexId v : t.rank_vertices()) rs.push_back(t.vertex(v).id);
   j["ranks"] = std::move(rs);
+  if (t.calibration) {
+    const Calibration& c = *t.calibration;
+    json classes = json::array();
+    for (const Calibration::PairClass& k : c.classes) {
+      json o{{"name", k.name}, {"latency_us", k.latency_us}, {"bw_gbps", k.bw_gbps}, {"residual_percent", k.residual_percent}};
+      if (k.shared_bw_gbps > 0) o["shared_bw_gbps"] = k.shared_bw_gbps;
+      classes.push_back(std::move(o));
+    }
+    j["calibration"] = {
+        {"per_message_us", c.per_message_us}, {"reduce_gbps", c.reduce_gbps}, {"source", c.source}, {"classes", std::move(classes)}};
+  }
   // One vertex, link or rank per line keeps 16k-GPU files diffable and quick to write.
   std::string out = "{\n";
   bool first = true;
@@ -95,13 +106,36 @@ Vertex read_vertex(const collkit::json::Cursor& c) {
   return v;
 }
 
+Calibration read_calibration(const collkit::json::Cursor& c) {
+  c.expect_object();
+  c.expect_keys({"per_message_us", "reduce_gbps", "source", "classes"});
+  Calibration cal;
+  cal.per_message_us = c.at("per_message_us").non_negative_number();
+  cal.reduce_gbps = c.at("reduce_gbps").non_negative_number();
+  if (auto s = c.find("source")) cal.source = s->string();
+  if (auto classes = c.find("classes")) {
+    for (std::size_t i = 0; i < classes->size(); ++i) {
+      auto k = (*classes)[i];
+      k.expect_keys({"name", "latency_us", "bw_gbps", "shared_bw_gbps", "residual_percent"});
+      Calibration::PairClass pc;
+      pc.name = k.at("name").string();
+      pc.latency_us = k.at("latency_us").non_negative_number();
+      pc.bw_gbps = k.at("bw_gbps").positive_number();
+      if (auto x = k.find("shared_bw_gbps")) pc.shared_bw_gbps = x->non_negative_number();
+      if (auto x = k.find("residual_percent")) pc.residual_percent = x->non_negative_number();
+      cal.classes.push_back(std::move(pc));
+    }
+  }
+  return cal;
+}
+
 }  // namespace
 
 Topology from_json(const std::string& text, const std::string& file) {
   json doc = collkit::json::parse(file, text);
   collkit::json::Cursor root(file, doc);
   root.expect_schema("topology", kTopologySchemaMajor);
-  root.expect_keys({"schema", "name", "source", "fingerprint", "notes", "vertices", "links", "ranks"});
+  root.expect_keys({"schema", "name", "source", "fingerprint", "notes", "vertices", "links", "ranks", "calibration"});
   Topology t;
   if (auto n = root.find("name")) t.name = n->string();
   if (auto s = root.find("source")) t.source = s->string();
@@ -159,6 +193,7 @@ Topology from_json(const std::string& text, const std::string& file) {
   } catch (const InputError& e) {
     ranks.fail(std::string("rank set is not connected: ") + e.what());
   }
+  if (auto cal = root.find("calibration")) t.calibration = read_calibration(*cal);
   return t;
 }
 

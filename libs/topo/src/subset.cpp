@@ -27,6 +27,7 @@ Topology with_ranks(const Topology& t, std::span<const Rank> ranks) {
   out.name = t.name + suffix;
   out.source = t.source;
   out.notes = t.notes;
+  out.calibration = t.calibration;
   return out;
 }
 

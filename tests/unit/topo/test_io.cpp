@@ -70,3 +70,30 @@ TEST_CASE("malformed topology files get one precise line each") {
 TEST_CASE("a missing file is a system error naming it") {
   CHECK_THROWS_WITH_AS(load("/nonexistent/topo.json"), "/nonexistent/topo.json: cannot open: No such file or directory", SystemError);
 }
+
+TEST_CASE("a calibration block round-trips; a malformed one is refused with its field") {
+  Topology t = load(fixture("two-gpus.json"));
+  CHECK_FALSE(t.calibration);
+  Calibration c;
+  c.per_message_us = 21.5;
+  c.reduce_gbps = 24.9;
+  c.source = "coll-run calibrate, mpi backend (Open MPI v4.1.4), 4 ranks on 1 host(s), 2026-12-04";
+  c.classes.push_back({"shared memory on vm/cpu0", 23.0, 14.8, 21.0, 8.0});
+  c.classes.push_back({"ethernet route (4 hops, 1.25 GB/s nominal)", 80.0, 0.11, 0, 3.0});
+  t.calibration = c;
+  Topology back = from_json(to_json(t), "t.json");
+  REQUIRE(back.calibration);
+  CHECK(back.calibration->per_message_us == 21.5);
+  CHECK(back.calibration->reduce_gbps == 24.9);
+  CHECK(back.calibration->source == c.source);
+  REQUIRE(back.calibration->classes.size() == 2);
+  CHECK(back.calibration->classes[0].shared_bw_gbps == 21.0);
+  CHECK(back.calibration->classes[1].shared_bw_gbps == 0);
+  CHECK(back.calibration->classes[1].name == c.classes[1].name);
+  CHECK(to_json(back) == to_json(t));
+  CHECK(back.fingerprint() == t.fingerprint());  // what it changes is in the links and vertices
+
+  std::string text = to_json(t);
+  std::string bad = text.replace(text.find("\"reduce_gbps\":24.9"), 18, "\"reduce_gbps\":-1");
+  CHECK_THROWS_WITH_AS(from_json(bad, "t.json"), "t.json: /calibration/reduce_gbps: must be >= 0, got -1", InputError);
+}

@@ -73,6 +73,25 @@ struct Adjacent {
   LinkId link;
 };
 
+/// What `coll-run calibrate` measured on the cluster and fitted into the model (docs/adapt.md): the
+/// simulator takes per_message_us and reduce_gbps from here when its options leave them at 0; the
+/// bandwidths and latencies it fitted were written into the vertices and links themselves.
+struct Calibration {
+  /// One class of rank pairs measured (ranks sharing a vertex, or a route's bottleneck link type):
+  /// t(bytes) = latency_us + bytes / bw_gbps fitted over the sizes measured.
+  struct PairClass {
+    std::string name;             ///< "shared memory on vm/cpu0", "ethernet route (4 hops)"
+    double latency_us = 0;        ///< fitted fixed time of one message, per_message_us included
+    double bw_gbps = 0;           ///< fitted bandwidth of one pair alone
+    double shared_bw_gbps = 0;    ///< with every pair of the class sending at once, in all; 0 = not measured
+    double residual_percent = 0;  ///< largest |relative error| of the fit over the sizes measured
+  };
+  double per_message_us = 0;  ///< software overhead per message
+  double reduce_gbps = 0;     ///< local reduction throughput (float32 sum, every rank at once)
+  std::string source;         ///< who measured: backend, library, ranks, hosts, date
+  std::vector<PairClass> classes;
+};
+
 /// The graph. Vertices and links are only ever added; ids are dense indices.
 class Topology {
  public:
@@ -90,6 +109,8 @@ class Topology {
   const Vertex& vertex(VertexId v) const { return vertices_.at(v); }
   Vertex& mutable_vertex(VertexId v) { return vertices_.at(v); }
   const Link& link(LinkId l) const { return links_.at(l); }
+  /// A link to adjust in place (calibration); its endpoints must not change.
+  Link& mutable_link(LinkId l) { return links_.at(l); }
   std::span<const Vertex> vertices() const { return vertices_; }
   std::span<const Link> links() const { return links_; }
   std::span<const Adjacent> adjacent(VertexId v) const { return adjacency_.at(v); }
@@ -125,6 +146,7 @@ class Topology {
   std::string name;                ///< e.g. "dgx-h100x128-fat-tree"
   std::string source;              ///< how it was made: "synth", "discover", "import:nccl-xml", "file"
   std::vector<std::string> notes;  ///< what the source left out or assumed, stated for the user
+  std::optional<Calibration> calibration;  ///< what coll-run calibrate fitted; none when not calibrated
 
  private:
   std::vector<Vertex> vertices_;

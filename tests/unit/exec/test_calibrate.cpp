@@ -1,0 +1,138 @@
+// coll-run calibrate's fit, without MPI: line fits, the tests' figures written into a topology,
+// and the factors fitted to timed plans recovering a known "true" model.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "collkit/core/error.h"
+#include "collkit/exec/calibrate.h"
+#include "collkit/plan/algorithm.h"
+#include "collkit/plan/io.h"
+#include "collkit/plan/simulate.h"
+#include "collkit/topo/io.h"
+
+using namespace collkit::exec;
+namespace topo = collkit::topo;
+namespace plan = collkit::plan;
+
+namespace {
+
+// t = fixed + bytes / (gbps * 1e3) at the calibration's sizes.
+std::vector<Sample> line(double fixed_us, double gbps) {
+  std::vector<Sample> out;
+  for (std::uint64_t b : {8ull, 1024ull, 65536ull, 1048576ull, 4194304ull})
+    out.push_back({b, fixed_us + static_cast<double>(b) / (gbps * 1e3)});
+  return out;
+}
+
+// Two hosts of two CPU ranks each, NICs on one Ethernet switch.
+topo::Topology two_hosts() {
+  return topo::from_json(R"({"schema": "collkit.topology/1", "name": "two-hosts",
+    "vertices": [{"id": "a/cpu0", "kind": "cpu", "host": "a"}, {"id": "a/nic0", "kind": "nic", "host": "a", "port_gbps": 12.5},
+                 {"id": "b/cpu0", "kind": "cpu", "host": "b"}, {"id": "b/nic0", "kind": "nic", "host": "b", "port_gbps": 12.5},
+                 {"id": "sw", "kind": "net_switch"}],
+    "links": [{"a": "a/cpu0", "b": "a/nic0", "type": "pcie", "bw_gbps": 31.5, "latency_us": 1},
+              {"a": "b/cpu0", "b": "b/nic0", "type": "pcie", "bw_gbps": 31.5, "latency_us": 1},
+              {"a": "a/nic0", "b": "sw", "type": "ethernet", "bw_gbps": 12.5, "latency_us": 0.5},
+              {"a": "b/nic0", "b": "sw", "type": "ethernet", "bw_gbps": 12.5, "latency_us": 0.5}],
+    "ranks": ["a/cpu0", "a/cpu0", "b/cpu0", "b/cpu0"]})",
+                         "two-hosts.json");
+}
+
+Measurements tests_only(const topo::Topology& t) {
+  Measurements m;
+  PairClassMeasurement shared_a{"shared memory on a/cpu0", 0, 1, true, t.at("a/cpu0"), line(20, 10), line(20, 8), 2};
+  PairClassMeasurement shared_b{"shared memory on b/cpu0", 2, 3, true, t.at("b/cpu0"), line(22, 10), line(22, 8), 2};
+  PairClassMeasurement net{"ethernet route (4 hops, 12.5 GB/s nominal)", 0, 2, false, 0, line(70, 1), {}, 0};
+  m.classes = {shared_a, shared_b, net};
+  m.reduce_gbps = 25;
+  m.source = "test";
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("calibrate: a line fit recovers fixed time and bandwidth; too few sizes are refused") {
+  LineFit f = fit_line(line(12.5, 7));
+  CHECK(f.fixed_us == doctest::Approx(12.5));
+  CHECK(f.gbps == doctest::Approx(7));
+  CHECK(f.residual_percent < 1e-6);
+  // Noise shows as the largest relative error of a sample.
+  auto noisy = line(12.5, 7);
+  noisy[2].time_us *= 1.2;
+  CHECK(fit_line(noisy).residual_percent > 5);
+  // Times that do not grow with size: no bandwidth to speak of.
+  CHECK(fit_line({{8, 5}, {4096, 5}}).gbps == 0);
+  CHECK_THROWS_WITH_AS(fit_line({{8, 5}, {8, 6}}), "calibrate: a fit needs timings at two sizes or more", collkit::InputError);
+}
+
+TEST_CASE("calibrate: the tests' fits are written into vertices, links and the calibration block") {
+  topo::Topology t = two_hosts();
+  std::string report;
+  topo::Topology c = apply_calibration(t, tests_only(t), &report);
+  // Two pairs at once moved 8 GB/s each: 16 in all is what the simulator shares among them.
+  CHECK(c.vertex(c.at("a/cpu0")).local_bw_gbps == doctest::Approx(16));
+  CHECK(c.vertex(c.at("b/cpu0")).local_bw_gbps == doctest::Approx(16));
+  REQUIRE(c.calibration);
+  CHECK(c.calibration->per_message_us == doctest::Approx(21));  // the median of 20 and 22
+  CHECK(c.calibration->reduce_gbps == 25);
+  REQUIRE(c.calibration->classes.size() == 3);
+  CHECK(c.calibration->classes[2].bw_gbps == doctest::Approx(1));
+  CHECK(c.calibration->classes[2].latency_us == doctest::Approx(70));
+  // Both Ethernet links: 1 GB/s, and the 70 us less the software's 21 and the PCIe links' 2 us, halved.
+  int checked = 0;
+  for (topo::LinkId l = 0; l < c.num_links(); ++l) {
+    if (c.link(l).type != topo::LinkType::Ethernet) {
+      CHECK(c.link(l).bw_gbps == 31.5);
+      continue;
+    }
+    CHECK(c.link(l).bw_gbps == doctest::Approx(1));
+    CHECK(c.link(l).latency_us == doctest::Approx((70 - 21 - 2) / 2.0));
+    ++checked;
+  }
+  CHECK(checked == 2);
+  CHECK(report.find("ethernet route (4 hops, 12.5 GB/s nominal): ranks 0-2 alone 70.00 us + bytes / 1.00 GB/s (fit within 0%); 2 ethernet "
+                    "link(s) of 12.5 GB/s set to 1.00 GB/s, 23.50 us") != std::string::npos);
+  // The simulator now takes the overhead and the reduction rate from the topology.
+  auto p = plan::generate("ring", {plan::Collective::AllReduce, 1 << 20, 4, 0}, &c);
+  plan::SimOptions explicit_opts;
+  explicit_opts.per_message_us = 21;
+  explicit_opts.reduce_gbps = 25;
+  topo::Topology plain = c;
+  plain.calibration.reset();
+  CHECK(plan::simulate(*p, c).time_us == doctest::Approx(plan::simulate(*p, plain, explicit_opts).time_us));
+  CHECK(plan::simulate(*p, c).time_us > plan::simulate(*p, plain).time_us);
+}
+
+TEST_CASE("calibrate: factors fitted to timed plans recover the model the plans ran on") {
+  topo::Topology t = two_hosts();
+  Measurements m = tests_only(t);
+  topo::Topology from_tests = apply_calibration(t, m, nullptr);
+  // The "machine": bandwidths half what the tests said, messages 1.5x as costly.
+  topo::Topology truth = from_tests;
+  for (const char* v : {"a/cpu0", "b/cpu0"}) truth.mutable_vertex(truth.at(v)).local_bw_gbps *= 0.5;
+  for (topo::LinkId l = 0; l < truth.num_links(); ++l)
+    if (truth.link(l).type == topo::LinkType::Ethernet) truth.mutable_link(l).bw_gbps *= 0.5;
+  truth.calibration->per_message_us *= 1.5;
+  int timed = 0;
+  for (plan::Collective coll : {plan::Collective::AllGather, plan::Collective::AllReduce})
+    for (const char* algo : {"ring", "rhd"})
+      for (std::uint64_t bytes : {65536ull, 4194304ull}) {
+        auto p = plan::generate(algo, {coll, bytes, 4, 0}, &t);
+        m.plans.push_back({plan::to_json(*p), algo, plan::simulate(*p, truth).time_us});
+        ++timed;
+      }
+  CHECK(timed == 8);
+  std::string report;
+  topo::Topology fitted = apply_calibration(t, m, &report);
+  CAPTURE(report);
+  for (const PlanTiming& pt : m.plans) {
+    auto p = plan::from_json(pt.plan_json, "p.json");
+    CHECK(plan::simulate(*p, fitted).time_us == doctest::Approx(pt.measured_us).epsilon(0.03));
+  }
+  CHECK(fitted.vertex(fitted.at("a/cpu0")).local_bw_gbps == doctest::Approx(8).epsilon(0.05));
+  CHECK(fitted.calibration->per_message_us == doctest::Approx(31.5).epsilon(0.05));
+  CHECK(report.find("plans: 8 timed; factors bandwidth x0.50") != std::string::npos);
+}
