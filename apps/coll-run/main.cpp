@@ -187,6 +187,31 @@ int main(int argc, char** argv) {
     bo.timeout_s = opt.timeout_s;
     bo.ranks = f.ranks;
     auto backend = exec::make_backend(bo, world);
+    if (!f.json_out.empty()) {
+      // An unwritable path fails now, on every rank alike, not after the whole benchmark; then
+      // every row is kept as it is measured, so a run stopped by a failed peer still leaves what it
+      // finished.
+      std::string cannot;
+      if (world.rank() == 0) {
+        try {
+          exec::Results nothing_yet;
+          nothing_yet.complete = false;
+          collkit::write_file_atomic(f.json_out, exec::to_json(nothing_yet));
+        } catch (const collkit::Error& e) {
+          cannot = e.what();
+        }
+      }
+      cannot = world.broadcast(cannot, opt.timeout_s);
+      if (!cannot.empty()) throw collkit::InputError("--json: " + cannot);
+    }
+    if (world.rank() == 0 && !f.json_out.empty()) {
+      // At most once a second: a matrix of hundreds of tables would otherwise rewrite the file per row.
+      opt.on_row = [&, last = 0.0](const exec::Results& so_far) mutable {
+        if (exec::World::now() - last < 1.0) return;
+        collkit::write_file_atomic(f.json_out, exec::to_json(so_far));
+        last = exec::World::now();
+      };
+    }
     exec::Results res = exec::run(opt, *backend, world, std::cout);
     if (world.rank() == 0 && !f.json_out.empty()) collkit::write_file_atomic(f.json_out, exec::to_json(res));
     if (res.total_wrong > 0) {

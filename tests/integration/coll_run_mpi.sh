@@ -110,7 +110,7 @@ stall_test() {
   local signal=$1 log="$TMP/stall$1.txt" rc=0 pid="" start
   start=$(date +%s)
   mpi 3 "$run" --coll allreduce --algo ring -b 1M -e 1M -n 1000000 -w 0 -c 0 --no-baseline --no-discover --timeout 4 \
-    >"$log" 2>&1 &
+    --json "$TMP/stall$1.json" >"$log" 2>&1 &
   local launcher=$!
   for _ in $(seq 100); do
     for p in $(pgrep -f "coll-run --coll allreduce --algo ring -b 1M" || true); do
@@ -127,6 +127,7 @@ stall_test() {
   local took=$(($(date +%s) - start))
   if [ "$rc" -ne 0 ] && [ "$took" -lt 60 ]; then ok "SIG$signal on rank 1: the job ended with exit $rc in ${took}s"; else bad "SIG$signal: exit $rc after ${took}s"; fi
   if [ "$signal" = STOP ]; then
+    expect_eq "$(json_get "$TMP/stall$1.json" 'j.get("complete")')" False "the stopped run's --json is there, marked incomplete"
     grep -q "no progress for 4 s: waiting on op .* rank 1" "$log" && ok "the message names the stuck op and rank 1" ||
       bad "no stall message naming rank 1: $(grep -m2 error "$log")"
   fi
@@ -142,6 +143,8 @@ expect_fail 2 'coll-run: error: unknown datatype "quad" (expected float32, float
   "$run" -d quad
 expect_fail 2 'coll-run: error: -e 1K is smaller than -b 1M' "$run" -b 1M -e 1K --no-discover
 expect_fail 2 'coll-run: error: unknown backend "gloo" (expected mpi, nccl, cuda or rdma)' "$run" --backend gloo
+expect_fail 2 "coll-run: error: --json: $TMP/no/such/dir/r.json: cannot create a temporary file beside it: No such file or directory" \
+  "$run" --coll allreduce --algo ring -b 1K -e 1K --no-discover --json "$TMP/no/such/dir/r.json"
 expect_fail 2 'coll-run: error: --plan runs the plan file'"'"'s collective and algorithm: drop --coll and --algo' \
   "$run" --plan "$TMP/bruck.json" --coll allreduce
 got=$(mpi 2 "$run" --algo ring -b 1T -e 1T --no-discover 2>&1 >/dev/null | grep "^coll-run") && rc=0 || rc=$?

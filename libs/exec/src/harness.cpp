@@ -220,6 +220,12 @@ Results run(const RunOptions& opt, Backend& backend, World& world, std::ostream&
             res.total_wrong += row.out_of_place.wrong + row.in_place.wrong;
             if (root) print_row(out, row);
             table.rows.push_back(std::move(row));
+            if (root && opt.on_row) {
+              Results so_far = res;
+              so_far.tables.push_back(table);
+              so_far.complete = false;
+              opt.on_row(so_far);
+            }
           }
           if (root) print_table_tail(out, table, opt.baseline);
           res.tables.push_back(std::move(table));

@@ -142,6 +142,8 @@ std::string to_json(const Results& r) {
   j["hosts"] = r.hosts;
   if (!r.topology.empty()) j["topology"] = r.topology;
   j["total_wrong"] = r.total_wrong;
+  // Only a run that was stopped (or is still going) says so: complete files stay as they were.
+  if (!r.complete) j["complete"] = false;
   json tables = json::array();
   for (const Table& t : r.tables) {
     json tj = {{"collective", plan::to_string(t.coll)}, {"algorithm", t.algorithm}, {"type", to_string(t.type)},

@@ -6,6 +6,7 @@
 // output and the counts are added up.
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "collkit/plan/collective.h"
 
 namespace collkit::exec {
+
+struct Results;
 
 struct RunOptions {
   std::string plan_file;                     ///< a collkit.plan/1 file; or plan on the fly:
@@ -33,6 +36,9 @@ struct RunOptions {
   bool check = true;
   bool baseline = true;
   double timeout_s = 60;
+  /// Rank 0 only: hears the results so far (the table being measured included, Results::complete
+  /// false) after every row, so that a run stopped by a failed peer still leaves its rows.
+  std::function<void(const Results&)> on_row;
 };
 
 /// One placement's measurement.
@@ -77,6 +83,7 @@ struct Results {
   std::string topology;  ///< name of the topology planned on, if any
   std::vector<Table> tables;
   std::uint64_t total_wrong = 0;
+  bool complete = true;  ///< false in RunOptions::on_row's snapshots: the run goes on (or was stopped)
 };
 
 /// Runs everything asked; rank 0 prints each table to `out` as it completes (others print
