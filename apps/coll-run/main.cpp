@@ -9,6 +9,7 @@
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
 #include "collkit/core/size.h"
+#include "collkit/exec/adapt.h"
 #include "collkit/exec/calibrate.h"
 #include "collkit/exec/harness.h"
 #include "collkit/plan/algorithm.h"
@@ -32,7 +33,53 @@ struct Flags {
   // calibrate
   std::string cal_topo, cal_out;
   bool quick = false;
+  // faults (the main run and adapt)
+  std::string inject;
+  std::string probe_bytes = "1M";
 };
+
+std::vector<plan::Collective> collectives(const std::string& s);
+
+// coll-run adapt: inject, find, re-plan, measure (rank 0 prints).
+int run_adapt(const Flags& f, const CLI::App& sub) {
+  if (!(f.timeout_s > 0)) throw collkit::InputError("--timeout: must be more than 0 seconds");
+  if (f.inject.empty()) throw collkit::InputError("adapt: give the faults to adapt to with --inject (e.g. slow-link=0-1:x4)");
+  exec::World world;
+  try {
+    exec::AdaptOptions opt;
+    opt.injection = exec::parse_injection(f.inject, world.size());
+    auto colls = collectives(f.colls);
+    if (colls.size() != 1) throw collkit::InputError("adapt: one collective at a time");
+    opt.coll = colls[0];
+    std::uint64_t lo = collkit::parse_size_bytes(sub.count("-b") ? f.min_bytes : "1M");
+    std::uint64_t hi = collkit::parse_size_bytes(sub.count("-e") ? f.max_bytes : "16M");
+    if (hi < lo) throw collkit::InputError("-e is smaller than -b");
+    if (f.factor < 2) throw collkit::InputError("-f: the factor must be 2 or more");
+    for (std::uint64_t b = lo; b <= hi; b *= f.factor) {
+      opt.sizes.push_back(b);
+      if (b > hi / f.factor) break;
+    }
+    opt.iters = f.iters;
+    opt.warmup = f.warmup;
+    opt.timeout_s = f.timeout_s;
+    opt.probe_bytes = collkit::parse_size_bytes(f.probe_bytes);
+    if (opt.probe_bytes == 0 || opt.probe_bytes > (64u << 20)) throw collkit::InputError("--probe-bytes: 1 byte to 64M");
+    exec::BackendOptions bo;
+    bo.timeout_s = f.timeout_s;
+    auto backend = exec::make_backend(bo, world);
+    exec::adapt_run(opt, *backend, world, std::cout);
+    return 0;
+  } catch (const collkit::InputError& e) {
+    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  } catch (const collkit::UnsupportedError& e) {
+    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  } catch (const std::exception& e) {
+    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
+    world.abort(collkit::exit_code_for(e));
+  }
+}
 
 // coll-run calibrate: measure, fit, write the calibrated topology (rank 0), print the fit.
 int run_calibrate(const Flags& f) {
@@ -146,6 +193,20 @@ int main(int argc, char** argv) {
   app.add_option("--json", f.json_out, "write collkit.results/1 here");
   app.add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
   app.add_flag("--no-baseline", f.no_baseline, "do not run the backend's native collective");
+  app.add_option("--inject", f.inject,
+                 "slow the plans' messages: slow-link=A-B:xF, slow-rank=R:xF (comma list; the native collective is not slowed)");
+  auto* adp = app.add_subcommand("adapt",
+                                 "inject faults (--inject), find them with a probe, re-plan the ring around them; healthy, degraded "
+                                 "and adapted times per size");
+  adp->add_option("--inject", f.inject, "the faults: slow-link=A-B:xF, slow-rank=R:xF (comma list)");
+  adp->add_option("--coll", f.colls, "allreduce (default), allgather or reducescatter");
+  adp->add_option("-b,--minbytes", f.min_bytes, "smallest size (default 1M)");
+  adp->add_option("-e,--maxbytes", f.max_bytes, "largest size (default 16M)");
+  adp->add_option("-f,--stepfactor", f.factor, "multiply the size by this between rows (default 2)");
+  adp->add_option("-n,--iters", f.iters, "timed iterations per measurement (default 20)");
+  adp->add_option("-w,--warmup_iters", f.warmup, "untimed iterations before each (default 5)");
+  adp->add_option("--probe-bytes", f.probe_bytes, "bytes each pair exchanges in the probe (default 1M)");
+  adp->add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
   auto* cal = app.add_subcommand("calibrate",
                                  "measure message times per class of rank pairs, copy and reduction rates; fit the simulator's model "
                                  "and write the calibrated topology (docs/adapt.md)");
@@ -160,6 +221,14 @@ int main(int argc, char** argv) {
     return e.get_exit_code();
   }
 
+  if (*adp) {
+    try {
+      return run_adapt(f, *adp);
+    } catch (const std::exception& e) {  // before MPI started: a bad flag, printed once
+      if (launcher_rank0()) std::cerr << "coll-run: error: " << e.what() << "\n";
+      return collkit::exit_code_for(e);
+    }
+  }
   if (*cal) {
     try {
       return run_calibrate(f);
@@ -187,6 +256,7 @@ int main(int argc, char** argv) {
     bo.timeout_s = opt.timeout_s;
     bo.ranks = f.ranks;
     auto backend = exec::make_backend(bo, world);
+    if (!f.inject.empty()) backend->inject(exec::parse_injection(f.inject, world.size()));
     if (!f.json_out.empty()) {
       // An unwritable path fails now, on every rank alike, not after the whole benchmark; then
       // every row is kept as it is measured, so a run stopped by a failed peer still leaves what it

@@ -6,6 +6,14 @@ namespace collkit::exec {
 
 std::vector<std::string> backend_names() { return {"mpi", "nccl", "cuda", "rdma"}; }
 
+void Backend::inject(const Injection& inj) {
+  if (!inj.empty()) throw UnsupportedError("--inject: backend " + std::string(name()) + " takes no injected faults (the mpi backend does)");
+}
+
+std::vector<double> Backend::probe(std::uint64_t, double) {
+  throw UnsupportedError("probing links: backend " + std::string(name()) + " cannot (the mpi backend can)");
+}
+
 std::unique_ptr<Backend> make_backend(const BackendOptions& opt, World& world) {
   if (opt.ranks < 0) throw InputError("--ranks: cannot be negative");
   if (opt.ranks > 0 && opt.name != "cuda")

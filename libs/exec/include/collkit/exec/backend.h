@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collkit/exec/adapt.h"
 #include "collkit/exec/pattern.h"
 #include "collkit/exec/world.h"
 #include "collkit/plan/plan.h"
@@ -73,6 +74,15 @@ class Backend {
   virtual void run(Subject who, Placement p) = 0;
   /// Waits for queued device work.
   virtual void synchronize() = 0;
+
+  /// Slows the plan's messages from now on as `inj` says (coll-run --inject; empty: none); every rank
+  /// calls it (the first faults measure the pairs' own rates, against which messages are held). The
+  /// native collective is not slowed. UnsupportedError where the backend cannot (the default).
+  virtual void inject(const Injection& inj);
+  /// This rank's time in microseconds to receive `bytes` from every other rank through the plan's
+  /// transport, faults included (index: the sender; 0 for itself): the probe adaptation reads.
+  /// UnsupportedError where the backend cannot (the default).
+  virtual std::vector<double> probe(std::uint64_t bytes, double timeout_s);
 };
 
 struct BackendOptions {

@@ -8,6 +8,7 @@
 
 #include "../../host_rank.h"
 #include "../../mpi_check.h"
+#include "../../slow_transport.h"
 #include "../registry.h"
 #include "collkit/core/error.h"
 #include "collkit/core/memory.h"
@@ -176,8 +177,25 @@ class MpiBackend final : public Backend {
   }
 
   void run(Subject who, Placement p) override {
-    if (who == Subject::Plan) host_.run(*transport_, p);
+    if (who == Subject::Plan) host_.run(transport(), p);
     else run_native(p);
+  }
+
+  void inject(const Injection& inj) override {
+    if (inj.empty()) {
+      if (slow_) slow_->set(inj);
+      return;
+    }
+    // The pairs' own rates, measured once (every rank is here: inject() is collective), are what a
+    // slowed message is held back against.
+    if (!slow_)
+      slow_ = std::make_unique<detail::SlowTransport>(*transport_, world_.rank(),
+                                                      detail::send_rates_gbps(*transport_, world_, 1 << 20, timeout_s_));
+    slow_->set(inj);
+  }
+
+  std::vector<double> probe(std::uint64_t bytes, double timeout_s) override {
+    return detail::probe_receives(transport(), world_, bytes, timeout_s);
   }
 
   void synchronize() override {}
@@ -255,11 +273,18 @@ class MpiBackend final : public Backend {
 
   void finish_native(std::byte* out) { host_.finish_mean(out); }
 
+  // The plan's transport: through the fault injector once --inject has set one up.
+  detail::Transport& transport() {
+    if (slow_ && !slow_->injection().empty()) return *slow_;
+    return *transport_;
+  }
+
   World& world_;
   double timeout_s_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   SixteenBit sixteen_;
   std::unique_ptr<MpiTransport> transport_;
+  std::unique_ptr<detail::SlowTransport> slow_;
   detail::HostRank host_;
   std::string native_wait_;  // what a stalled native collective was doing
 };

@@ -1,0 +1,156 @@
+// Slow links and ranks: the --inject grammar, finding slow pairs in a probe's times, and a ring
+// order around them (adapt.h).
+
+#include "collkit/exec/adapt.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+
+#include "collkit/core/error.h"
+
+namespace collkit::exec {
+
+namespace {
+
+int rank_in(const std::string& text, const std::string& part, int nranks) {
+  char* end = nullptr;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 0 || v >= nranks)
+    throw InputError("--inject " + part + ": \"" + text + "\" is not a rank of 0.." + std::to_string(nranks - 1));
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+double Injection::factor(int from, int to) const {
+  double f = 1;
+  int a = std::min(from, to), b = std::max(from, to);
+  for (const Slow& s : slow)
+    if ((s.b < 0 && (s.a == from || s.a == to)) || (s.a == a && s.b == b)) f = std::max(f, s.factor);
+  return f;
+}
+
+Injection parse_injection(const std::string& spec, int nranks) {
+  Injection inj;
+  std::size_t at = 0;
+  while (at <= spec.size()) {
+    std::size_t comma = spec.find(',', at);
+    std::string part = spec.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    at = comma == std::string::npos ? spec.size() + 1 : comma + 1;
+    auto bad = [&](const std::string& why) { return InputError("--inject \"" + part + "\": " + why); };
+    std::size_t eq = part.find('='), colon = part.rfind(":x");
+    if (eq == std::string::npos || colon == std::string::npos || colon < eq)
+      throw bad("expected slow-link=A-B:xF or slow-rank=R:xF (F a factor >= 1)");
+    std::string kind = part.substr(0, eq), what = part.substr(eq + 1, colon - eq - 1), factor = part.substr(colon + 2);
+    char* end = nullptr;
+    double f = std::strtod(factor.c_str(), &end);
+    if (factor.empty() || *end != '\0' || !(f >= 1) || f > 1000)
+      throw bad("the factor must be a number from 1 to 1000, got \"" + factor + "\"");
+    Injection::Slow s;
+    s.factor = f;
+    if (kind == "slow-rank") {
+      s.a = rank_in(what, part, nranks);
+    } else if (kind == "slow-link") {
+      std::size_t dash = what.find('-');
+      if (dash == std::string::npos) throw bad("a link is two ranks joined by '-', got \"" + what + "\"");
+      int a = rank_in(what.substr(0, dash), part, nranks), b = rank_in(what.substr(dash + 1), part, nranks);
+      if (a == b) throw bad("a link joins two different ranks");
+      s.a = std::min(a, b);
+      s.b = std::max(a, b);
+    } else {
+      throw bad("unknown fault \"" + kind + "\" (expected slow-link or slow-rank)");
+    }
+    inj.slow.push_back(s);
+  }
+  return inj;
+}
+
+std::vector<std::pair<int, int>> slow_pairs(const std::vector<std::vector<double>>& times, double threshold) {
+  std::vector<double> all;
+  for (const auto& row : times)
+    for (double t : row)
+      if (t > 0) all.push_back(t);
+  if (all.empty()) return {};
+  std::vector<double> sorted = all;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+  double median = sorted[sorted.size() / 2];
+  std::vector<std::pair<double, std::pair<int, int>>> found;
+  int n = static_cast<int>(times.size());
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) {
+      double t = std::max(
+          b < static_cast<int>(times[static_cast<std::size_t>(a)].size()) ? times[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]
+                                                                          : 0,
+          a < static_cast<int>(times[static_cast<std::size_t>(b)].size()) ? times[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)]
+                                                                          : 0);
+      if (t > threshold * median) found.push_back({t, {a, b}});
+    }
+  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::vector<std::pair<int, int>> out;
+  for (const auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+std::vector<std::pair<int, int>> ring_pairs(const std::vector<int>& order) {
+  std::vector<std::pair<int, int>> out;
+  for (std::size_t i = 0; i < order.size() && order.size() > 1; ++i) {
+    int a = order[i], b = order[(i + 1) % order.size()];
+    if (order.size() == 2 && i == 1) break;  // two ranks: one pair
+    out.push_back({std::min(a, b), std::max(a, b)});
+  }
+  return out;
+}
+
+std::vector<int> ring_order_avoiding(int n, const std::vector<std::pair<int, int>>& avoid) {
+  std::vector<int> identity(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) identity[static_cast<std::size_t>(i)] = i;
+  std::vector<std::vector<char>> bad(static_cast<std::size_t>(n), std::vector<char>(static_cast<std::size_t>(n), 0));
+  for (auto [a, b] : avoid)
+    if (a >= 0 && b >= 0 && a < n && b < n)
+      bad[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = bad[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] = 1;
+  auto cost = [&](const std::vector<int>& order) {
+    int c = 0;
+    for (auto [a, b] : ring_pairs(order)) c += bad[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
+    return c;
+  };
+  if (n < 3 || cost(identity) == 0) return identity;
+  // A cycle through every rank on the pairs left: depth-first from rank 0, trying the nearest rank
+  // numbers first (the order stays close to the identity), within a bounded number of steps.
+  std::vector<int> path{0};
+  std::vector<char> used(static_cast<std::size_t>(n), 0);
+  used[0] = 1;
+  long budget = 200000;
+  std::function<bool()> extend = [&]() -> bool {
+    if (--budget < 0) return false;
+    int last = path.back();
+    if (static_cast<int>(path.size()) == n) return !bad[static_cast<std::size_t>(last)][0];
+    for (int step = 1; step < n; ++step) {
+      int next = (last + step) % n;
+      if (used[static_cast<std::size_t>(next)] || bad[static_cast<std::size_t>(last)][static_cast<std::size_t>(next)]) continue;
+      used[static_cast<std::size_t>(next)] = 1;
+      path.push_back(next);
+      if (extend()) return true;
+      path.pop_back();
+      used[static_cast<std::size_t>(next)] = 0;
+    }
+    return false;
+  };
+  if (extend()) return path;
+  // None found in the budget: swaps that lower the count of avoided pairs used, from the identity.
+  std::vector<int> best = identity;
+  int best_cost = cost(best);
+  for (bool improved = true; improved && best_cost > 0;) {
+    improved = false;
+    for (int i = 1; i < n && !improved; ++i)
+      for (int j = i + 1; j < n && !improved; ++j) {
+        std::vector<int> t = best;
+        std::swap(t[static_cast<std::size_t>(i)], t[static_cast<std::size_t>(j)]);
+        int c = cost(t);
+        if (c < best_cost) best = t, best_cost = c, improved = true;
+      }
+  }
+  return best;
+}
+
+}  // namespace collkit::exec

@@ -1,0 +1,61 @@
+#pragma once
+// coll-run --inject on a host transport: a decorator that holds each send on a slowed pair back by
+// (factor - 1) x its bytes at the sender's base rate, one message after another per pair, so the
+// data arrives late for real; and the probe that times receives from every peer through it.
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "collkit/exec/adapt.h"
+#include "collkit/exec/world.h"
+#include "program.h"
+
+namespace collkit::exec::detail {
+
+class SlowTransport final : public Transport {
+ public:
+  /// `base_gbps[peer]`: the rate a message to that peer moves at, unslowed (send_rates_gbps()).
+  SlowTransport(Transport& inner, int rank, std::vector<double> base_gbps);
+  void set(const Injection& inj) { inj_ = inj; }
+  const Injection& injection() const { return inj_; }
+
+  std::uint32_t post_send(int peer, std::uint16_t channel, const std::byte* data, std::uint64_t bytes) override;
+  std::uint32_t post_recv(int peer, std::uint16_t channel, std::byte* data, std::uint64_t bytes) override;
+  void poll(std::vector<std::uint32_t>& finished) override;
+
+ private:
+  struct Held {
+    double release;  // World::now() seconds
+    std::uint32_t handle;
+    int peer;
+    std::uint16_t channel;
+    const std::byte* data;
+    std::uint64_t bytes;
+  };
+  std::uint32_t outer_handle(std::uint32_t inner);
+  /// A handle of this transport: reused once reported finished (the scheduler indexes by it).
+  std::uint32_t take_handle();
+  Transport& inner_;
+  int rank_;
+  std::vector<double> base_gbps_;
+  Injection inj_;
+  std::vector<double> pair_free_;  // per peer: when the slowed pair is free again
+  std::deque<Held> held_;
+  std::vector<std::uint32_t> inner_to_outer_;  // by inner handle
+  std::vector<char> inner_known_;
+  std::uint32_t next_ = 0;
+  std::vector<std::uint32_t> free_;  // handles reported finished
+  std::vector<std::uint32_t> scratch_;
+};
+
+/// The rate this rank's messages reach every other rank at over `t` (index: the receiver; 0 for
+/// itself), in GB/s: a probe of `bytes` per pair, its receive times exchanged (every rank calls it).
+std::vector<double> send_rates_gbps(Transport& t, const World& world, std::uint64_t bytes, double timeout_s);
+
+/// This rank's time, in microseconds, to receive `bytes` from every other rank over `t` (index:
+/// the sender; 0 for itself): shift by shift (send to rank + k, receive from rank - k), the ranks
+/// in step between shifts; each shift five times, the fastest kept.
+std::vector<double> probe_receives(Transport& t, const World& world, std::uint64_t bytes, double timeout_s);
+
+}  // namespace collkit::exec::detail

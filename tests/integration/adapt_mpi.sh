@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Faults injected in the mpi backend (coll-run --inject): plans stay right (0 wrong elements), the
+# probe of coll-run adapt names the slowed pair, and the re-planned ring avoids it; bad input.
+source "$(dirname "$0")/lib.sh"
+run="$COLLKIT_BIN/coll-run"
+if ! command -v mpirun >/dev/null; then echo "skip: mpirun not found"; exit 77; fi
+mpi() { timeout 300 mpirun --oversubscribe -np "$@"; }
+mpi_said() {
+  local rc=0
+  mpi "$@" 2>"$TMP/err" >/dev/null || rc=$?
+  grep '^coll-run' "$TMP/err" >&2
+  return $rc
+}
+
+# Checked plans under faults: every element right.
+if mpi 4 "$run" --coll allreduce,allgather --algo ring,rhd -b 64K -e 1M -f 16 -n 2 -w 1 --no-discover --no-baseline \
+     --inject slow-link=0-1:x8,slow-rank=3:x2 --json "$TMP/inj.json" >"$TMP/inj.txt" 2>&1; then
+  ok "plans under injected faults ran"
+else
+  bad "injected run: $(tail -3 "$TMP/inj.txt")"
+fi
+expect_eq "$(json_get "$TMP/inj.json" 'j["total_wrong"]')" 0 "wrong elements under faults"
+
+# A link 16x slower is found by the probe and the ring goes around it.
+if mpi 4 "$run" adapt --inject slow-link=1-2:x16 --probe-bytes 4M -b 1M -e 1M -n 3 -w 1 >"$TMP/adapt.txt" 2>&1; then
+  ok "adapt ran"
+else
+  bad "adapt: $(tail -3 "$TMP/adapt.txt")"
+fi
+expect_eq "$(sed -n 's/^# slow pairs found: //p' "$TMP/adapt.txt" | awk '{print $1}')" "1-2" "the probe names the slowed pair first"
+order=$(sed -n 's/^# adapted ring order: //p' "$TMP/adapt.txt")
+python3 -c 'import sys; o=[int(x) for x in sys.argv[1].split(",")]; p={frozenset((o[i], o[(i+1)%len(o)])) for i in range(len(o))}; sys.exit(0 if sorted(o)==[0,1,2,3] and frozenset((1,2)) not in p else 1)' "$order" &&
+  ok "the adapted ring $order avoids 1-2" || bad "adapted ring order $order"
+grep -qE "^ +1M +[0-9.]+ +[0-9.]+ +[0-9.]+ " "$TMP/adapt.txt" && ok "healthy, degraded and adapted measured" || bad "no row: $(cat "$TMP/adapt.txt")"
+
+# Bad input: one line from rank 0, non-zero exit.
+expect_fail 2 "coll-run: error: --inject slow-link=0-7:x4: \"7\" is not a rank of 0..3" \
+  mpi_said 4 "$run" --coll allreduce --algo ring -b 1K -e 1K --no-discover --inject slow-link=0-7:x4
+expect_fail 2 "coll-run: error: adapt: give the faults to adapt to with --inject (e.g. slow-link=0-1:x4)" mpi_said 4 "$run" adapt
+expect_fail 2 "coll-run: error: adapt: a ring has another order only on 3 ranks or more (mpirun -np 3 or more)" \
+  mpi_said 2 "$run" adapt --inject slow-link=0-1:x4
+expect_fail 2 "coll-run: error: adapt: re-plans rings: --coll must be allreduce, allgather or reducescatter" \
+  mpi_said 4 "$run" adapt --inject slow-link=0-1:x4 --coll alltoall
+
+finish
