@@ -24,7 +24,7 @@ faults=(slow-link=0-1:x4 slow-link=0-1:x16 slow-link=1-2:x16,slow-link=0-3:x16 s
   echo "rate (measured by the probe before any fault), so a factor slows the link, not the collective: on"
   echo "this machine four processes share two cores and the copies through shared memory are not what"
   echo "bounds a ring, so a 4x slower link costs the ring little. The probe (each pair, shift by shift, best"
-  echo "of five) names pairs above twice the median pair; the ring is re-planned in an order that avoids them."
+  echo "of five) names pairs above three times the lower quartile of the pairs; the ring is re-planned in an order that avoids them."
   echo "recovered = (degraded - adapted) / (degraded - healthy); \"(no loss)\" where degraded is within 10% of"
   echo "healthy. A slow rank cannot be routed around by a ring order (every rank is on the ring)."
   for f in "${faults[@]}"; do

@@ -72,9 +72,11 @@ std::vector<std::pair<int, int>> slow_pairs(const std::vector<std::vector<double
     for (double t : row)
       if (t > 0) all.push_back(t);
   if (all.empty()) return {};
+  // The reference is the lower quartile, not the median: a slow rank slows half of the pairs of a
+  // 4-rank probe (every pair with it, both ways), which would lift the median into the slow ones.
   std::vector<double> sorted = all;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
-  double median = sorted[sorted.size() / 2];
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 4), sorted.end());
+  double reference = sorted[sorted.size() / 4];
   std::vector<std::pair<double, std::pair<int, int>>> found;
   int n = static_cast<int>(times.size());
   for (int a = 0; a < n; ++a)
@@ -84,7 +86,7 @@ std::vector<std::pair<int, int>> slow_pairs(const std::vector<std::vector<double
                                                                           : 0,
           a < static_cast<int>(times[static_cast<std::size_t>(b)].size()) ? times[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)]
                                                                           : 0);
-      if (t > threshold * median) found.push_back({t, {a, b}});
+      if (t > threshold * reference) found.push_back({t, {a, b}});
     }
   std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   std::vector<std::pair<int, int>> out;

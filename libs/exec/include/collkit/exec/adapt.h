@@ -31,10 +31,10 @@ struct Injection {
 /// ranks outside 0..nranks-1 or a factor below 1.
 Injection parse_injection(const std::string& spec, int nranks);
 
-/// The pairs a probe found slow: pairs whose message time exceeds `threshold` x the median of all
-/// pairs, from `times[from][to]` (microseconds, 0 or negative on the diagonal and for pairs not
-/// measured); each pair once (a < b), slowest first.
-std::vector<std::pair<int, int>> slow_pairs(const std::vector<std::vector<double>>& times, double threshold = 2.0);
+/// The pairs a probe found slow: pairs whose message time exceeds `threshold` x the lower quartile
+/// of all pairs' times (the median would sit among the slow ones when a slow rank slows half of them), from `times[from][to]`
+/// (microseconds, 0 or negative on the diagonal and for pairs not measured); each pair once (a < b), slowest first.
+std::vector<std::pair<int, int>> slow_pairs(const std::vector<std::vector<double>>& times, double threshold = 3.0);
 
 /// A ring order over `n` ranks whose consecutive pairs (the last back to the first) avoid every
 /// pair of `avoid` (undirected); as few of them as possible when no order avoids them all.
@@ -54,7 +54,7 @@ struct AdaptOptions {
   std::vector<std::uint64_t> sizes;
   int iters = 10, warmup = 3;
   std::uint64_t probe_bytes = 1 << 20;
-  double threshold = 2.0;  ///< a pair is slow above this x the median pair
+  double threshold = 3.0;  ///< a pair is slow above this x the lower quartile of the pairs
   double timeout_s = 60;
 };
 
