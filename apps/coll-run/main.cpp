@@ -2,18 +2,23 @@
 // compares with the backend's native collective, nccl-tests style. Argument parsing and printing
 // only; everything else is libs/exec.
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
 #include "collkit/core/size.h"
 #include "collkit/exec/adapt.h"
+#include "collkit/exec/autotune.h"
 #include "collkit/exec/calibrate.h"
 #include "collkit/exec/harness.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/collective.h"
+#include "collkit/plan/tuning.h"
 #include "collkit/topo/io.h"
 
 namespace exec = collkit::exec;
@@ -39,6 +44,7 @@ struct Flags {
 };
 
 std::vector<plan::Collective> collectives(const std::string& s);
+exec::RunOptions options(const Flags& f, const CLI::App& app);
 
 // coll-run adapt: inject, find, re-plan, measure (rank 0 prints).
 int run_adapt(const Flags& f, const CLI::App& sub) {
@@ -68,6 +74,56 @@ int run_adapt(const Flags& f, const CLI::App& sub) {
     bo.timeout_s = f.timeout_s;
     auto backend = exec::make_backend(bo, world);
     exec::adapt_run(opt, *backend, world, std::cout);
+    return 0;
+  } catch (const collkit::InputError& e) {
+    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  } catch (const collkit::UnsupportedError& e) {
+    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  } catch (const std::exception& e) {
+    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
+    world.abort(collkit::exit_code_for(e));
+  }
+}
+
+// coll-run autotune: `auto` beside every applicable algorithm per size, measured; the fastest kept
+// as a tuning table (rank 0 prints and writes).
+int run_autotune(const Flags& f, const CLI::App& sub) {
+  exec::RunOptions opt = options(f, sub);
+  if (opt.collectives.size() != 1) throw collkit::InputError("autotune: one collective at a time");
+  opt.algorithms = {"auto", "all"};
+  opt.baseline = false;
+  if (!sub.count("-c")) opt.check = false;  // tuning times candidates; -c 1 checks them too
+  if (!sub.count("-n")) opt.iters = 5;
+  if (!sub.count("-w")) opt.warmup = 3;
+  if (!sub.count("-b") && !sub.count("-e")) {
+    opt.min_bytes = 1 << 10;
+    opt.max_bytes = 64 << 20;
+    opt.factor = 4;
+    opt.sizes_given = true;
+  }
+  exec::World world;
+  try {
+    exec::BackendOptions bo;
+    bo.timeout_s = opt.timeout_s;
+    auto backend = exec::make_backend(bo, world);
+    std::ostringstream tables;  // the harness's nccl-tests tables: kept out of the summary
+    exec::Results res = exec::run(opt, *backend, world, tables);
+    if (world.rank() != 0) return 0;
+    std::vector<exec::TunedSize> tuned = exec::tune_from(res);
+    std::cout << fmt::format("# autotune: {} on {} ranks, {} iterations per candidate; gain = the model's choice / the best measured\n",
+                             plan::to_string(opt.collectives[0]), res.nranks, opt.iters);
+    std::cout << fmt::format("# {:>10}  {:>16}  {:>10}  {:>16}  {:>10}  {:>6}\n", "size", "model's choice", "time(us)", "best measured",
+                             "time(us)", "gain");
+    for (const exec::TunedSize& t : tuned)
+      std::cout << fmt::format("  {:>10}  {:>16}  {:>10.1f}  {:>16}  {:>10.1f}  {:>6.2f}\n", collkit::format_size_bytes(t.bytes),
+                               t.model_choice, t.model_choice_us, t.best, t.best_us, t.gain());
+    if (!f.json_out.empty()) {
+      plan::TuningTable table = exec::tuning_table(tuned, opt.collectives[0], res.nranks, res.topology);
+      collkit::write_file_atomic(f.json_out, plan::write_tuning_table(table));
+      std::cout << "wrote tuning table " << f.json_out << "\n";
+    }
     return 0;
   } catch (const collkit::InputError& e) {
     if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
@@ -207,6 +263,19 @@ int main(int argc, char** argv) {
   adp->add_option("-w,--warmup_iters", f.warmup, "untimed iterations before each (default 5)");
   adp->add_option("--probe-bytes", f.probe_bytes, "bytes each pair exchanges in the probe (default 1M)");
   adp->add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
+  auto* tune = app.add_subcommand("autotune",
+                                  "measure the model's auto choice beside every applicable algorithm per size; keep the fastest "
+                                  "as a tuning table (collkit.tuning/1) and say what it gains");
+  tune->add_option("--coll", f.colls, "the collective (default allreduce)");
+  tune->add_option("--topo", f.topo_file, "topology to plan on (default: discover the job's hosts)");
+  tune->add_option("-b,--minbytes", f.min_bytes, "smallest size (default 1K)");
+  tune->add_option("-e,--maxbytes", f.max_bytes, "largest size (default 64M)");
+  tune->add_option("-f,--stepfactor", f.factor, "multiply the size by this between rows (default 4 without -b/-e)");
+  tune->add_option("-n,--iters", f.iters, "timed iterations per candidate (default 5)");
+  tune->add_option("-w,--warmup_iters", f.warmup, "untimed iterations before each (default 3)");
+  tune->add_option("-c,--check", f.check, "check every candidate's elements (1) or not (0, the default)");
+  tune->add_option("-o,--output", f.json_out, "the tuning table to write");
+  tune->add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
   auto* cal = app.add_subcommand("calibrate",
                                  "measure message times per class of rank pairs, copy and reduction rates; fit the simulator's model "
                                  "and write the calibrated topology (docs/adapt.md)");
@@ -221,6 +290,14 @@ int main(int argc, char** argv) {
     return e.get_exit_code();
   }
 
+  if (*tune) {
+    try {
+      return run_autotune(f, *tune);
+    } catch (const std::exception& e) {  // before MPI started: a bad flag, printed once
+      if (launcher_rank0()) std::cerr << "coll-run: error: " << e.what() << "\n";
+      return collkit::exit_code_for(e);
+    }
+  }
   if (*adp) {
     try {
       return run_adapt(f, *adp);

@@ -33,12 +33,23 @@ python3 -c 'import sys; o=[int(x) for x in sys.argv[1].split(",")]; p={frozenset
   ok "the adapted ring $order avoids 1-2" || bad "adapted ring order $order"
 grep -qE "^ +1M +[0-9.]+ +[0-9.]+ +[0-9.]+ " "$TMP/adapt.txt" && ok "healthy, degraded and adapted measured" || bad "no row: $(cat "$TMP/adapt.txt")"
 
+# Autotune: auto beside every algorithm, measured; the fastest kept as a tuning table.
+if mpi 3 "$run" autotune --coll allgather -b 3K -e 192K -f 8 -n 2 -w 1 -o "$TMP/tuned.json" >"$TMP/tune.txt" 2>&1; then
+  ok "autotune ran"
+else
+  bad "autotune: $(tail -3 "$TMP/tune.txt")"
+fi
+expect_eq "$(grep -cE '^ +[0-9]+K +[a-z_]+ +[0-9.]+ +[a-z_]+ +[0-9.]+ +[0-9.]+$' "$TMP/tune.txt")" 3 "three sizes tuned"
+expect_eq "$(json_get "$TMP/tuned.json" 'j["schema"] == "collkit.tuning/1" and j["ranges"][0]["min_bytes"] == 0 and "max_bytes" not in j["ranges"][-1] and all(r["measured_us_at_min"] > 0 for r in j["ranges"])')" \
+  True "the tuning table holds the measured winners"
+
 # Bad input: one line from rank 0, non-zero exit.
 expect_fail 2 "coll-run: error: --inject slow-link=0-7:x4: \"7\" is not a rank of 0..3" \
   mpi_said 4 "$run" --coll allreduce --algo ring -b 1K -e 1K --no-discover --inject slow-link=0-7:x4
 expect_fail 2 "coll-run: error: adapt: give the faults to adapt to with --inject (e.g. slow-link=0-1:x4)" mpi_said 4 "$run" adapt
 expect_fail 2 "coll-run: error: adapt: a ring has another order only on 3 ranks or more (mpirun -np 3 or more)" \
   mpi_said 2 "$run" adapt --inject slow-link=0-1:x4
+expect_fail 2 "coll-run: error: autotune: one collective at a time" mpi_said 2 "$run" autotune --coll allreduce,allgather
 expect_fail 2 "coll-run: error: adapt: re-plans rings: --coll must be allreduce, allgather or reducescatter" \
   mpi_said 4 "$run" adapt --inject slow-link=0-1:x4 --coll alltoall
 

@@ -283,7 +283,7 @@ std::string tuning_table_json(const std::vector<SweepRow>& rows, Collective coll
         continue;
       }
     }
-    table.ranges.push_back({lo, hi, c.algorithm, channels, c.time_us, nccl});
+    table.ranges.push_back({lo, hi, c.algorithm, channels, c.time_us, 0, nccl});
   }
   return write_tuning_table(table);
 }

@@ -120,7 +120,7 @@ TuningTable read_tuning_table(const std::string& file, const std::string& text) 
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     json::Cursor r = ranges[i];
     r.expect_object();
-    r.expect_keys({"min_bytes", "max_bytes", "algorithm", "channels", "predicted_us_at_min", "nccl"});
+    r.expect_keys({"min_bytes", "max_bytes", "algorithm", "channels", "predicted_us_at_min", "measured_us_at_min", "nccl"});
     TuningRange out;
     out.min_bytes = size_at(r.at("min_bytes"));
     if (auto hi = r.find("max_bytes")) {
@@ -131,6 +131,7 @@ TuningTable read_tuning_table(const std::string& file, const std::string& text) 
     out.algorithm = r.at("algorithm").string();
     if (auto ch = r.find("channels")) out.channels = channels_at(*ch);
     if (auto p = r.find("predicted_us_at_min")) out.predicted_us_at_min = p->non_negative_number();
+    if (auto m = r.find("measured_us_at_min")) out.measured_us_at_min = m->non_negative_number();
     if (auto nccl = r.find("nccl")) out.nccl = read_nccl(*nccl);
     if (!t.ranges.empty()) {
       const TuningRange& prev = t.ranges.back();
@@ -151,6 +152,7 @@ std::string write_tuning_table(const TuningTable& table) {
     nlohmann::json j{
         {"min_bytes", r.min_bytes}, {"algorithm", r.algorithm}, {"channels", r.channels}, {"predicted_us_at_min", r.predicted_us_at_min}};
     if (r.max_bytes) j["max_bytes"] = *r.max_bytes;
+    if (r.measured_us_at_min > 0) j["measured_us_at_min"] = r.measured_us_at_min;
     if (r.nccl) {
       nlohmann::json n{{"algorithm", to_string(r.nccl->algorithm)}};
       if (r.nccl->protocol) n["protocol"] = to_string(*r.nccl->protocol);

@@ -34,8 +34,8 @@ TEST_CASE("tuning table: written and read back the same; an open last range has 
   t.nranks = 1024;
   t.topology_name = "dgx-h100x128-fat-tree";
   t.topology_fingerprint = "02c98fe336d7a5dc";
-  t.ranges.push_back({0, 262143, "rd", 4, 16.87, NcclChoice{NcclAlgo::Tree, NcclProto::LL, 2, 20.5}});
-  t.ranges.push_back({262144, std::nullopt, "hier", 8, 390.2, NcclChoice{NcclAlgo::Ring, std::nullopt, 8, 401.0}});
+  t.ranges.push_back({0, 262143, "rd", 4, 16.87, 0, NcclChoice{NcclAlgo::Tree, NcclProto::LL, 2, 20.5}});
+  t.ranges.push_back({262144, std::nullopt, "hier", 8, 390.2, 377.5, NcclChoice{NcclAlgo::Ring, std::nullopt, 8, 401.0}});
   std::string text = write_tuning_table(t);
   CHECK(text.find("18446744073709551615") == std::string::npos);
   TuningTable back = read_tuning_table("t.json", text);
@@ -50,6 +50,8 @@ TEST_CASE("tuning table: written and read back the same; an open last range has 
   CHECK(back.ranges[0].nccl->protocol == NcclProto::LL);
   CHECK(back.ranges[0].nccl->channels == 2);
   CHECK(!back.ranges[1].nccl->protocol);
+  CHECK(back.ranges[0].measured_us_at_min == 0);
+  CHECK(back.ranges[1].measured_us_at_min == 377.5);
   CHECK(write_tuning_table(back) == text);
   CHECK(back.find(0) == &back.ranges[0]);
   CHECK(back.find(262143) == &back.ranges[0]);

@@ -44,6 +44,7 @@ struct TuningRange {
   std::string algorithm;                   ///< collkit's winner
   int channels = 1;
   double predicted_us_at_min = 0;
+  double measured_us_at_min = 0;   ///< coll-run autotune: the winner's measured time there; 0 = not measured
   std::optional<NcclChoice> nccl;  ///< the fastest of NCCL's algorithms; none when none applies
   bool covers(std::uint64_t bytes) const { return bytes >= min_bytes && (!max_bytes || bytes <= *max_bytes); }
 };
