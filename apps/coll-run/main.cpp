@@ -46,12 +46,31 @@ struct Flags {
 std::vector<plan::Collective> collectives(const std::string& s);
 exec::RunOptions options(const Flags& f, const CLI::App& app);
 
+// Runs `body(world)` on every rank of the job. Errors every rank meets alike (bad input, an
+// unsupported request) are printed once, by rank 0, and every rank exits with the code; an error
+// of one rank (a stalled peer, a failed call) is printed by that rank, which then ends the whole job.
+template <class Body>
+int in_job(Body&& body) {
+  exec::World world;
+  try {
+    return body(world);
+  } catch (const collkit::InputError& e) {
+    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  } catch (const collkit::UnsupportedError& e) {
+    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
+    return collkit::exit_code_for(e);
+  } catch (const std::exception& e) {
+    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
+    world.abort(collkit::exit_code_for(e));
+  }
+}
+
 // coll-run adapt: inject, find, re-plan, measure (rank 0 prints).
 int run_adapt(const Flags& f, const CLI::App& sub) {
   if (!(f.timeout_s > 0)) throw collkit::InputError("--timeout: must be more than 0 seconds");
   if (f.inject.empty()) throw collkit::InputError("adapt: give the faults to adapt to with --inject (e.g. slow-link=0-1:x4)");
-  exec::World world;
-  try {
+  return in_job([&](exec::World& world) {
     exec::AdaptOptions opt;
     opt.injection = exec::parse_injection(f.inject, world.size());
     auto colls = collectives(f.colls);
@@ -75,16 +94,7 @@ int run_adapt(const Flags& f, const CLI::App& sub) {
     auto backend = exec::make_backend(bo, world);
     exec::adapt_run(opt, *backend, world, std::cout);
     return 0;
-  } catch (const collkit::InputError& e) {
-    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  } catch (const collkit::UnsupportedError& e) {
-    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  } catch (const std::exception& e) {
-    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
-    world.abort(collkit::exit_code_for(e));
-  }
+  });
 }
 
 // coll-run autotune: `auto` beside every applicable algorithm per size, measured; the fastest kept
@@ -103,8 +113,7 @@ int run_autotune(const Flags& f, const CLI::App& sub) {
     opt.factor = 4;
     opt.sizes_given = true;
   }
-  exec::World world;
-  try {
+  return in_job([&](exec::World& world) {
     exec::BackendOptions bo;
     bo.timeout_s = opt.timeout_s;
     auto backend = exec::make_backend(bo, world);
@@ -125,23 +134,13 @@ int run_autotune(const Flags& f, const CLI::App& sub) {
       std::cout << "wrote tuning table " << f.json_out << "\n";
     }
     return 0;
-  } catch (const collkit::InputError& e) {
-    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  } catch (const collkit::UnsupportedError& e) {
-    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  } catch (const std::exception& e) {
-    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
-    world.abort(collkit::exit_code_for(e));
-  }
+  });
 }
 
 // coll-run calibrate: measure, fit, write the calibrated topology (rank 0), print the fit.
 int run_calibrate(const Flags& f) {
   if (!(f.timeout_s > 0)) throw collkit::InputError("--timeout: must be more than 0 seconds");
-  exec::World world;
-  try {
+  return in_job([&](exec::World& world) {
     collkit::topo::Topology t = exec::job_topology(world, f.cal_topo, f.timeout_s);
     exec::CalibrateOptions opt;
     opt.quick = f.quick;
@@ -156,13 +155,7 @@ int run_calibrate(const Flags& f) {
       if (!f.cal_out.empty()) std::cerr << "wrote calibrated topology " << f.cal_out << "\n";
     }
     return 0;
-  } catch (const collkit::InputError& e) {
-    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  } catch (const std::exception& e) {
-    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
-    world.abort(collkit::exit_code_for(e));
-  }
+  });
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -222,6 +215,51 @@ bool launcher_rank0() {
   for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
     if (const char* s = std::getenv(v); s && *s) return std::string(s) == "0";
   return true;
+}
+
+// coll-run itself: the nccl-tests-style benchmark of plans beside the native collective.
+int run_benchmark(const Flags& f, const CLI::App& app) {
+  exec::RunOptions opt = options(f, app);
+  return in_job([&](exec::World& world) {
+    exec::BackendOptions bo;
+    bo.name = f.backend;
+    bo.timeout_s = opt.timeout_s;
+    bo.ranks = f.ranks;
+    auto backend = exec::make_backend(bo, world);
+    if (!f.inject.empty()) backend->inject(exec::parse_injection(f.inject, world.size()));
+    if (!f.json_out.empty()) {
+      // An unwritable path fails now, on every rank alike, not after the whole benchmark; then
+      // every row is kept as it is measured, so a run stopped by a failed peer still leaves what it
+      // finished.
+      std::string cannot;
+      if (world.rank() == 0) {
+        try {
+          exec::Results nothing_yet;
+          nothing_yet.complete = false;
+          collkit::write_file_atomic(f.json_out, exec::to_json(nothing_yet));
+        } catch (const collkit::Error& e) {
+          cannot = e.what();
+        }
+      }
+      cannot = world.broadcast(cannot, opt.timeout_s);
+      if (!cannot.empty()) throw collkit::InputError("--json: " + cannot);
+    }
+    if (world.rank() == 0 && !f.json_out.empty()) {
+      // At most once a second: a matrix of hundreds of tables would otherwise rewrite the file per row.
+      opt.on_row = [&, last = 0.0](const exec::Results& so_far) mutable {
+        if (exec::World::now() - last < 1.0) return;
+        collkit::write_file_atomic(f.json_out, exec::to_json(so_far));
+        last = exec::World::now();
+      };
+    }
+    exec::Results res = exec::run(opt, *backend, world, std::cout);
+    if (world.rank() == 0 && !f.json_out.empty()) collkit::write_file_atomic(f.json_out, exec::to_json(res));
+    if (res.total_wrong > 0) {
+      if (world.rank() == 0) std::cerr << "coll-run: error: " << res.total_wrong << " wrong elements\n";
+      return 1;
+    }
+    return 0;
+  });
 }
 
 }  // namespace
@@ -290,90 +328,17 @@ int main(int argc, char** argv) {
     return e.get_exit_code();
   }
 
-  if (*tune) {
+  // Before MPI starts, a bad flag is printed once, by the launcher's rank 0.
+  auto start = [&](auto&& run) -> int {
     try {
-      return run_autotune(f, *tune);
-    } catch (const std::exception& e) {  // before MPI started: a bad flag, printed once
+      return run();
+    } catch (const std::exception& e) {
       if (launcher_rank0()) std::cerr << "coll-run: error: " << e.what() << "\n";
       return collkit::exit_code_for(e);
     }
-  }
-  if (*adp) {
-    try {
-      return run_adapt(f, *adp);
-    } catch (const std::exception& e) {  // before MPI started: a bad flag, printed once
-      if (launcher_rank0()) std::cerr << "coll-run: error: " << e.what() << "\n";
-      return collkit::exit_code_for(e);
-    }
-  }
-  if (*cal) {
-    try {
-      return run_calibrate(f);
-    } catch (const std::exception& e) {  // before MPI started: a bad flag, printed once
-      if (launcher_rank0()) std::cerr << "coll-run: error: " << e.what() << "\n";
-      return collkit::exit_code_for(e);
-    }
-  }
-
-  exec::RunOptions opt;
-  try {
-    opt = options(f, app);
-  } catch (const std::exception& e) {
-    if (launcher_rank0()) std::cerr << "coll-run: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  }
-
-  // From here every rank is in MPI. Errors that every rank meets alike (bad input, an unsupported
-  // request) are printed once, by rank 0, and every rank exits with the code; an error of one rank
-  // (a stalled peer, a failed call) is printed by that rank, which then ends the whole job.
-  exec::World world;
-  try {
-    exec::BackendOptions bo;
-    bo.name = f.backend;
-    bo.timeout_s = opt.timeout_s;
-    bo.ranks = f.ranks;
-    auto backend = exec::make_backend(bo, world);
-    if (!f.inject.empty()) backend->inject(exec::parse_injection(f.inject, world.size()));
-    if (!f.json_out.empty()) {
-      // An unwritable path fails now, on every rank alike, not after the whole benchmark; then
-      // every row is kept as it is measured, so a run stopped by a failed peer still leaves what it
-      // finished.
-      std::string cannot;
-      if (world.rank() == 0) {
-        try {
-          exec::Results nothing_yet;
-          nothing_yet.complete = false;
-          collkit::write_file_atomic(f.json_out, exec::to_json(nothing_yet));
-        } catch (const collkit::Error& e) {
-          cannot = e.what();
-        }
-      }
-      cannot = world.broadcast(cannot, opt.timeout_s);
-      if (!cannot.empty()) throw collkit::InputError("--json: " + cannot);
-    }
-    if (world.rank() == 0 && !f.json_out.empty()) {
-      // At most once a second: a matrix of hundreds of tables would otherwise rewrite the file per row.
-      opt.on_row = [&, last = 0.0](const exec::Results& so_far) mutable {
-        if (exec::World::now() - last < 1.0) return;
-        collkit::write_file_atomic(f.json_out, exec::to_json(so_far));
-        last = exec::World::now();
-      };
-    }
-    exec::Results res = exec::run(opt, *backend, world, std::cout);
-    if (world.rank() == 0 && !f.json_out.empty()) collkit::write_file_atomic(f.json_out, exec::to_json(res));
-    if (res.total_wrong > 0) {
-      if (world.rank() == 0) std::cerr << "coll-run: error: " << res.total_wrong << " wrong elements\n";
-      return 1;
-    }
-    return 0;
-  } catch (const collkit::InputError& e) {
-    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  } catch (const collkit::UnsupportedError& e) {
-    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  } catch (const std::exception& e) {
-    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
-    world.abort(collkit::exit_code_for(e));
-  }
+  };
+  if (*tune) return start([&] { return run_autotune(f, *tune); });
+  if (*adp) return start([&] { return run_adapt(f, *adp); });
+  if (*cal) return start([&] { return run_calibrate(f); });
+  return start([&] { return run_benchmark(f, app); });
 }

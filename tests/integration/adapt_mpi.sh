@@ -4,13 +4,6 @@
 source "$(dirname "$0")/lib.sh"
 run="$COLLKIT_BIN/coll-run"
 if ! command -v mpirun >/dev/null; then echo "skip: mpirun not found"; exit 77; fi
-mpi() { timeout 300 mpirun --oversubscribe -np "$@"; }
-mpi_said() {
-  local rc=0
-  mpi "$@" 2>"$TMP/err" >/dev/null || rc=$?
-  grep '^coll-run' "$TMP/err" >&2
-  return $rc
-}
 
 # Checked plans under faults: every element right.
 if mpi 4 "$run" --coll allreduce,allgather --algo ring,rhd -b 64K -e 1M -f 16 -n 2 -w 1 --no-discover --no-baseline \

@@ -6,14 +6,6 @@ source "$(dirname "$0")/lib.sh"
 run="$COLLKIT_BIN/coll-run"
 plan="$COLLKIT_BIN/coll-plan"
 if ! command -v mpirun >/dev/null; then echo "skip: mpirun not found"; exit 77; fi
-mpi() { timeout 300 mpirun --oversubscribe -np "$@"; }
-# The job's stderr, less mpirun's own report: what the ranks printed (once, by rank 0).
-mpi_said() {
-  local rc=0
-  mpi "$@" 2>"$TMP/err" >/dev/null || rc=$?
-  grep '^coll-run' "$TMP/err" >&2
-  return $rc
-}
 
 if mpi 3 "$run" calibrate --quick -o "$TMP/cal.json" 2>"$TMP/cal.txt"; then
   ok "calibrate --quick on 3 ranks"

@@ -6,7 +6,6 @@
 source "$(dirname "$0")/lib.sh"
 run="$COLLKIT_BIN/coll-run"
 if ! command -v mpirun >/dev/null; then echo "skip: mpirun not found"; exit 77; fi
-mpi() { timeout 300 mpirun --oversubscribe -np "$@"; }
 
 # The matrix: every applicable algorithm x collective x datatype x operator, both placements.
 # Ranks spread over hosts of a synthetic topology (2x1, 3x1, 2x2), so hier's inter-host phase runs.

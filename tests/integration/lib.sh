@@ -7,6 +7,18 @@ failures=0
 checks=0
 
 ok() { checks=$((checks + 1)); echo "ok: $*"; }
+
+# mpi N command...: mpirun with N ranks (oversubscribed), bounded so that a launcher that cannot
+# start its ranks fails the test instead of hanging it.
+mpi() { timeout 300 mpirun --oversubscribe -np "$@"; }
+# mpi_said N command...: the same, stderr reduced to what the ranks printed (lines from coll-*),
+# without mpirun's own report, for expect_fail.
+mpi_said() {
+  local rc=0
+  mpi "$@" 2>"$TMP/mpi_err" >/dev/null || rc=$?
+  grep '^coll-' "$TMP/mpi_err" >&2
+  return $rc
+}
 bad() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
 
 # expect_fail CODE "exact stderr line" command...: the command exits with CODE and prints exactly that line.
