@@ -1,7 +1,8 @@
+// Faults on a host transport and the probe that finds them (slow_transport.h, docs/adapt.md).
+
 #include "slow_transport.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <sstream>
 #include <string>
