@@ -73,3 +73,13 @@ TEST_CASE("synth rate: equals the inverse of ForestColl's ratio cut on random gr
     for (const auto& l : t.links()) CHECK(std::abs(l.bw_gbps / unit - std::round(l.bw_gbps / unit)) < 1e-6);
   }
 }
+
+TEST_CASE("synth rate: a bounded number of trees per root") {
+  Topology ring = ring_of(4, 100);
+  // One tree per root: every ring link must carry 2 of the 3 trees crossing a 3-rank cut, so a
+  // tree's unit is 50 GB/s; two trees reach x* = 200/3.
+  CHECK(synth::rate_for_trees(ring, 4, 1) == doctest::Approx(50).epsilon(1e-9));
+  CHECK(synth::rate_for_trees(ring, 4, 2) == doctest::Approx(200.0 / 3).epsilon(1e-9));
+  CHECK(synth::rate_for_trees(uniform(4, 100, 1), 4, 1) == doctest::Approx(100.0 / 3).epsilon(1e-9));
+  for (int k = 1; k <= 4; ++k) CHECK(synth::rate_for_trees(ring, 4, k) <= 200.0 / 3 * (1 + 1e-9));
+}

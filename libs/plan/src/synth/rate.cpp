@@ -2,6 +2,7 @@
 
 #include "synth/rate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -72,6 +73,46 @@ Rate optimal_rate(const topo::Topology& t, int p) {
   for (const topo::Link& l : t.links()) g = std::gcd(g, milli(l.bw_gbps));
   r.trees = c > 0 && g > 0 ? c / std::gcd(c, g * n) : 0;
   return r;
+}
+
+double rate_for_trees(const topo::Topology& t, int p, std::int64_t k) {
+  Rate best = optimal_rate(t, p);
+  if (std::isinf(best.per_root_gbps) || k <= 0) return best.per_root_gbps;
+  std::vector<double> w = bounds::rank_weights(t, p);
+  double ranks = bounds::weight(w, std::vector<char>(w.size(), 1));
+  bounds::FlowNet net(t);
+  std::vector<double> caps(t.num_links());
+  auto feasible = [&](double u) {
+    for (std::size_t l = 0; l < caps.size(); ++l) caps[l] = std::floor(t.link(static_cast<topo::LinkId>(l)).bw_gbps / u * (1 + 1e-12));
+    std::vector<double> src(w.size()), dst(w.size(), 0);
+    for (std::size_t v = 0; v < w.size(); ++v) src[v] = w[v] * static_cast<double>(k);
+    double need = ranks * static_cast<double>(k), all = need;
+    for (double c : caps) all += c;
+    for (std::size_t v = 0; v < w.size(); ++v) {
+      if (w[v] <= 0) continue;
+      dst[v] = 1 + 2 * all;
+      double flow = net.run_links(caps, src, dst);
+      dst[v] = 0;
+      if (flow < need - 0.5) return false;
+    }
+    return true;
+  };
+  // u = x*/k is the most any unit can be (whole units never beat the fractional rate).
+  double hi = best.per_root_gbps / static_cast<double>(k) * (1 + 1e-9), lo = 0;
+  if (feasible(hi)) return best.per_root_gbps;
+  double min_bw = std::numeric_limits<double>::infinity();
+  for (const topo::Link& l : t.links()) min_bw = std::min(min_bw, l.bw_gbps);
+  lo = hi;
+  while (lo > 0 && !feasible(lo)) lo /= 2;
+  if (lo <= min_bw * 1e-9) return 0;
+  for (int i = 0; i < 60 && hi - lo > lo * 1e-12; ++i) {
+    double mid = (lo + hi) / 2;
+    (feasible(mid) ? lo : hi) = mid;
+  }
+  // Snap to the largest bw / m <= lo: the units change only there, so it is feasible too.
+  double u = 0;
+  for (const topo::Link& l : t.links()) u = std::max(u, l.bw_gbps / std::ceil(l.bw_gbps / lo * (1 - 1e-12)));
+  return static_cast<double>(k) * std::max(u, lo);
 }
 
 }  // namespace collkit::plan::synth

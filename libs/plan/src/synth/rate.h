@@ -25,4 +25,10 @@ struct Rate {
 /// own ratio. One rank vertex (or p <= 1): no cut, per_root_gbps is infinity.
 Rate optimal_rate(const topo::Topology& t, int p);
 
+/// The best rate with exactly k trees per root: the largest unit u such that, each link holding
+/// floor(bw / u) units, every rank vertex can receive p k units from a source giving each rank
+/// vertex w(v) k (monotone in u, so bisection; then snapped down to the largest bw / m below it).
+/// Returns k u, at most optimal_rate(t, p).per_root_gbps; 0 if no u works.
+double rate_for_trees(const topo::Topology& t, int p, std::int64_t k);
+
 }  // namespace collkit::plan::synth
