@@ -48,18 +48,18 @@ TEST_CASE("synth rate: a ring of 4, a star, two hosts on a thin link") {
 
 TEST_CASE("synth rate: equals the inverse of ForestColl's ratio cut on random graphs") {
   std::mt19937 rng(11);
+  auto bw = [&](unsigned span) { return 10.0 * static_cast<double>(1 + rng() % span); };
   for (int trial = 0; trial < 20; ++trial) {
     Topology t;
     t.name = "random" + std::to_string(trial);
     int switches = 1 + static_cast<int>(rng() % 3), gpus = 3 + static_cast<int>(rng() % 5);
     for (int s = 0; s < switches; ++s) t.add_vertex(make_vertex("s" + std::to_string(s), VertexKind::NetSwitch));
     for (int s = 1; s < switches; ++s)
-      t.add_link(
-          make_link(static_cast<collkit::topo::VertexId>(rng() % s), static_cast<collkit::topo::VertexId>(s), 10.0 * (1 + rng() % 10), 1));
+      t.add_link(make_link(static_cast<collkit::topo::VertexId>(rng() % s), static_cast<collkit::topo::VertexId>(s), bw(10), 1));
     for (int g = 0; g < gpus; ++g) {
       auto v = t.add_vertex(make_vertex("g" + std::to_string(g), VertexKind::Gpu));
-      t.add_link(make_link(v, static_cast<collkit::topo::VertexId>(rng() % switches), 10.0 * (1 + rng() % 10), 1));
-      if (g > 0 && rng() % 2) t.add_link(make_link(v, v - 1, 10.0 * (1 + rng() % 5), 1));
+      t.add_link(make_link(v, static_cast<collkit::topo::VertexId>(rng() % switches), bw(10), 1));
+      if (g > 0 && rng() % 2) t.add_link(make_link(v, v - 1, bw(5), 1));
       t.add_rank(v);
     }
     CAPTURE(trial);
