@@ -120,6 +120,18 @@ double FlowNet::run(double scale, const std::vector<double>& src, const std::vec
   return boost::push_relabel_max_flow(g_, source_, sink_);
 }
 
+double FlowNet::run_links(const std::vector<double>& link_cap, const std::vector<double>& src, const std::vector<double>& dst) {
+  for (std::size_t l = 0; l < t_.num_links(); ++l) {
+    cap_[link_arcs_[2 * l]] = link_cap[l];
+    cap_[link_arcs_[2 * l + 1]] = link_cap[l];
+  }
+  for (std::size_t v = 0; v < t_.num_vertices(); ++v) {
+    cap_[from_source_[v]] = src[v];
+    cap_[to_sink_[v]] = dst[v];
+  }
+  return boost::push_relabel_max_flow(g_, source_, sink_);
+}
+
 std::vector<char> FlowNet::source_side(double tolerance) const {
   std::vector<char> seen(t_.num_vertices() + 2, 0);
   std::vector<std::size_t> stack{source_};

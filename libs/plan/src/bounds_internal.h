@@ -49,6 +49,8 @@ class FlowNet {
 
   /// Max flow with links at `scale` x bandwidth, source->v at src[v], v->sink at dst[v].
   double run(double scale, const std::vector<double>& src, const std::vector<double>& dst);
+  /// The same with link l at link_cap[l] both ways.
+  double run_links(const std::vector<double>& link_cap, const std::vector<double>& src, const std::vector<double>& dst);
 
   /// After run(): the vertices the source still reaches through arcs with residual capacity,
   /// i.e. the source side of a minimum cut.
