@@ -54,6 +54,12 @@ expect_eq "$(json_get "$TMP/cluster.json" 'sorted((v["host"], v["attrs"]["netdev
 expect_eq "$(json_get "$TMP/cluster.json" 'sorted({(v["port_gbps"], v["attrs"]["rate_source"]) for v in j["vertices"] if v["kind"] == "nic"})')" \
   "[(0.125, 'tc tbf')]" "the NICs' rate is the 1 Gbit/s tc shaping"
 
+# An error of discovery (two hosts, no fabric to join them) is printed once, by rank 0.
+rc=0
+mpi "$COLLKIT_BIN/coll-topo" discover --ranks-per-host 2 -o "$TMP/nofabric.json" >"$TMP/nofabric.txt" 2>&1 || rc=$?
+[ "$rc" != 0 ] && ok "discover without --fabric fails (exit $rc)" || bad "discover without --fabric succeeded"
+expect_eq "$(grep -c '^coll-topo: error: .*--fabric' "$TMP/nofabric.txt" || true)" 1 "the error printed once, not by every rank"
+
 # A plan on the discovered cluster crosses the hosts hierarchically.
 if "$COLLKIT_BIN/coll-plan" generate --topo "$TMP/cluster.json" --coll allreduce --size 16M --algo auto -o "$TMP/plan.json" >"$TMP/plan.txt" 2>&1; then
   ok "plan on the discovered cluster"
