@@ -50,8 +50,16 @@ void emit(const topo::Topology& t, const std::string& output) {
 int run_discover(const Options& o) {
   topo::DiscoverOptions opt{o.ranks_per_host, o.fabric, !o.no_measure};
   if (topo::under_launcher()) {
-    bool root = false;
-    topo::Topology t = topo::discover_cluster(opt, &root);
+    // Every rank fails alike (discover_cluster broadcasts rank 0's verdict): only rank 0 says why.
+    // root stays true when MPI failed before the ranks were known, so such an error is printed.
+    bool root = true;
+    topo::Topology t;
+    try {
+      t = topo::discover_cluster(opt, &root);
+    } catch (const std::exception& e) {
+      if (root) throw;
+      return collkit::exit_code_for(e);
+    }
     if (root) emit(t, o.output);
     return 0;
   }

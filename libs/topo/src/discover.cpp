@@ -139,6 +139,50 @@ class Assembler {
     }
   }
 
+  // After add_nics(): RDMA ports have their rates; a PCI NIC without one takes its netdev's rate,
+  // and a netdev that is no PCI NIC vertex becomes one of its own.
+  void add_netdevs(const NetdevScan& netdevs) {
+    std::map<std::string, VertexId> nic_at;
+    for (VertexId v : t_.vertices_of(VertexKind::Nic))
+      if (!t_.vertex(v).busid.empty()) nic_at[t_.vertex(v).busid] = v;
+    std::vector<std::string> defaulted;
+    for (const FoundNetdev& n : netdevs.netdevs) {
+      auto it = n.busid.empty() ? nic_at.end() : nic_at.find(n.busid);
+      VertexId v;
+      if (it != nic_at.end()) {
+        v = it->second;
+        if (t_.vertex(v).port_gbps > 0) continue;  // an RDMA port states its rate
+      } else {
+        Vertex nv;
+        nv.id = free_id(t_, host_.hostname, "nic");
+        nv.kind = VertexKind::Nic;
+        nv.host = host_.hostname;
+        nv.numa = t_.vertex(cpu0_).numa;
+        v = t_.add_vertex(std::move(nv));
+        // Not on PCI (or on a PCI function hwloc did not show): hung under the first CPU with a
+        // Gen4 x16 link, which no NIC's port rate comes near.
+        t_.add_link(pcie_link(cpu0_, v, {hw::pcie_gbps(kDefaultPcieGts, kDefaultPcieLanes), kDefaultPcieLanes}, &pcie_defaulted_));
+        notes_.push_back(fmt::format("network interface {} ({}{}): attached to {}", n.name, n.kind,
+                                     n.busid.empty() ? ", not a PCI device" : ", PCI " + n.busid + " not seen by hwloc",
+                                     t_.vertex(cpu0_).id));
+      }
+      Vertex& x = t_.mutable_vertex(v);
+      if (x.label.empty()) x.label = n.name;
+      x.port_gbps = n.gbps > 0 ? n.gbps : kDefaultNetdevGbps;
+      x.attrs["link_layer"] = n.kind == "ipoib" ? "infiniband" : "ethernet";
+      x.attrs["netdev"] = n.name;
+      x.attrs["kind"] = n.kind;
+      x.attrs["rate_source"] = n.gbps > 0 ? n.rate_source : "default";
+      if (!(n.gbps > 0)) defaulted.push_back(n.name);
+    }
+    if (!defaulted.empty()) {
+      std::string names;
+      for (const auto& d : defaulted) names += (names.empty() ? "" : ", ") + d;
+      notes_.push_back(fmt::format("warning: rate of network interface(s) {} unknown (no sysfs speed, no tc tbf): taken as {:.0f} Gbit/s",
+                                   names, kDefaultNetdevGbps * 8));
+    }
+  }
+
   void add_ranks(const std::string& gpu_absent_reason) {
     if (!cuda_.empty()) {
       const std::size_t n = opt_.ranks_per_host > 0 ? static_cast<std::size_t>(opt_.ranks_per_host) : cuda_.size();
@@ -234,11 +278,16 @@ class Assembler {
 }  // namespace
 
 Topology assemble_host(HostScan host, const GpuScan& gpus, const NicScan& nics, const DiscoverOptions& opt) {
+  return assemble_host(std::move(host), gpus, nics, NetdevScan{}, opt);
+}
+
+Topology assemble_host(HostScan host, const GpuScan& gpus, const NicScan& nics, const NetdevScan& netdevs, const DiscoverOptions& opt) {
   if (opt.ranks_per_host < 0)
     throw InputError("ranks per host must be >= 0, got " + std::to_string(opt.ranks_per_host));
   Assembler a(host, opt);
   a.add_gpus(gpus);
   a.add_nics(nics);
+  a.add_netdevs(netdevs);
   a.add_ranks(gpus.absent_reason);
 
   std::vector<std::string> own = a.take_notes();
@@ -247,7 +296,7 @@ Topology assemble_host(HostScan host, const GpuScan& gpus, const NicScan& nics, 
   t.name = host.hostname;
   t.source = "discover";
   t.notes = std::move(host.notes);
-  for (auto* more : {&gpus.notes, &nics.notes}) t.notes.insert(t.notes.end(), more->begin(), more->end());
+  for (auto* more : {&gpus.notes, &nics.notes, &netdevs.notes}) t.notes.insert(t.notes.end(), more->begin(), more->end());
   t.notes.insert(t.notes.end(), own.begin(), own.end());
   t.check_connected();
   return t;
@@ -275,7 +324,7 @@ int launcher_local_rank() {
 Topology discover_local(const DiscoverOptions& opt) {
   if (opt.ranks_per_host < 0)
     throw InputError("ranks per host must be >= 0, got " + std::to_string(opt.ranks_per_host));
-  Topology t = detail::assemble_host(detail::scan_hwloc(), detail::scan_gpus(), detail::scan_rdma(), opt);
+  Topology t = detail::assemble_host(detail::scan_hwloc(), detail::scan_gpus(), detail::scan_rdma(), detail::scan_netdevs(), opt);
   // Under a launcher the host's first rank supplies its vertices (merge_hosts): it alone measures,
   // so that the host's other ranks do not share its memory bandwidth while it does.
   if (opt.measure && launcher_local_rank() == 0) detail::fill_copy_bandwidth(t);

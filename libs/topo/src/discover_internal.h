@@ -11,6 +11,7 @@
 // hangs, what the ranks are) is taken in assemble_host(), which tests drive with made-up scans.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -134,5 +135,47 @@ double measure_copy_gbps(std::size_t bytes, int reps);
 /// measure_copy_gbps) and says so in the notes, replacing hwloc's "unknown" note. Does nothing
 /// when every CPU vertex has a figure.
 void fill_copy_bandwidth(Topology& t, double copy_gbps = 0);
+
+}  // namespace collkit::topo::detail
+
+namespace collkit::topo::detail {
+
+// ---- network interfaces (sysfs + tc) ---------------------------------------------------------
+
+/// A network interface that can join this host to others: not loopback, operstate "up", with an
+/// IPv4 address. Found from /sys/class/net, so veth, bonds, VLANs and IPoIB count as well as PCI NICs.
+struct FoundNetdev {
+  std::string name;         ///< "eth0"
+  std::string kind;         ///< "physical" | "veth" | "bridge" | "bond" | "vlan" | "ipoib" | "virtual"
+  std::string busid;        ///< canonical PCI bus id when the interface is a PCI function, else empty
+  double gbps = 0;          ///< per direction, GB/s; 0 = unknown
+  std::string rate_source;  ///< "tc tbf" | "sysfs speed" | "" (unknown)
+};
+
+struct NetdevScan {
+  std::vector<FoundNetdev> netdevs;
+  std::vector<std::string> notes;
+};
+
+/// The smallest tbf rate in `tc -j qdisc show dev IF` output, in bytes/s; 0 when there is no tbf.
+/// Throws InputError when the text is not tc's JSON.
+double tc_tbf_rate_bytes(std::string_view tc_json);
+
+/// The interfaces under `sys_class_net` (a /sys/class/net or a test's copy of one): `with_ipv4`
+/// names those with an IPv4 address, `tc_json(name)` returns tc's JSON for an interface (or "").
+/// The rate is the tc tbf rate when shaped, else sysfs speed; unknown (0) otherwise. Pure but for
+/// reading the directory.
+NetdevScan read_netdevs(const std::string& sys_class_net, const std::vector<std::string>& with_ipv4,
+                        const std::function<std::string(const std::string&)>& tc_json);
+
+/// This host's: /sys/class/net, getifaddrs(), `tc -j qdisc show` when tc is installed.
+NetdevScan scan_netdevs();
+
+/// assemble_host() and NICs from network interfaces: a netdev whose PCI function is a NIC vertex
+/// without a port rate gives it one; one that is no PCI NIC (veth, bond, ...) becomes a NIC vertex
+/// of its own under the first CPU, with attrs kind/netdev. An unknown rate is taken as
+/// kDefaultNetdevGbps, with a note.
+inline constexpr double kDefaultNetdevGbps = 1.25;  // 10 Gbit/s
+Topology assemble_host(HostScan host, const GpuScan& gpus, const NicScan& nics, const NetdevScan& netdevs, const DiscoverOptions& opt);
 
 }  // namespace collkit::topo::detail

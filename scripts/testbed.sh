@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# A small multi-host cluster on this machine, made of network namespaces (see docs/testbed.md).
+#
+#   testbed.sh up N [--ranks-per-host R] [--link RATE[,DELAY]]   make hosts ckh1..ckhN (idempotent)
+#   testbed.sh down                                              remove everything `up` made
+#   testbed.sh status                                            print hosts, addresses, shaping
+#   testbed.sh mpirun ARGS...                                    mpirun from the head namespace
+#
+# Layout: namespace ckbr holds bridge br0; host namespace ckhI has eth0 = 198.18.0.I/24, a veth
+# whose peer pI sits on br0; namespace ckhead (198.18.0.254) is where mpirun runs, so the root
+# namespace gets no interface, address or route. --link shapes both directions of every host's
+# link with tc: tbf at RATE, netem DELAY under it. Hostnames: scripts/testbed-rsh.sh starts each
+# Open MPI daemon in its host's network namespace and in a new UTS namespace named after the host.
+set -euo pipefail
+
+state=${COLLKIT_TESTBED_DIR:-/run/collkit-testbed}
+prefix=198.18.0
+here=$(cd "$(dirname "$0")" && pwd)
+
+die() { echo "testbed.sh: $*" >&2; exit 2; }
+usage() { die "usage: testbed.sh up N [--ranks-per-host R] [--link RATE[,DELAY]] | down | status | mpirun ARGS..."; }
+
+# Every namespace this script made is listed in $state/namespaces; `down` also removes the fixed
+# names, so it cleans up after an `up` that failed before writing the list.
+ours() {
+  ip netns list | awk '{print $1}' | grep -E '^(ckbr|ckhead|ckh[0-9]+)$' || true
+}
+
+down() {
+  local ns
+  for ns in $(ours); do ip netns del "$ns"; done
+  rm -rf "$state"
+}
+
+# RATE like 1gbit, 100mbit, 10gbit (tc units); prints bits per second.
+rate_bps() {
+  local r=$1 n u
+  [[ $r =~ ^([0-9]+)(|bit|kbit|mbit|gbit)$ ]] || die "bad link rate '$r': expected e.g. 1gbit, 100mbit"
+  n=${BASH_REMATCH[1]}; u=${BASH_REMATCH[2]}
+  case $u in
+    ''|bit) echo "$n" ;; kbit) echo $((n * 1000)) ;; mbit) echo $((n * 1000000)) ;; gbit) echo $((n * 1000000000)) ;;
+  esac
+}
+
+shape() { # shape NS DEV RATE DELAY
+  local ns=$1 dev=$2 rate=$3 delay=$4 bps burst
+  bps=$(rate_bps "$rate")
+  burst=$((bps / 8 / 1000)) # 1 ms at the rate
+  ((burst >= 32768)) || burst=32768
+  ip -n "$ns" link set "$dev" gso_max_size 65536 2>/dev/null || true
+  tc -n "$ns" qdisc replace dev "$dev" root handle 1: tbf rate "$rate" burst "$burst" latency 20ms
+  [[ -z $delay ]] || tc -n "$ns" qdisc replace dev "$dev" parent 1:1 handle 10: netem delay "$delay" limit 10000
+}
+
+# netem is a kernel module some kernels (this machine's 6.18 -fc) lack: probe it before `up`.
+have_netem() {
+  local ok=0
+  ip netns add ckprobe
+  tc -n ckprobe qdisc add dev lo root netem delay 1us 2>/dev/null || ok=1
+  ip netns del ckprobe
+  return $ok
+}
+
+up() {
+  local n=${1:-} rpn=2 link='' rate='' delay='' i
+  [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 200)) || die "up: N must be a number of hosts from 1 to 200, got '${n}'"
+  shift
+  while (($#)); do
+    case $1 in
+      --ranks-per-host) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--ranks-per-host needs a positive number"; rpn=$2; shift 2 ;;
+      --link) [[ -n ${2:-} ]] || die "--link needs RATE[,DELAY]"; link=$2; shift 2 ;;
+      *) die "up: unknown argument '$1'" ;;
+    esac
+  done
+  if [[ -n $link ]]; then
+    rate=${link%%,*}; [[ $link == *,* ]] && delay=${link#*,}
+    rate_bps "$rate" >/dev/null
+    [[ -z $delay || $delay =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)$ ]] || die "bad link delay '$delay': expected e.g. 50us, 1ms"
+  fi
+  ip netns list >/dev/null 2>&1 || die "cannot list network namespaces (need root and iproute2)"
+  down # idempotent: a second `up` rebuilds from nothing
+  if [[ -n $delay ]] && ! have_netem; then
+    die "link delay '$delay' needs the kernel's netem qdisc, which this kernel ($(uname -r)) lacks; give --link $rate"
+  fi
+  trap 'echo "testbed.sh: up failed at line $LINENO; removing what it made" >&2; down' ERR
+  mkdir -p "$state"
+  ip netns add ckbr || die "cannot make network namespaces here (need root / CAP_SYS_ADMIN)"
+  echo ckbr >"$state/namespaces"
+  ip -n ckbr link set lo up
+  ip -n ckbr link add br0 type bridge
+  ip -n ckbr link set br0 up
+  local names=()
+  for ((i = 1; i <= n; i++)); do names+=("ckh$i"); done
+  names+=(ckhead)
+  i=0
+  : >"$state/hostfile"; : >"$state/hosts"
+  for ns in "${names[@]}"; do
+    i=$((i + 1))
+    local addr=$prefix.$i
+    [[ $ns == ckhead ]] && addr=$prefix.254
+    ip netns add "$ns"
+    echo "$ns" >>"$state/namespaces"
+    ip -n "$ns" link set lo up
+    ip link add "tbv$$-$i" netns "$ns" type veth peer name "p$i" netns ckbr
+    ip -n "$ns" link set "tbv$$-$i" name eth0
+    ip -n "$ns" addr add "$addr/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n ckbr link set "p$i" master br0 up
+    if [[ $ns != ckhead ]]; then
+      if [[ -n $rate ]]; then
+        shape "$ns" eth0 "$rate" "$delay"
+        shape ckbr "p$i" "$rate" "$delay"
+      fi
+      echo "$ns slots=$rpn" >>"$state/hostfile"
+    fi
+    echo "$addr $ns" >>"$state/hosts"
+  done
+  trap - ERR
+  printf 'hosts=%s\nranks_per_host=%s\nlink=%s\n' "$n" "$rpn" "${link:-unshaped}" >"$state/config"
+  echo "testbed: $n hosts (ckh1..ckh$n), $rpn ranks each, link ${link:-unshaped}; hostfile $state/hostfile"
+}
+
+status() {
+  [[ -f $state/config ]] || { echo "testbed: down"; return 0; }
+  cat "$state/config"
+  local ns
+  while read -r addr ns; do
+    printf '%-8s %-14s %s\n' "$ns" "$addr" "$(tc -n "$ns" qdisc show dev eth0 | tr '\n' ';')"
+  done <"$state/hosts"
+}
+
+# mpirun from the head namespace, through the rsh agent, TCP restricted to eth0.
+run_mpirun() {
+  [[ -f $state/config ]] || die "the testbed is down: run 'testbed.sh up N' first"
+  exec ip netns exec ckhead env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun --oversubscribe --hostfile "$state/hostfile" \
+    --mca plm_rsh_agent "$here/testbed-rsh.sh" \
+    --mca btl tcp,self,vader --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 "$@"
+}
+
+cmd=${1:-}
+(($#)) && shift
+case $cmd in
+  up) up "$@" ;;
+  down) (($# == 0)) || usage; down ;;
+  status) (($# == 0)) || usage; status ;;
+  mpirun) run_mpirun "$@" ;;
+  *) usage ;;
+esac

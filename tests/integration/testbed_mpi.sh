@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Two hosts on this machine (scripts/testbed.sh: network namespaces, a bridge, 1 Gbit/s tc-shaped
+# links) and mpirun across them through the testbed's rsh agent, 2 hosts x 2 ranks:
+# coll-topo discover merges both hosts, finds their veth NICs and the shaped rate; the plan made on
+# the discovered cluster is hierarchical; coll-run runs ring and hier AllReduce and other
+# collectives across the hosts with 0 wrong elements, the native collectives beside them.
+# Needs root (network namespaces); skips with exit 77 where they cannot be made.
+source "$(dirname "$0")/lib.sh"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+tb="$root/scripts/testbed.sh"
+if ! command -v mpirun >/dev/null; then echo "skip: mpirun not found"; exit 77; fi
+if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then echo "skip: iproute2 (ip, tc) not installed"; exit 77; fi
+if [ "$(id -u)" != 0 ] || ! unshare --net true 2>/dev/null; then
+  echo "skip: cannot make network namespaces here (needs root / CAP_SYS_ADMIN)"
+  exit 77
+fi
+if ip netns list 2>/dev/null | grep -Eq '^ck(h[0-9]+|br|head)\b'; then
+  echo "skip: a testbed is already up (scripts/testbed.sh status); not taking it down under its user"
+  exit 77
+fi
+
+export COLLKIT_TESTBED_DIR="$TMP/testbed"
+trap '"$tb" down >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT
+
+# Bad input: one line, exit 2, nothing made.
+expect_fail 2 "testbed.sh: up: N must be a number of hosts from 1 to 200, got '0'" "$tb" up 0
+expect_fail 2 "testbed.sh: bad link rate 'fast': expected e.g. 1gbit, 100mbit" "$tb" up 2 --link fast
+expect_fail 2 "testbed.sh: bad link delay '5 parsecs': expected e.g. 50us, 1ms" "$tb" up 2 --link "1gbit,5 parsecs"
+expect_fail 2 "testbed.sh: up: unknown argument '--hosts'" "$tb" up 2 --hosts 3
+expect_fail 2 "testbed.sh: the testbed is down: run 'testbed.sh up N' first" "$tb" mpirun hostname
+expect_fail 2 "testbed-rsh.sh: 'node7' is not a testbed host (ckhN)" "$root/scripts/testbed-rsh.sh" node7 true
+# 50 us of delay where the kernel has netem; the rate alone where it does not.
+link=1gbit,50us
+if ! "$tb" up 2 --ranks-per-host 2 --link "$link" >"$TMP/up.txt" 2>&1; then
+  grep -q netem "$TMP/up.txt" && link=1gbit
+  "$tb" up 2 --ranks-per-host 2 --link "$link" >"$TMP/up.txt" 2>&1 || { cat "$TMP/up.txt"; bad "testbed up"; finish; }
+fi
+ok "testbed up 2 --link $link"
+mpi() { timeout 120 "$tb" mpirun --host ckh1:2,ckh2:2 "$@"; }
+
+# Distinct hosts, as the ranks see them.
+expect_eq "$(mpi hostname 2>&1 | sort | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')" "2ckh1 2ckh2 " "ranks on two hosts"
+
+# Discovery across the hosts.
+if mpi "$COLLKIT_BIN/coll-topo" discover --ranks-per-host 2 --fabric single-switch -o "$TMP/cluster.json" >"$TMP/disc.txt" 2>&1; then
+  ok "discover across two hosts"
+else
+  bad "discover: $(tail -5 "$TMP/disc.txt")"
+fi
+expect_eq "$(json_get "$TMP/cluster.json" 'sorted({v["host"] for v in j["vertices"] if v.get("host")})')" "['ckh1', 'ckh2']" "merged hosts"
+expect_eq "$(json_get "$TMP/cluster.json" 'len(j["ranks"])')" 4 "ranks"
+expect_eq "$(json_get "$TMP/cluster.json" 'sorted((v["host"], v["attrs"]["netdev"], v["attrs"]["kind"]) for v in j["vertices"] if v["kind"] == "nic")')" \
+  "[('ckh1', 'eth0', 'veth'), ('ckh2', 'eth0', 'veth')]" "each host's NIC is its veth"
+expect_eq "$(json_get "$TMP/cluster.json" 'sorted({(v["port_gbps"], v["attrs"]["rate_source"]) for v in j["vertices"] if v["kind"] == "nic"})')" \
+  "[(0.125, 'tc tbf')]" "the NICs' rate is the 1 Gbit/s tc shaping"
+
+# An error of discovery (two hosts, no fabric to join them) is printed once, by rank 0.
+rc=0
+mpi "$COLLKIT_BIN/coll-topo" discover --ranks-per-host 2 -o "$TMP/nofabric.json" >"$TMP/nofabric.txt" 2>&1 || rc=$?
+[ "$rc" != 0 ] && ok "discover without --fabric fails (exit $rc)" || bad "discover without --fabric succeeded"
+expect_eq "$(grep -c '^coll-topo: error: .*--fabric' "$TMP/nofabric.txt" || true)" 1 "the error printed once, not by every rank"
+
+# A plan on the discovered cluster crosses the hosts hierarchically.
+if "$COLLKIT_BIN/coll-plan" generate --topo "$TMP/cluster.json" --coll allreduce --size 16M --algo auto -o "$TMP/plan.json" >"$TMP/plan.txt" 2>&1; then
+  ok "plan on the discovered cluster"
+else
+  bad "plan: $(tail -3 "$TMP/plan.txt")"
+fi
+expect_eq "$(json_get "$TMP/plan.json" 'j["algorithm"]')" hier "auto picks the hierarchical plan across the 1 Gbit/s link"
+
+# Collectives across the hosts, 0 wrong, native beside them.
+if mpi "$COLLKIT_BIN/coll-run" --topo "$TMP/cluster.json" --coll allreduce --algo ring,hier,auto -b 64K -e 1M -f 16 -n 2 -w 1 \
+     --json "$TMP/ar.json" >"$TMP/ar.txt" 2>&1; then
+  ok "allreduce ring, hier, auto across two hosts"
+else
+  bad "allreduce: $(tail -5 "$TMP/ar.txt")"
+fi
+expect_eq "$(json_get "$TMP/ar.json" 'j["total_wrong"]')" 0 "allreduce wrong elements"
+expect_eq "$(json_get "$TMP/ar.json" 'sorted({t["algorithm"] for t in j["tables"]})')" "['auto', 'hier', 'ring']" "allreduce algorithms run"
+expect_eq "$(json_get "$TMP/ar.json" 'all(r["native_out_of_place"]["wrong"] == 0 for t in j["tables"] for r in t["rows"])')" True "native beside, right"
+if mpi "$COLLKIT_BIN/coll-run" --topo "$TMP/cluster.json" --coll allgather,reducescatter,broadcast,alltoall --algo auto -b 64K -e 64K -n 1 -w 0 \
+     --no-baseline --json "$TMP/more.json" >"$TMP/more.txt" 2>&1; then
+  ok "allgather, reducescatter, broadcast, alltoall across two hosts"
+else
+  bad "other collectives: $(tail -5 "$TMP/more.txt")"
+fi
+expect_eq "$(json_get "$TMP/more.json" 'j["total_wrong"]')" 0 "other collectives wrong elements"
+expect_eq "$(json_get "$TMP/more.json" 'sorted({t["collective"] for t in j["tables"]})')" "['allgather', 'alltoall', 'broadcast', 'reducescatter']" \
+  "other collectives run"
+
+"$tb" down && ok "testbed down"
+expect_eq "$(ip netns list | grep -Ec '^ck(h[0-9]+|br|head)\b' || true)" 0 "no namespace left"
+finish
