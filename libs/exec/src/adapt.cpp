@@ -107,12 +107,18 @@ std::vector<std::pair<int, int>> ring_pairs(const std::vector<int>& order) {
 std::vector<int> ring_order_avoiding(int n, const std::vector<std::pair<int, int>>& avoid) {
   std::vector<int> identity(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) identity[static_cast<std::size_t>(i)] = i;
-  std::vector<std::vector<char>> bad(static_cast<std::size_t>(n), std::vector<char>(static_cast<std::size_t>(n), 0));
-  for (auto [a, b] : avoid)
-    if (a >= 0 && b >= 0 && a < n && b < n)
-      bad[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = bad[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] = 1;
+  // Each pair to avoid weighs more than all after it together: where not every pair can be
+  // avoided, the first ones (the slowest, as slow_pairs() orders them) are.
+  std::vector<std::vector<double>> bad(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n), 0));
+  double weight = 1;
+  for (auto it = avoid.rbegin(); it != avoid.rend(); ++it, weight *= 2) {
+    auto [a, b] = *it;
+    if (a >= 0 && b >= 0 && a < n && b < n && a != b)
+      bad[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = bad[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] =
+          weight;
+  }
   auto cost = [&](const std::vector<int>& order) {
-    int c = 0;
+    double c = 0;
     for (auto [a, b] : ring_pairs(order)) c += bad[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
     return c;
   };
@@ -126,10 +132,10 @@ std::vector<int> ring_order_avoiding(int n, const std::vector<std::pair<int, int
   std::function<bool()> extend = [&]() -> bool {
     if (--budget < 0) return false;
     int last = path.back();
-    if (static_cast<int>(path.size()) == n) return !bad[static_cast<std::size_t>(last)][0];
+    if (static_cast<int>(path.size()) == n) return bad[static_cast<std::size_t>(last)][0] == 0;
     for (int step = 1; step < n; ++step) {
       int next = (last + step) % n;
-      if (used[static_cast<std::size_t>(next)] || bad[static_cast<std::size_t>(last)][static_cast<std::size_t>(next)]) continue;
+      if (used[static_cast<std::size_t>(next)] || bad[static_cast<std::size_t>(last)][static_cast<std::size_t>(next)] > 0) continue;
       used[static_cast<std::size_t>(next)] = 1;
       path.push_back(next);
       if (extend()) return true;
@@ -139,16 +145,16 @@ std::vector<int> ring_order_avoiding(int n, const std::vector<std::pair<int, int
     return false;
   };
   if (extend()) return path;
-  // None found in the budget: swaps that lower the count of avoided pairs used, from the identity.
+  // None found in the budget: swaps that lower the weight of the avoided pairs used, from the identity.
   std::vector<int> best = identity;
-  int best_cost = cost(best);
+  double best_cost = cost(best);
   for (bool improved = true; improved && best_cost > 0;) {
     improved = false;
     for (int i = 1; i < n && !improved; ++i)
       for (int j = i + 1; j < n && !improved; ++j) {
         std::vector<int> t = best;
         std::swap(t[static_cast<std::size_t>(i)], t[static_cast<std::size_t>(j)]);
-        int c = cost(t);
+        double c = cost(t);
         if (c < best_cost) best = t, best_cost = c, improved = true;
       }
   }

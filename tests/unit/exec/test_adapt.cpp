@@ -73,6 +73,13 @@ TEST_CASE("adapt: ring orders avoid the slow pairs where a cycle without them ex
       ++checked;
     }
   CHECK(checked == 16);
+  // Rank 1's three pairs on 4 ranks: it needs two neighbours, so two are kept; the first listed (the
+  // slowest) is the one avoided.
+  auto star = ring_order_avoiding(4, {{1, 2}, {0, 1}, {1, 3}});
+  auto kept = ring_pairs(star);
+  CHECK(std::find(kept.begin(), kept.end(), std::pair<int, int>{1, 2}) == kept.end());
+  CHECK(std::find(kept.begin(), kept.end(), std::pair<int, int>{0, 1}) != kept.end());
+  CHECK(std::find(kept.begin(), kept.end(), std::pair<int, int>{1, 3}) != kept.end());
   // Three ranks have one cycle: a slow pair on it cannot be avoided, and the order says so by keeping it.
   auto three = ring_order_avoiding(3, {{0, 1}});
   CHECK(three.size() == 3);

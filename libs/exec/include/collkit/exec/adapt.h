@@ -37,7 +37,8 @@ Injection parse_injection(const std::string& spec, int nranks);
 std::vector<std::pair<int, int>> slow_pairs(const std::vector<std::vector<double>>& times, double threshold = 3.0);
 
 /// A ring order over `n` ranks whose consecutive pairs (the last back to the first) avoid every
-/// pair of `avoid` (undirected); as few of them as possible when no order avoids them all.
+/// pair of `avoid` (undirected); when no order avoids them all, the first ones (the slowest, in
+/// slow_pairs()'s order) before any after them.
 /// Starts from the identity, which it keeps when it already avoids them.
 std::vector<int> ring_order_avoiding(int n, const std::vector<std::pair<int, int>>& avoid);
 
