@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <sstream>
 
 #include "collkit/core/error.h"
+#include "collkit/exec/world.h"
 
 namespace collkit::exec {
 
@@ -64,6 +66,20 @@ Injection parse_injection(const std::string& spec, int nranks) {
     inj.slow.push_back(s);
   }
   return inj;
+}
+
+std::vector<std::vector<double>> gather_receive_times(const World& world, const std::vector<double>& mine, double timeout_s) {
+  std::ostringstream text;
+  text.precision(17);
+  for (double us : mine) text << us << ' ';
+  std::vector<std::string> all = world.allgather(text.str(), timeout_s);
+  std::size_t n = all.size();
+  std::vector<std::vector<double>> times(n, std::vector<double>(n, 0));
+  for (std::size_t to = 0; to < n; ++to) {
+    std::istringstream in(all[to]);
+    for (std::size_t from = 0; from < n; ++from) in >> times[from][to];
+  }
+  return times;
 }
 
 std::vector<std::pair<int, int>> slow_pairs(const std::vector<std::vector<double>>& times, double threshold) {

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <memory>
 #include <ostream>
-#include <sstream>
 
 #include "collkit/core/error.h"
 #include "collkit/core/size.h"
@@ -42,20 +41,6 @@ double time_plan(Backend& backend, World& world, const plan::Plan& p, const Job&
   return world.max(mine, opt.timeout_s);
 }
 
-std::vector<std::vector<double>> probe_matrix(Backend& backend, World& world, const AdaptOptions& opt) {
-  std::vector<double> mine = backend.probe(opt.probe_bytes, opt.timeout_s);  // [from] -> me
-  std::ostringstream text;
-  for (double t : mine) text << t << ' ';
-  std::vector<std::string> all = world.allgather(text.str(), opt.timeout_s);
-  int n = world.size();
-  std::vector<std::vector<double>> m(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n), 0));
-  for (int to = 0; to < n; ++to) {
-    std::istringstream in(all[static_cast<std::size_t>(to)]);
-    for (int from = 0; from < n; ++from) in >> m[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
-  }
-  return m;
-}
-
 }  // namespace
 
 AdaptReport adapt_run(const AdaptOptions& opt, Backend& backend, World& world, std::ostream& out) {
@@ -70,7 +55,7 @@ AdaptReport adapt_run(const AdaptOptions& opt, Backend& backend, World& world, s
   // Find: the probe, with the faults in place, until it names slow pairs (at most three runs).
   backend.inject(opt.injection);
   for (rep.probes = 1; rep.probes <= 3; ++rep.probes) {
-    rep.probe = probe_matrix(backend, world, opt);
+    rep.probe = gather_receive_times(world, backend.probe(opt.probe_bytes, opt.timeout_s), opt.timeout_s);
     rep.found = slow_pairs(rep.probe, opt.threshold);
     if (!rep.found.empty()) break;
   }

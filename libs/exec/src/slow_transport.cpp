@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <sstream>
 #include <string>
 
 #include "collkit/core/error.h"
@@ -80,19 +79,11 @@ void SlowTransport::poll(std::vector<std::uint32_t>& finished) {
 }
 
 std::vector<double> send_rates_gbps(Transport& t, const World& world, std::uint64_t bytes, double timeout_s) {
-  std::vector<double> mine = probe_receives(t, world, bytes, timeout_s);  // [from] -> me
-  std::string text;
-  for (double us : mine) text += std::to_string(us) + " ";
-  std::vector<std::string> all = world.allgather(text, timeout_s);
-  int me = world.rank(), n = world.size();
-  std::vector<double> rates(static_cast<std::size_t>(n), 0);
-  for (int to = 0; to < n; ++to) {
-    if (to == me) continue;
-    std::istringstream in(all[static_cast<std::size_t>(to)]);
-    double us = 0;
-    for (int from = 0; from <= me; ++from) in >> us;  // the receiver's time from me
-    rates[static_cast<std::size_t>(to)] = us > 0 ? static_cast<double>(bytes) / (us * 1e3) : 0;
-  }
+  std::vector<std::vector<double>> times = gather_receive_times(world, probe_receives(t, world, bytes, timeout_s), timeout_s);
+  const std::vector<double>& from_me = times[static_cast<std::size_t>(world.rank())];
+  std::vector<double> rates(from_me.size(), 0);
+  for (std::size_t to = 0; to < from_me.size(); ++to)
+    if (to != static_cast<std::size_t>(world.rank()) && from_me[to] > 0) rates[to] = static_cast<double>(bytes) / (from_me[to] * 1e3);
   return rates;
 }
 

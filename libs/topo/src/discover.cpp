@@ -114,13 +114,7 @@ class Assembler {
             parent = *p;
             found = true;
           }
-        Vertex nv;
-        nv.id = free_id(t_, host_.hostname, "nic");
-        nv.kind = VertexKind::Nic;
-        nv.host = host_.hostname;
-        nv.numa = t_.vertex(parent).numa;
-        v = t_.add_vertex(std::move(nv));
-        t_.add_link(pcie_link(parent, v, n.pcie, &pcie_defaulted_));
+        v = add_nic_under(parent, n.pcie);
         if (!found)
           notes_.push_back(n.device + ": " +
                            (n.busid.empty() ? std::string("not a PCI device (soft-RoCE?)") : "PCI parent of " + n.busid + " not seen by hwloc") +
@@ -139,6 +133,18 @@ class Assembler {
     }
   }
 
+  // A new NIC vertex of this host on a PCIe link from `parent`.
+  VertexId add_nic_under(VertexId parent, const PcieLinkInfo& pcie) {
+    Vertex nv;
+    nv.id = free_id(t_, host_.hostname, "nic");
+    nv.kind = VertexKind::Nic;
+    nv.host = host_.hostname;
+    nv.numa = t_.vertex(parent).numa;
+    VertexId v = t_.add_vertex(std::move(nv));
+    t_.add_link(pcie_link(parent, v, pcie, &pcie_defaulted_));
+    return v;
+  }
+
   // After add_nics(): RDMA ports have their rates; a PCI NIC without one takes its netdev's rate,
   // and a netdev that is no PCI NIC vertex becomes one of its own.
   void add_netdevs(const NetdevScan& netdevs) {
@@ -153,15 +159,9 @@ class Assembler {
         v = it->second;
         if (t_.vertex(v).port_gbps > 0) continue;  // an RDMA port states its rate
       } else {
-        Vertex nv;
-        nv.id = free_id(t_, host_.hostname, "nic");
-        nv.kind = VertexKind::Nic;
-        nv.host = host_.hostname;
-        nv.numa = t_.vertex(cpu0_).numa;
-        v = t_.add_vertex(std::move(nv));
         // Not on PCI (or on a PCI function hwloc did not show): hung under the first CPU with a
         // Gen4 x16 link, which no NIC's port rate comes near.
-        t_.add_link(pcie_link(cpu0_, v, {hw::pcie_gbps(kDefaultPcieGts, kDefaultPcieLanes), kDefaultPcieLanes}, &pcie_defaulted_));
+        v = add_nic_under(cpu0_, {hw::pcie_gbps(kDefaultPcieGts, kDefaultPcieLanes), kDefaultPcieLanes});
         notes_.push_back(fmt::format("network interface {} ({}{}): attached to {}", n.name, n.kind,
                                      n.busid.empty() ? ", not a PCI device" : ", PCI " + n.busid + " not seen by hwloc",
                                      t_.vertex(cpu0_).id));

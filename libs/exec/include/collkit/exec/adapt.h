@@ -13,6 +13,8 @@
 
 namespace collkit::exec {
 
+class World;
+
 /// What --inject slows: every message between two ranks (either way), or every message to or from
 /// one rank, by a factor: a message of b bytes leaves (factor - 1) * b / base rate later than it
 /// would, and messages on one slowed pair leave one after another.
@@ -31,6 +33,10 @@ struct Injection {
 /// ranks outside 0..nranks-1 or a factor below 1.
 Injection parse_injection(const std::string& spec, int nranks);
 
+/// Every rank's receive times (`mine[from]`, microseconds) gathered into `times[from][to]` on every
+/// rank (every rank calls it).
+std::vector<std::vector<double>> gather_receive_times(const World& world, const std::vector<double>& mine, double timeout_s);
+
 /// The pairs a probe found slow: pairs whose message time exceeds `threshold` x the lower quartile
 /// of all pairs' times (the median would sit among the slow ones when a slow rank slows half of them), from `times[from][to]`
 /// (microseconds, 0 or negative on the diagonal and for pairs not measured); each pair once (a < b), slowest first.
@@ -46,7 +52,6 @@ std::vector<int> ring_order_avoiding(int n, const std::vector<std::pair<int, int
 std::vector<std::pair<int, int>> ring_pairs(const std::vector<int>& order);
 
 class Backend;
-class World;
 
 /// coll-run adapt: one fault set, one collective over sizes.
 struct AdaptOptions {
