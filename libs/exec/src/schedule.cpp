@@ -1,11 +1,10 @@
 #include "schedule.h"
 
 #include <algorithm>
-#include <deque>
-#include <unordered_map>
 
 #include "collkit/core/error.h"
 #include "collkit/exec/backend.h"
+#include "collkit/plan/matched.h"
 
 namespace collkit::exec::detail {
 
@@ -19,14 +18,25 @@ struct RankState {
   std::vector<std::uint8_t> state;  // 0 not reached, 1 receive posted, 2 done
 };
 
-// (sender, receiver, channel) as one key.
-std::uint64_t pair_key(int from, int to, std::uint16_t channel, int nranks) {
-  return (static_cast<std::uint64_t>(from) * static_cast<std::uint64_t>(nranks) + static_cast<std::uint64_t>(to)) << 16 | channel;
-}
-
 }  // namespace
 
 GlobalSchedule make_schedule(const plan::Plan& plan) {
+  // Which send each receive takes, from the pass the engine and the simulator share; it also
+  // checks every op and that both sides move the same bytes.
+  std::vector<std::uint32_t> partner;
+  plan::MatchVisitor visit;
+  visit.program = [&](int, std::uint32_t first, const std::vector<plan::Op>& ops) { partner.resize(first + ops.size(), plan::kNoDep); };
+  visit.pair = [&](std::uint32_t send, std::uint32_t recv) {
+    partner[send] = recv;
+    partner[recv] = send;
+  };
+  plan::OpIds ids;
+  try {
+    ids = plan::match_plan(plan, visit);
+  } catch (const plan::PlanFault& e) {
+    throw Error(std::string("plan: ") + e.what());
+  }
+
   GlobalSchedule g;
   const int n = plan.nranks();
   g.programs.reserve(static_cast<std::size_t>(n));
@@ -42,8 +52,13 @@ GlobalSchedule make_schedule(const plan::Plan& plan) {
     st.state.assign(p.ops.size(), 0);
     total += p.ops.size();
   }
-  std::unordered_map<std::uint64_t, std::deque<std::uint32_t>> pending;  // sends reached, not yet taken
-  std::vector<std::pair<int, std::uint32_t>> posted;                      // receives reached, not yet matched
+  struct Posted {
+    int rank;
+    std::uint32_t op;
+    int from;  // its send: rank, op
+    std::uint32_t send;
+  };
+  std::vector<Posted> posted;  // receives reached, not yet matched
   std::size_t done = 0;
 
   auto ready = [&](int r, std::uint32_t i) {
@@ -66,12 +81,8 @@ GlobalSchedule make_schedule(const plan::Plan& plan) {
             std::uint32_t i = list[st.cursor[c]];
             if (st.cursor[c] > 0 && st.state[list[st.cursor[c] - 1]] != 2) break;
             if (st.state[i] != 0 || !ready(r, i)) break;
-            const ExecOp& o = p.ops[i];
-            switch (o.type) {
+            switch (p.ops[i].type) {
               case OpType::Send:
-                if (o.peer < 0 || o.peer >= n)
-                  throw Error("plan: rank " + std::to_string(r) + " " + describe(o, i) + ": no such rank");
-                pending[pair_key(r, o.peer, o.channel, n)].push_back(i);
                 g.steps.push_back({StepKind::Reach, r, i, -1, 0});
                 st.state[i] = 2;
                 ++done;
@@ -83,10 +94,11 @@ GlobalSchedule make_schedule(const plan::Plan& plan) {
                 ++done;
                 break;
               case OpType::Recv:
-              case OpType::RecvReduce:
-                if (o.peer < 0 || o.peer >= n)
-                  throw Error("plan: rank " + std::to_string(r) + " " + describe(o, i) + ": no such rank");
-                posted.emplace_back(r, i);
+              case OpType::RecvReduce: {
+                std::uint32_t s = partner[ids.id(r, i)];
+                int from = ids.rank_of(s);
+                posted.push_back({r, i, from, s - ids.begin[static_cast<std::size_t>(from)]});
+              }
                 st.state[i] = 1;
                 break;
             }
@@ -100,42 +112,31 @@ GlobalSchedule make_schedule(const plan::Plan& plan) {
     if (done == total) break;
 
     // One round: every posted receive whose send has been reached.
-    std::vector<std::pair<int, std::uint32_t>> matched, waiting;
-    for (auto [r, i] : posted) {
-      const ExecOp& o = g.programs[static_cast<std::size_t>(r)].ops[i];
-      auto it = pending.find(pair_key(o.peer, r, o.channel, n));
-      if (it == pending.end() || it->second.empty()) {
-        waiting.emplace_back(r, i);
+    std::vector<Posted> matched, waiting;
+    for (const Posted& x : posted) {
+      if (ranks[static_cast<std::size_t>(x.from)].state[x.send] != 2) {
+        waiting.push_back(x);
         continue;
       }
-      std::uint32_t s = it->second.front();
-      it->second.pop_front();
-      const ExecOp& so = g.programs[static_cast<std::size_t>(o.peer)].ops[s];
-      if (so.bytes != o.bytes)
-        throw Error("plan: rank " + std::to_string(r) + " " + describe(o, i) + " is matched by rank " + std::to_string(o.peer) +
-                    " " + describe(so, s) + " of another size");
-      g.steps.push_back({StepKind::Transfer, r, i, o.peer, s});
-      matched.emplace_back(r, i);
+      g.steps.push_back({StepKind::Transfer, x.rank, x.op, x.from, x.send});
+      matched.push_back(x);
     }
+    // Nothing matched: every op left waits, through channel order and deps on earlier ops, on a
+    // posted receive (so there is one) whose send is never reached.
     if (matched.empty()) {
-      auto [r, i] = posted.front();
-      throw Error("plan: rank " + std::to_string(r) + " " + describe(g.programs[static_cast<std::size_t>(r)].ops[i], i) +
-                  " can never complete: no send matches it");
+      const Posted& x = posted.front();
+      throw Error("plan: deadlock: rank " + std::to_string(x.rank) + " " +
+                  describe(g.programs[static_cast<std::size_t>(x.rank)].ops[x.op], x.op) + " waits for rank " + std::to_string(x.from) +
+                  " " + describe(g.programs[static_cast<std::size_t>(x.from)].ops[x.send], x.send) + ", which is never reached");
     }
     g.steps.push_back({StepKind::RoundEnd, -1, 0, -1, 0});
     ++g.rounds;
-    for (auto [r, i] : matched) {
-      ranks[static_cast<std::size_t>(r)].state[i] = 2;
+    for (const Posted& x : matched) {
+      ranks[static_cast<std::size_t>(x.rank)].state[x.op] = 2;
       ++done;
     }
     posted = std::move(waiting);
   }
-  for (const auto& [key, sends] : pending)
-    if (!sends.empty()) {
-      int from = static_cast<int>((key >> 16) / static_cast<std::uint64_t>(n));
-      throw Error("plan: rank " + std::to_string(from) + " " +
-                  describe(g.programs[static_cast<std::size_t>(from)].ops[sends.front()], sends.front()) + " is never received");
-    }
   return g;
 }
 

@@ -43,8 +43,9 @@ struct GlobalSchedule {
   std::uint32_t rounds = 0;
 };
 
-/// Walks `plan`; throws Error naming the op when the plan cannot complete under these rules (a
-/// receive no send matches, a send no receive takes, byte counts that differ).
+/// Walks `plan`; throws Error naming the op when the plan cannot complete under these rules: an
+/// op plan::match_plan() rejects (a receive no send matches, a send no receive takes, byte
+/// counts that differ, ...) or a deadlock.
 GlobalSchedule make_schedule(const plan::Plan& plan);
 
 /// Where a rank's three regions start, as addresses in one space: only their overlaps matter

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -15,6 +16,7 @@ namespace {
 constexpr std::uint32_t kNone = 0xffffffffu;
 constexpr std::uint8_t kDepTarget = 1u << 4;  // EngineOp::bits: another op depends on it
 constexpr std::uint8_t kHasDeps = 1u << 5;    // EngineOp::bits: it has deps (RankState::dep_at)
+constexpr std::uint8_t kArrived = 1u << 6;    // EngineOp::bits: a receive's send has run
 constexpr std::size_t kStuckShown = 6;
 
 // Race-detection state of one chunk: op index + 1 of the last write (0: the initial contents)
@@ -33,7 +35,7 @@ struct Access {
 enum class Wait : std::uint8_t { Queued, Message, Dep, Done };
 
 struct RankState {
-  std::vector<EngineOp> ops;
+  std::span<EngineOp> ops;            // in Engine::ops_
   std::vector<std::uint32_t> deps;    // [n, d1..dn] lists
   std::unordered_map<std::uint32_t, std::uint32_t> dep_at;  // op -> its list in deps
   std::vector<std::uint32_t> cursor;  // per channel: its next op (ops.size(): none left)
@@ -43,54 +45,32 @@ struct RankState {
   Cells<Access> access;
 };
 
-// Messages in flight on one (sender, receiver, channel) link, a FIFO threaded through a pool.
-struct Link {
-  std::int32_t from = 0, to = 0;
-  std::uint16_t channel = 0;
-  std::uint32_t sends = 0, recvs = 0;
-  std::uint32_t head = kNone, tail = kNone;
-};
-struct Message {
-  std::uint32_t op = 0;
-  std::uint32_t payload = 0;
-  std::uint32_t next = kNone;
-};
-
-std::string plural(std::uint64_t n, const char* what) {
-  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
-}
-
 class Engine {
  public:
   Engine(const Plan& plan, Machine& machine, bool per_chunk)
-      : plan_(plan), info_(plan.info()), machine_(machine), layout_(info_), p_(plan.nranks()), channels_(info_.channels),
-        per_chunk_(per_chunk) {
-    link_cache_.fill({~std::uint64_t{0}, 0});
-    for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
-      Shape& sh = shapes_[static_cast<std::size_t>(b)];
-      sh.bytes = buffer_bytes(info_, b);
-      sh.chunks = buffer_chunks(info_, b);
-      sh.elem = info_.req.elem_bytes;
-      std::uint64_t elems = sh.elem ? sh.bytes / sh.elem : 0;
-      sh.even = sh.chunks && elems % sh.chunks == 0 ? elems / sh.chunks * sh.elem : 0;
-    }
-  }
+      : plan_(plan),
+        info_(plan.info()),
+        machine_(machine),
+        layout_(info_),
+        p_(plan.nranks()),
+        channels_(info_.channels),
+        per_chunk_(per_chunk) {}
 
   std::function<void(std::size_t, std::size_t)> progress;
   static constexpr std::size_t kReportEvery = std::size_t{1} << 16;
 
   EngineStats run() {
-    if (p_ < 1) throw PlanFault("plan: " + std::to_string(p_) + " ranks");
-    if (channels_ < 1) throw PlanFault("plan: 0 channels");
-    for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) {
-      const Shape& sh = shapes_[static_cast<std::size_t>(b)];
-      if (sh.elem == 0 || sh.bytes % sh.elem != 0)
-        throw PlanFault("plan: the " + std::string(to_string(b)) + " buffer's " + plural(sh.bytes, "byte") + " are not a whole number of " +
-                        std::to_string(sh.elem) + "-byte elements");
-    }
-    ranks_.resize(static_cast<std::size_t>(p_));
-    for (int r = 0; r < p_; ++r) load(r);
-    check_matching();
+    ranks_.resize(static_cast<std::size_t>(std::max(p_, 0)));
+    MatchVisitor visit;
+    visit.program = [&](int r, std::uint32_t, const std::vector<Op>& prog) { load(r, prog); };
+    visit.pair = [&](std::uint32_t send, std::uint32_t recv) {
+      ops_[send].partner = recv;
+      ops_[recv].partner = send;
+    };
+    ids_ = match_plan(plan_, visit);
+    for (int r = 0; r < p_; ++r)
+      rank(r).ops = std::span<EngineOp>(ops_).subspan(
+          ids_.begin[static_cast<std::size_t>(r)], ids_.begin[static_cast<std::size_t>(r) + 1] - ids_.begin[static_cast<std::size_t>(r)]);
     for (int r = 0; r < p_; ++r)
       for (std::uint16_t c = 0; c < channels_; ++c) queue_.push_back(slot(r, c));
     std::size_t total = 0, next_report = kReportEvery;
@@ -112,142 +92,60 @@ class Engine {
   std::uint32_t slot(int r, std::uint16_t c) const { return static_cast<std::uint32_t>(r) * channels_ + c; }
   RankState& rank(int r) { return ranks_[static_cast<std::size_t>(r)]; }
 
-  struct Shape {
-    std::uint64_t bytes = 0;
-    std::uint32_t chunks = 0;
-    std::uint32_t elem = 1;
-    std::uint64_t even = 0;  // bytes per chunk when all chunks are equal, else 0
-  };
+  int peer(const EngineOp& e) const { return e.transfer() ? ids_.rank_of(e.partner) : -1; }
 
-  std::uint64_t bytes(Buf b, std::uint32_t chunk, std::uint32_t count) const {
-    const Shape& sh = shapes_[static_cast<std::size_t>(b)];
-    return sh.even ? sh.even * count : chunk_bytes(sh.bytes, sh.chunks, chunk, count, sh.elem);
-  }
-
-  int peer(const EngineOp& e) const {
-    if (e.type == OpType::Send) return links_[e.link].to;
-    if (e.type == OpType::Recv || e.type == OpType::RecvReduce) return links_[e.link].from;
-    return -1;
+  // The rank of op `id`; a rank's sends go to a few peers, so the last answer usually holds.
+  int rank_of(std::uint32_t id) {
+    if (id < last_rank_.first || id >= last_rank_.second) {
+      int r = ids_.rank_of(id);
+      last_rank_ = {ids_.begin[static_cast<std::size_t>(r)], ids_.begin[static_cast<std::size_t>(r) + 1]};
+      last_rank_of_ = r;
+    }
+    return last_rank_of_;
   }
 
   std::string describe_op(int r, std::uint32_t x) const {
     const EngineOp& e = ranks_[static_cast<std::size_t>(r)].ops[x];
-    return describe(e.type, peer(e), e.channel, x);
+    return plan::describe_op(e.type, peer(e), e.channel, x);
   }
 
   [[noreturn]] void fail(int r, std::uint32_t x, const std::string& what) const {
     throw PlanFault("rank " + std::to_string(r) + " " + describe_op(r, x) + ": " + what);
   }
 
-  // Reads rank r's program, checks each op on its own, and stores it compactly.
-  void load(int r) {
-    std::vector<Op> prog;
-    try {
-      prog = plan_.program(r);
-    } catch (const Error& e) {
-      throw PlanFault("rank " + std::to_string(r) + ": cannot expand its program: " + e.what());
-    }
+  // Stores rank r's program, which match_plan() has checked, compactly, after the ranks before it.
+  void load(int r, const std::vector<Op>& prog) {
     RankState& R = rank(r);
-    R.ops.reserve(prog.size());
-    for (std::size_t i = 0; i < prog.size(); ++i) {
+    std::size_t first = ops_.size(), n = prog.size();
+    if (ops_.capacity() < first + n) {
+      // Room for the ranks to come as large as these on average (all the same in most plans),
+      // so the array is sized about once; not beyond 64 M ops ahead of need.
+      std::size_t predicted = (first + n) / static_cast<std::size_t>(r + 1) * static_cast<std::size_t>(p_);
+      ops_.reserve(std::max(first + n, std::min(predicted, first + n + (std::size_t{1} << 26))));
+    }
+    R.cursor.assign(channels_, static_cast<std::uint32_t>(n));
+    for (std::size_t i = 0; i < n; ++i) {
       const Op& o = prog[i];
       auto x = static_cast<std::uint32_t>(i);
-      auto bad = [&](const std::string& what) {
-        throw PlanFault("rank " + std::to_string(r) + " " + describe(o.type, o.peer, o.channel, x) + ": " + what);
-      };
-      EngineOp e;
+      EngineOp& e = ops_.emplace_back();
       e.type = o.type;
       e.channel = o.channel;
       e.count = o.count;
       e.src_chunk = o.src.chunk;
       e.dst_chunk = o.dst.chunk;
       e.bits = static_cast<std::uint8_t>(static_cast<unsigned>(o.src.buf) | static_cast<unsigned>(o.dst.buf) << 2);
-      if (o.type > OpType::Reduce) bad("unknown op type " + std::to_string(static_cast<int>(o.type)));
-      if (o.channel >= channels_)
-        bad("channel " + std::to_string(o.channel) + " is out of range (the plan has " + plural(channels_, "channel") + ")");
-      if (o.count == 0) bad("count is 0");
-      if (e.reads_src()) check_range(o.src, o.count, bad);
-      if (e.writes_dst()) check_range(o.dst, o.count, bad);
-      bool transfer = o.type == OpType::Send || o.type == OpType::Recv || o.type == OpType::RecvReduce;
-      if (transfer) {
-        if (o.peer < 0 || o.peer >= p_) bad("peer " + std::to_string(o.peer) + " is not a rank of " + std::to_string(p_));
-        if (o.peer == r) bad("its peer is its own rank");
-        bool send = o.type == OpType::Send;
-        e.link = link_id(send ? r : o.peer, send ? o.peer : r, o.channel, send);
-      }
-      if (o.type != OpType::Send && o.type != OpType::Recv) {
-        std::uint64_t sb = bytes(o.src.buf, o.src.chunk, o.count), db = bytes(o.dst.buf, o.dst.chunk, o.count);
-        if (sb != db)
-          bad(chunks_name(o.src.buf, o.src.chunk, o.count) + " (" + plural(sb, "byte") + ") and " +
-                            chunks_name(o.dst.buf, o.dst.chunk, o.count) + " (" + plural(db, "byte") + ") differ in size");
-      }
-      std::size_t n = o.num_deps();
-      for (std::size_t k = n; k < kMaxDeps; ++k)
-        if (o.deps[k] != kNoDep) bad("deps must be packed at the front of the list");
-      if (n > 0) {
+      if (R.cursor[o.channel] == n) R.cursor[o.channel] = x;
+      if (std::size_t nd = o.num_deps(); nd > 0) {
         e.bits |= kHasDeps;
         R.dep_at[x] = static_cast<std::uint32_t>(R.deps.size());
-        R.deps.push_back(static_cast<std::uint32_t>(n));
-        for (std::size_t k = 0; k < n; ++k) {
-          if (o.deps[k] >= x) bad("dep on op " + std::to_string(o.deps[k]) + " is not an earlier op");
-          R.deps.push_back(o.deps[k]);
-        }
+        R.deps.push_back(static_cast<std::uint32_t>(nd));
+        R.deps.insert(R.deps.end(), o.deps.begin(), o.deps.begin() + static_cast<std::ptrdiff_t>(nd));
+        for (std::size_t k = 0; k < nd; ++k) ops_[first + o.deps[k]].bits |= kDepTarget;  // an earlier op
       }
-      R.ops.push_back(e);
     }
-    for (const auto& entry : R.dep_at)
-      for (std::uint32_t k = 1; k <= R.deps[entry.second]; ++k) R.ops[R.deps[entry.second + k]].bits |= kDepTarget;
-    R.cursor.assign(channels_, static_cast<std::uint32_t>(R.ops.size()));
-    for (std::size_t i = R.ops.size(); i-- > 0;) R.cursor[R.ops[i].channel] = static_cast<std::uint32_t>(i);
     R.wait.assign(channels_, Wait::Queued);
     R.clock.assign(std::size_t{channels_} * channels_, 0);
     R.access.init(layout_.cells(), Access{}, per_chunk_);
-  }
-
-  template <class Bad>
-  void check_range(ChunkRef ref, std::uint32_t count, Bad bad) const {
-    if (ref.buf > Buf::Scratch) bad("unknown buffer " + std::to_string(static_cast<int>(ref.buf)));
-    std::uint32_t n = shapes_[static_cast<std::size_t>(ref.buf)].chunks;
-    if (std::uint64_t{ref.chunk} + count > n)
-      bad(chunks_name(ref.buf, ref.chunk, count) + (count == 1 ? " is" : " are") + " out of range (" +
-          std::string(to_string(ref.buf)) + " has " + plural(n, "chunk") + ")");
-  }
-
-  // The link's id, counting the send or receive on it. A rank's program talks to a few peers,
-  // so a small cache in front of the hash map serves nearly every lookup.
-  std::uint32_t link_id(int from, int to, std::uint16_t c, bool send) {
-    std::uint64_t key = (static_cast<std::uint64_t>(from) * static_cast<std::uint64_t>(p_) + static_cast<std::uint64_t>(to)) * channels_ + c;
-    auto& cached = link_cache_[(key * 0x9e3779b97f4a7c15ull) >> 58];
-    if (cached.first != key) {
-      auto [it, fresh] = link_ids_.try_emplace(key, static_cast<std::uint32_t>(links_.size()));
-      if (fresh) links_.push_back({from, to, c});
-      cached = {key, it->second};
-    }
-    ++(send ? links_[cached.second].sends : links_[cached.second].recvs);
-    return cached.second;
-  }
-
-  // Every send has a receive and the other way round; names the first op, in rank and program
-  // order, that has no partner.
-  void check_matching() {
-    bool ok = std::all_of(links_.begin(), links_.end(), [](const Link& l) { return l.sends == l.recvs; });
-    if (ok) return;
-    std::vector<std::uint32_t> sent(links_.size()), received(links_.size());
-    for (int r = 0; r < p_; ++r) {
-      const RankState& R = rank(r);
-      for (std::size_t i = 0; i < R.ops.size(); ++i) {
-        const EngineOp& e = R.ops[i];
-        if (e.type == OpType::Copy || e.type == OpType::Reduce) continue;
-        const Link& l = links_[e.link];
-        bool send = e.type == OpType::Send;
-        std::uint32_t k = ++(send ? sent : received)[e.link];
-        if (k <= (send ? l.recvs : l.sends)) continue;
-        fail(r, static_cast<std::uint32_t>(i),
-             std::string(send ? "never received" : "never matched") + ": rank " + std::to_string(l.from) + " sends " +
-                 plural(l.sends, "message") + " to rank " + std::to_string(l.to) + " on ch " + std::to_string(l.channel) +
-                 " and rank " + std::to_string(l.to) + " receives " + std::to_string(l.recvs));
-      }
-    }
   }
 
   // The first dep of op e that has not run yet, or kNone. Op d of channel c has run exactly
@@ -276,7 +174,7 @@ class Engine {
         R.wait[c] = Wait::Dep;
         return;
       }
-      if ((e.type == OpType::Recv || e.type == OpType::RecvReduce) && links_[e.link].head == kNone) {
+      if ((e.type == OpType::Recv || e.type == OpType::RecvReduce) && !(e.bits & kArrived)) {
         R.wait[c] = Wait::Message;
         return;
       }
@@ -304,9 +202,6 @@ class Engine {
       }
     now_[e.channel] = x + 1;
 
-    Message msg;
-    if (e.type == OpType::Recv || e.type == OpType::RecvReduce) msg = pop(r, e, x);
-
     if (e.reads_src()) check_reads(r, R, x, e.src_buf(), e.src_chunk, e.count);
     if (e.type == OpType::Reduce) check_reads(r, R, x, e.dst_buf(), e.dst_chunk, e.count);
     if (e.writes_dst()) check_writes(r, R, x, e.dst_buf(), e.dst_chunk, e.count);
@@ -316,10 +211,10 @@ class Engine {
 
     try {
       switch (e.type) {
-        case OpType::Send: push(e, x, machine_.send(r, e)); break;
+        case OpType::Send: sent(R.ops[x], machine_.send(r, e)); break;
         case OpType::Recv:
         case OpType::RecvReduce:
-          machine_.receive(r, e, msg.payload);
+          machine_.receive(r, e, ops_[e.partner].payload());
           ++stats_.transfers;
           break;
         case OpType::Copy:
@@ -333,46 +228,16 @@ class Engine {
     if (e.bits & kDepTarget) R.snapshots[x] = now_;
   }
 
-  void push(const EngineOp& e, std::uint32_t x, std::uint32_t payload) {
-    std::uint32_t m;
-    if (free_.empty()) {
-      m = static_cast<std::uint32_t>(pool_.size());
-      pool_.emplace_back();
-    } else {
-      m = free_.back();
-      free_.pop_back();
+  // Send e has run: its payload waits in the op for the receive, which may run now.
+  void sent(EngineOp& e, std::uint32_t payload) {
+    e.set_payload(payload);
+    ops_[e.partner].bits |= kArrived;
+    int to = rank_of(e.partner);
+    RankState& R = rank(to);
+    if (R.wait[e.channel] == Wait::Message) {
+      R.wait[e.channel] = Wait::Queued;
+      queue_.push_back(slot(to, e.channel));
     }
-    pool_[m] = {x, payload, kNone};
-    Link& l = links_[e.link];
-    if (l.tail == kNone)
-      l.head = m;
-    else
-      pool_[l.tail].next = m;
-    l.tail = m;
-    RankState& to = rank(l.to);
-    if (to.wait[l.channel] == Wait::Message) {
-      to.wait[l.channel] = Wait::Queued;
-      queue_.push_back(slot(l.to, l.channel));
-    }
-  }
-
-  // Takes the message a receive matches and checks that both sides move the same data.
-  Message pop(int r, const EngineOp& e, std::uint32_t x) {
-    Link& l = links_[e.link];
-    std::uint32_t m = l.head;
-    Message msg = pool_[m];
-    l.head = msg.next;
-    if (l.head == kNone) l.tail = kNone;
-    free_.push_back(m);
-    const EngineOp& s = rank(l.from).ops[msg.op];
-    auto sender = [&] { return "its matching send, rank " + std::to_string(l.from) + " " + describe_op(l.from, msg.op) + ","; };
-    if (s.count != e.count)
-      fail(r, x, "receives " + plural(e.count, "chunk") + " but " + sender() + " sends " + std::to_string(s.count));
-    std::uint64_t sb = bytes(s.src_buf(), s.src_chunk, s.count), rb = bytes(e.dst_buf(), e.dst_chunk, e.count);
-    if (sb != rb)
-      fail(r, x, "receives " + plural(rb, "byte") + " into " + chunks_name(e.dst_buf(), e.dst_chunk, e.count) + " but " +
-                        sender() + " sends " + plural(sb, "byte") + " from " + chunks_name(s.src_buf(), s.src_chunk, s.count));
-    return msg;
   }
 
   // Op j (executed on this rank) happens-before the op being executed, x.
@@ -455,7 +320,7 @@ class Engine {
       }
     }
     if (total == 0) return;
-    std::string text = "deadlock: " + plural(total, "op") + " can never run: ";
+    std::string text = "deadlock: " + std::to_string(total) + (total == 1 ? " op" : " ops") + " can never run: ";
     for (std::size_t i = 0; i < stuck.size(); ++i) text += (i ? "; " : "") + stuck[i];
     if (total > stuck.size()) text += "; and " + std::to_string(total - stuck.size()) + " more";
     throw PlanFault(text);
@@ -468,12 +333,10 @@ class Engine {
   int p_;
   std::uint16_t channels_;
   std::vector<RankState> ranks_;
-  std::vector<Link> links_;
-  std::unordered_map<std::uint64_t, std::uint32_t> link_ids_;
-  std::array<std::pair<std::uint64_t, std::uint32_t>, 64> link_cache_;
-  std::array<Shape, 3> shapes_;
-  std::vector<Message> pool_;
-  std::vector<std::uint32_t> free_;
+  OpIds ids_;
+  std::pair<std::uint32_t, std::uint32_t> last_rank_{0, 0};  // rank_of()'s last range and answer
+  int last_rank_of_ = 0;
+  std::vector<EngineOp> ops_;  // every rank's, by match_plan()'s ids
   std::deque<std::uint32_t> queue_;
   std::vector<std::uint32_t> now_;  // vector clock of the op being executed
   bool per_chunk_;
@@ -497,19 +360,6 @@ EngineStats execute(const Plan& plan, Machine& machine, bool per_chunk, const st
 bool per_chunk_store(const PlanInfo& info, ChunkStore store) {
   if (store != ChunkStore::Auto) return store == ChunkStore::PerChunk;
   return std::uint64_t(info.req.nranks > 0 ? info.req.nranks : 0) * Layout(info).cells() <= kPerChunkCellsMax;
-}
-
-std::string describe(OpType type, int peer, std::uint16_t channel, std::uint32_t index) {
-  std::string text = "op " + std::to_string(index) + " (" + std::string(to_string(type));
-  if (type == OpType::Send) text += " to " + std::to_string(peer);
-  if (type == OpType::Recv || type == OpType::RecvReduce) text += " from " + std::to_string(peer);
-  return text + " ch " + std::to_string(channel) + ")";
-}
-
-std::string chunks_name(Buf b, std::uint32_t chunk, std::uint32_t count) {
-  std::string text = std::string(to_string(b)) + (count == 1 ? " chunk " : " chunks ") + std::to_string(chunk);
-  if (count != 1) text += "-" + std::to_string(std::uint64_t{chunk} + count - 1);
-  return text;
 }
 
 }  // namespace collkit::plan::detail

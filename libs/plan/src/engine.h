@@ -2,9 +2,10 @@
 // The execution engine behind verify() and the interpreter: it runs every rank's program in one
 // process, in one valid order of the semantics plan.h states, and checks everything that does
 // not depend on the data:
-//  - ops well formed: channel, peer, count, chunk ranges, deps pointing to earlier ops, equal
-//    bytes on both sides of a local op;
-//  - sends and receives matched per (sender, receiver, channel), with equal counts and bytes;
+//  - through match_plan() (matched.h), the pass it shares with the simulator and the GPU
+//    schedule: ops well formed (channel, peer, count, chunk ranges, deps pointing to earlier ops,
+//    equal bytes on both sides of a local op) and sends and receives paired per (sender,
+//    receiver, channel), with equal counts and bytes;
 //  - no deadlock: when nothing can run and ops remain, it names the stuck ops;
 //  - no data race: an op that reads a chunk happens-after the op that wrote it, and a write
 //    happens-after earlier reads and writes of the chunk. Happens-before on a rank is channel
@@ -19,18 +20,19 @@
 #include <string>
 
 #include "collkit/core/error.h"
+#include "collkit/plan/matched.h"
 #include "collkit/plan/plan.h"
 #include "collkit/plan/verify.h"
 
 namespace collkit::plan::detail {
 
 /// An op as the engine stores it: 20 bytes, since a 1024-rank ring holds millions. Its peer is
-/// its link's other end; its deps live in a side table of its rank.
+/// its partner's rank; its deps live in a side table of its rank.
 struct EngineOp {
   std::uint32_t src_chunk = 0;
-  std::uint32_t dst_chunk = 0;
+  std::uint32_t dst_chunk = 0;  ///< a send has no destination: once sent, its payload's handle
   std::uint32_t count = 0;
-  std::uint32_t link = 0;  ///< send / receive: the (sender, receiver, channel) link it uses
+  std::uint32_t partner = 0;  ///< send / receive: the other side's id (match_plan())
   std::uint16_t channel = 0;
   OpType type = OpType::Send;
   std::uint8_t bits = 0;  ///< src buf (bits 0-1), dst buf (bits 2-3), flags of the engine above
@@ -39,6 +41,9 @@ struct EngineOp {
   Buf dst_buf() const { return static_cast<Buf>((bits >> 2) & 3u); }
   bool reads_src() const { return type != OpType::Recv; }
   bool writes_dst() const { return type != OpType::Send; }
+  bool transfer() const { return type == OpType::Send || type == OpType::Recv || type == OpType::RecvReduce; }
+  std::uint32_t payload() const { return dst_chunk; }
+  void set_payload(std::uint32_t handle) { dst_chunk = handle; }
 };
 
 /// Where a rank's chunks live in one flat array: input, then output, then scratch.
@@ -57,10 +62,7 @@ struct OpFault {
 };
 
 /// A wrong plan: one line naming the rank, op and problem.
-class PlanFault : public InputError {
- public:
-  using InputError::InputError;
-};
+using plan::PlanFault;
 
 /// The data a plan runs on: symbols (verify) or numbers (interpret). Calls arrive in a valid
 /// execution order; each may throw OpFault.
@@ -93,9 +95,7 @@ inline constexpr std::uint64_t kPerChunkCellsMax = std::uint64_t{1} << 25;
 /// Whether `store` means one entry per chunk for this plan.
 bool per_chunk_store(const PlanInfo& info, ChunkStore store);
 
-/// "op 12 (recv_reduce from 2 ch 0)".
-std::string describe(OpType type, int peer, std::uint16_t channel, std::uint32_t index);
-/// "output chunk 3", "input chunks 4-5".
-std::string chunks_name(Buf b, std::uint32_t chunk, std::uint32_t count);
+using plan::chunks_name;
+using plan::describe_op;
 
 }  // namespace collkit::plan::detail

@@ -38,6 +38,7 @@
 #include <unordered_map>
 
 #include "collkit/core/error.h"
+#include "collkit/plan/matched.h"
 #include "collkit/topo/routing.h"
 #include "simulate_internal.h"
 #include "simulate_symmetry.h"
@@ -125,7 +126,6 @@ class Simulator {
     std::vector<std::uint32_t> last_on_channel(std::size_t{1} << 16, kNone);
     std::vector<std::uint16_t> channels_used;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> dep_pairs;  // (waited on, waiting)
-    std::unordered_map<std::uint64_t, MatchQueue> queues;
     rank_begin_.reserve(static_cast<std::size_t>(n) + 1);
     // Programs are cheap to expand and the per-op arrays are large: size them exactly once
     // rather than pay for growth (copies and page faults) at millions of ops.
@@ -137,13 +137,12 @@ class Simulator {
     channel_.reserve(total);
     bytes_.reserve(total);
     pending_.reserve(total);
-    for (int r = 0; r < n; ++r) {
-      std::vector<Op> ops = plan_.program(r);
-      std::size_t base = type_.size();
+    // match_plan() checks each op and pairs sends with receives; this keeps what the timing needs.
+    ChunkSizes sizes(plan_.info());
+    MatchVisitor visit;
+    visit.program = [&](int r, std::uint32_t base, const std::vector<Op>& ops) {
       if (base + ops.size() > total) throw InputError("simulate: the plan's programs change between two expansions");
-      rank_begin_.push_back(static_cast<std::uint32_t>(base));
-      std::uint64_t send_key = ~std::uint64_t{0}, recv_key = ~std::uint64_t{0};
-      MatchQueue *send_q = nullptr, *recv_q = nullptr;
+      rank_begin_.push_back(base);
       topo::VertexId route_dst = 0;
       std::uint32_t route_cached = kNone;
       for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -151,7 +150,8 @@ class Simulator {
         auto g = static_cast<std::uint32_t>(base + i);
         type_.push_back(op.type);
         channel_.push_back(op.channel);
-        bytes_.push_back(op_bytes(op, r, i));
+        ChunkRef ref = is_recv(op.type) ? op.dst : op.src;
+        bytes_.push_back(sizes.bytes(ref.buf, ref.chunk, op.count));
         match_.push_back(kNone);
         route_.push_back(kNone);
         next_.push_back(kNone);
@@ -165,54 +165,31 @@ class Simulator {
         }
         last = g;
         for (std::size_t k = 0; k < op.num_deps(); ++k) {
-          std::uint32_t d = op.deps[k];
-          if (d >= ops.size() || d == i)
-            throw InputError(where(r, i) + ": dependency on op " + std::to_string(d) + ", which is " +
-                             (d == i ? "itself" : "not an op of rank " + std::to_string(r)));
-          dep_pairs.emplace_back(static_cast<std::uint32_t>(base + d), g);
+          dep_pairs.emplace_back(static_cast<std::uint32_t>(base + op.deps[k]), g);
           ++pend;
         }
         pending_.push_back(pend);
-        if (op.type != OpType::Send && !is_recv(op.type)) continue;
-        if (op.peer < 0 || op.peer >= n || op.peer == r)
-          throw InputError(where(r, i) + ": peer " + std::to_string(op.peer) + " is not another rank of " + std::to_string(n));
-        bool sending = op.type == OpType::Send;
-        std::uint64_t from = static_cast<std::uint64_t>(sending ? r : op.peer);
-        std::uint64_t to = static_cast<std::uint64_t>(sending ? op.peer : r);
-        std::uint64_t key = (from << 40) | (to << 16) | op.channel;
-        std::uint64_t& cached_key = sending ? send_key : recv_key;
-        MatchQueue*& q = sending ? send_q : recv_q;
-        if (key != cached_key) {
-          q = &queues[key];
-          cached_key = key;
+        if (op.type != OpType::Send) continue;
+        topo::VertexId dst = topo_.rank_vertex(static_cast<topo::Rank>(op.peer));
+        if (route_cached == kNone || dst != route_dst) {
+          route_cached = route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), dst, r, op.peer);
+          route_dst = dst;
         }
-        if (std::uint32_t other = q->enqueue(g, sending); other != kNone) pair_up(sending ? g : other, sending ? other : g);
-        if (sending) {
-          topo::VertexId dst = topo_.rank_vertex(static_cast<topo::Rank>(op.peer));
-          if (route_cached == kNone || dst != route_dst) {
-            route_cached = route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), dst, r, op.peer);
-            route_dst = dst;
-          }
-          route_[g] = route_cached;
-        }
+        route_[g] = route_cached;
       }
       for (std::uint16_t c : channels_used) last_on_channel[c] = kNone;
       channels_used.clear();
+    };
+    visit.pair = [&](std::uint32_t send, std::uint32_t recv) {
+      match_[send] = recv;
+      match_[recv] = send;
+    };
+    try {
+      match_plan(plan_, visit);
+    } catch (const PlanFault& e) {
+      throw InputError(std::string("simulate: ") + e.what());
     }
     rank_begin_.push_back(static_cast<std::uint32_t>(type_.size()));
-    // Whatever is still queued never found its partner: name the earliest such op.
-    std::uint32_t unmatched = kNone;
-    for (const auto& [key, q] : queues)
-      if (q.head < q.ops.size()) unmatched = std::min(unmatched, q.ops[q.head]);
-    if (unmatched != kNone) {
-      int r = rank_of(unmatched);
-      std::vector<Op> ops = plan_.program(r);
-      const Op& op = ops[unmatched - rank_begin_[static_cast<std::size_t>(r)]];
-      throw InputError("simulate: " + where(r, unmatched - rank_begin_[static_cast<std::size_t>(r)]) + " " +
-                       std::string(to_string(op.type)) + (op.type == OpType::Send ? " to " : " from ") + std::to_string(op.peer) +
-                       " ch " + std::to_string(op.channel) + " has no matching " +
-                       (op.type == OpType::Send ? "receive" : "send") + " on rank " + std::to_string(op.peer));
-    }
     finish_load(std::move(dep_pairs));
   }
 
@@ -329,18 +306,6 @@ class Simulator {
                        std::to_string(std::uint64_t{ref.chunk} + op.count) + ") of the " + std::string(to_string(ref.buf)) +
                        " buffer are out of range (" + std::to_string(chunks) + " chunks)");
     return chunk_bytes(plan_.info(), ref.buf, ref.chunk, op.count);
-  }
-
-  void pair_up(std::uint32_t send, std::uint32_t recv) {
-    if (bytes_[send] != bytes_[recv]) {
-      int rs = rank_of(send), rr = rank_of(recv);
-      throw InputError("simulate: " + where(rr, recv - rank_begin_[static_cast<std::size_t>(rr)]) + " " +
-                       std::string(to_string(type_[recv])) + " from " + std::to_string(rs) + " expects " +
-                       std::to_string(bytes_[recv]) + " bytes but " + where(rs, send - rank_begin_[static_cast<std::size_t>(rs)]) +
-                       " sends " + std::to_string(bytes_[send]));
-    }
-    match_[send] = recv;
-    match_[recv] = send;
   }
 
   static std::string where(int r, std::size_t i) { return "rank " + std::to_string(r) + " op " + std::to_string(i); }

@@ -193,7 +193,31 @@ TEST_CASE("a receive no send matches is named, not run") {
   recv.peer = 0;
   recv.dst = {Buf::Output, 0};
   plan::ExplicitPlan p(info, {{}, {recv}});
-  CHECK_THROWS_WITH_AS(detail::make_schedule(p), "plan: rank 1 op 0 (recv from rank 0, channel 0, 64 bytes) can never complete: no send matches it",
+  CHECK_THROWS_WITH_AS(detail::make_schedule(p),
+                       "plan: rank 1 op 0 (recv from 0 ch 0): never matched: rank 0 sends 0 messages to rank 1 on ch 0 and rank 1 "
+                       "receives 1",
+                       Error);
+}
+
+TEST_CASE("a deadlock is named with the send a receive waits for") {
+  plan::PlanInfo info;
+  info.req = {plan::Collective::AllGather, 128, 2, 0};
+  info.algorithm = "explicit";
+  info.in_chunks = 1;
+  info.out_chunks = 2;
+  auto op = [](OpType type, int peer, Buf buf, std::uint32_t chunk) {
+    plan::Op o;
+    o.type = type;
+    o.peer = peer;
+    (type == OpType::Send ? o.src : o.dst) = {buf, chunk};
+    return o;
+  };
+  // Each rank receives before it sends: neither send is ever reached.
+  plan::ExplicitPlan p(info, {{op(OpType::Recv, 1, Buf::Output, 1), op(OpType::Send, 1, Buf::Input, 0)},
+                              {op(OpType::Recv, 0, Buf::Output, 0), op(OpType::Send, 0, Buf::Input, 0)}});
+  CHECK_THROWS_WITH_AS(detail::make_schedule(p),
+                       "plan: deadlock: rank 0 op 0 (recv from rank 1, channel 0, 64 bytes) waits for rank 1 op 1 (send to rank 0, "
+                       "channel 0, 64 bytes), which is never reached",
                        Error);
 }
 

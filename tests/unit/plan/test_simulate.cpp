@@ -4,6 +4,7 @@
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/simulate.h"
+#include "collkit/plan/verify.h"
 #include "collkit/topo/synth.h"
 #include "plan/sim_topologies.h"
 
@@ -216,19 +217,23 @@ TEST_CASE("simulate: errors name the ops") {
         "simulate: the plan deadlocks: 4 of 4 ops never complete; stuck: rank 0 op 0 recv from 1 ch 0 waits for rank 1 op 1 "
         "send to 0 ch 0; rank 1 op 0 recv from 0 ch 0 waits for rank 0 op 1 send to 1 ch 0");
 
+  // The op errors are verify's, word for word: both come from match_plan() (matched.h).
   auto lonely = hand_plan(1000, 1, {{send(1, in(0), 1, 0)}, {}}, 1);
-  CHECK(error_of(lonely, t) == "simulate: rank 0 op 0 send to 1 ch 0 has no matching receive on rank 1");
+  CHECK(error_of(lonely, t) ==
+        "simulate: rank 0 op 0 (send to 1 ch 0): never received: rank 0 sends 1 message to rank 1 on ch 0 and rank 1 receives 0");
+  CHECK(error_of(lonely, t) == "simulate: " + verify(lonely).error);
 
   auto sizes = hand_plan(1000, 2, {{send(1, in(0), 2, 0)}, {recv(0, out(0), 1, 0)}}, 1);
-  CHECK(error_of(sizes, t) == "simulate: rank 1 op 0 recv from 0 expects 500 bytes but rank 0 op 0 sends 1000");
+  CHECK(error_of(sizes, t) ==
+        "simulate: rank 1 op 0 (recv from 0 ch 0): receives 1 chunk but its matching send, rank 0 op 0 (send to 1 ch 0), sends 2");
 
   auto range = hand_plan(1000, 2, {{send(1, in(1), 2, 0)}, {recv(0, out(0), 2, 0)}}, 1);
-  CHECK(error_of(range, t) == "rank 0 op 0: chunks [1, 3) of the input buffer are out of range (2 chunks)");
+  CHECK(error_of(range, t) == "simulate: rank 0 op 0 (send to 1 ch 0): input chunks 1-2 are out of range (input has 2 chunks)");
 
   Op looped = send(1, in(0), 1, 0);
   looped.depend_on(0);
   auto self = hand_plan(1000, 1, {{looped}, {recv(0, out(0), 1, 0)}}, 1);
-  CHECK(error_of(self, t) == "rank 0 op 0: dependency on op 0, which is itself");
+  CHECK(error_of(self, t) == "simulate: rank 0 op 0 (send to 1 ch 0): dep on op 0 is not an earlier op");
 }
 
 TEST_CASE("simulate: deps across channels order the ops") {
