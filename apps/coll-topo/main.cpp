@@ -50,14 +50,18 @@ void emit(const topo::Topology& t, const std::string& output) {
 int run_discover(const Options& o) {
   topo::DiscoverOptions opt{o.ranks_per_host, o.fabric, !o.no_measure};
   if (topo::under_launcher()) {
-    // Every rank fails alike (discover_cluster broadcasts rank 0's verdict): only rank 0 says why.
-    // root stays true when MPI failed before the ranks were known, so such an error is printed.
-    bool root = true;
+    // Every rank fails alike (discover_cluster broadcasts rank 0's verdict): only rank 0 says why,
+    // before any rank exits. root stays true when MPI failed before the ranks were known, so such
+    // an error is printed.
+    bool root = true, reported = false;
     topo::Topology t;
     try {
-      t = topo::discover_cluster(opt, &root);
+      t = topo::discover_cluster(opt, &root, [&](const std::exception& e) {
+        std::cerr << "coll-topo: error: " << e.what() << "\n" << std::flush;
+        reported = true;
+      });
     } catch (const std::exception& e) {
-      if (root) throw;
+      if (root && !reported) throw;
       return collkit::exit_code_for(e);
     }
     if (root) emit(t, o.output);

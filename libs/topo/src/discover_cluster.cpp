@@ -99,7 +99,7 @@ bool under_launcher() {
          (has_env("SLURM_STEP_ID") && has_env("SLURM_PROCID"));
 }
 
-Topology discover_cluster(const DiscoverOptions& opt, bool* is_root) {
+Topology discover_cluster(const DiscoverOptions& opt, bool* is_root, const std::function<void(const std::exception&)>& report) {
   int initialised = 0;
   check(MPI_Initialized(&initialised), "MPI_Initialized");
   if (!initialised) check(MPI_Init(nullptr, nullptr), "MPI_Init");
@@ -165,6 +165,14 @@ Topology discover_cluster(const DiscoverOptions& opt, bool* is_root) {
     }
   }
   broadcast(verdict, rank);
+  if (verdict.outcome != Outcome::Ok && rank == 0 && report) {
+    try {
+      rethrow(verdict);
+    } catch (const std::exception& e) {
+      report(e);
+    }
+  }
+  if (verdict.outcome != Outcome::Ok) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");  // rank 0 has reported
   if (!initialised) check(MPI_Finalize(), "MPI_Finalize");
   if (verdict.outcome != Outcome::Ok) rethrow(verdict);
   return rank == 0 ? std::move(merged) : Topology{};

@@ -2,6 +2,7 @@
 // Discovery of the local host (hwloc, CUDA + NVML, ibverbs) and, under mpirun/srun, of the
 // whole cluster: every rank discovers its host and rank 0 merges them.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,9 @@ Topology merge_hosts(const std::vector<Topology>& per_rank, const std::vector<in
 bool under_launcher();
 
 /// Under a launcher: every rank discovers, rank 0 returns the merged cluster; other ranks return an
-/// empty topology. Initialises and finalises MPI itself.
-Topology discover_cluster(const DiscoverOptions& opt, bool* is_root);
+/// empty topology. Initialises and finalises MPI itself. When discovery fails every rank throws the
+/// same error; `report`, when set, hears it on rank 0 first, before the ranks part: a launcher
+/// that ends the job at the first rank to exit non-zero cannot then cut rank 0's message short.
+Topology discover_cluster(const DiscoverOptions& opt, bool* is_root, const std::function<void(const std::exception&)>& report = {});
 
 }  // namespace collkit::topo
