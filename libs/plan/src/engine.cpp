@@ -117,12 +117,7 @@ class Engine {
   void load(int r, const std::vector<Op>& prog) {
     RankState& R = rank(r);
     std::size_t first = ops_.size(), n = prog.size();
-    if (ops_.capacity() < first + n) {
-      // Room for the ranks to come as large as these on average (all the same in most plans),
-      // so the array is sized about once; not beyond 64 M ops ahead of need.
-      std::size_t predicted = (first + n) / static_cast<std::size_t>(r + 1) * static_cast<std::size_t>(p_);
-      ops_.reserve(std::max(first + n, std::min(predicted, first + n + (std::size_t{1} << 26))));
-    }
+    if (ops_.capacity() < first + n) ops_.reserve(ops_ahead(first + n, r, p_));
     R.cursor.assign(channels_, static_cast<std::uint32_t>(n));
     for (std::size_t i = 0; i < n; ++i) {
       const Op& o = prog[i];

@@ -11,16 +11,17 @@ namespace collkit::plan {
 namespace {
 
 constexpr std::uint32_t kNone = 0xffffffffu;
-constexpr std::size_t kKeptWaiting = 64;  // a drained link keeps room for this many waiting ops
 
 std::string plural(std::uint64_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
 
-// An op of one link waiting for its partner, with what the size check needs.
+// An op of one link waiting for its partner, with what the size check needs; a node of its
+// link's FIFO, threaded through one pool for all links.
 struct Waiting {
   std::uint32_t id = 0;
   std::uint32_t count = 0;
   ChunkRef ref;  // a send's source, a receive's destination
   OpType type = OpType::Send;
+  std::uint32_t next = kNone;
 };
 
 // The sends or receives of one (sender, receiver, channel) link not paired yet, oldest first
@@ -31,8 +32,7 @@ struct Link {
   std::uint16_t channel = 0;
   bool sends = false;
   std::uint32_t sent = 0, received = 0;
-  std::size_t head = 0;
-  std::vector<Waiting> ops;
+  std::uint32_t head = kNone, tail = kNone;  // into Matcher::pool_
 };
 
 class Matcher {
@@ -142,22 +142,32 @@ class Matcher {
     Link& l = send ? link(r, o.peer, o.channel) : link(o.peer, r, o.channel);
     ++(send ? l.sent : l.received);
     Waiting me{id, o.count, send ? o.src : o.dst, o.type};
-    if (l.head == l.ops.size() || l.sends == send) {
-      if (l.head == l.ops.size()) {
-        l.ops.clear();
-        l.head = 0;
-        l.sends = send;
+    if (l.head == kNone || l.sends == send) {
+      // Waits at the link's tail; the pool's free nodes are reused first, so it stays as large
+      // as the most ops ever waiting at once (a ring: about two ranks' sends), not all ops.
+      std::uint32_t m = free_;
+      if (m == kNone) {
+        m = static_cast<std::uint32_t>(pool_.size());
+        pool_.emplace_back();
+      } else {
+        free_ = pool_[m].next;
       }
-      l.ops.push_back(me);
+      pool_[m] = me;
+      if (l.head == kNone) {
+        l.head = m;
+        l.sends = send;
+      } else {
+        pool_[l.tail].next = m;
+      }
+      l.tail = m;
       return;
     }
-    const Waiting other = l.ops[l.head++];
-    if (l.head == l.ops.size() && l.ops.capacity() > kKeptWaiting) {
-      // Drained after a long run (a ring rank's every send waits for the next rank's program):
-      // give the room back, or every link would keep its longest queue.
-      l.ops = {};
-      l.head = 0;
-    }
+    std::uint32_t m = l.head;
+    const Waiting other = pool_[m];
+    l.head = other.next;
+    if (l.head == kNone) l.tail = kNone;
+    pool_[m].next = free_;
+    free_ = m;
     const Waiting& s = send ? me : other;
     const Waiting& v = send ? other : me;  // the receive
     auto fail = [&](const std::string& what) { throw PlanFault(describe_id(v, l) + ": " + what); };
@@ -174,10 +184,10 @@ class Matcher {
   void report_unpaired() const {
     const Link* worst = nullptr;
     for (const auto& [key, l] : links_)
-      if (l.head < l.ops.size() && (!worst || l.ops[l.head].id < worst->ops[worst->head].id)) worst = &l;
+      if (l.head != kNone && (!worst || pool_[l.head].id < pool_[worst->head].id)) worst = &l;
     if (!worst) return;
     const Link& l = *worst;
-    throw PlanFault(describe_id(l.ops[l.head], l) + ": " + (l.sends ? "never received" : "never matched") + ": rank " +
+    throw PlanFault(describe_id(pool_[l.head], l) + ": " + (l.sends ? "never received" : "never matched") + ": rank " +
                     std::to_string(l.from) + " sends " + plural(l.sent, "message") + " to rank " + std::to_string(l.to) + " on ch " +
                     std::to_string(l.channel) + " and rank " + std::to_string(l.to) + " receives " + std::to_string(l.received));
   }
@@ -190,6 +200,8 @@ class Matcher {
   ChunkSizes sizes_;
   std::unordered_map<std::uint64_t, Link> links_;
   std::array<std::pair<std::uint64_t, Link*>, 64> cache_;
+  std::vector<Waiting> pool_;
+  std::uint32_t free_ = kNone;  // the first free node of pool_, threaded through next
   OpIds ids_;
 };
 

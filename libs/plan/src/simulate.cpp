@@ -127,22 +127,20 @@ class Simulator {
     std::vector<std::uint16_t> channels_used;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> dep_pairs;  // (waited on, waiting)
     rank_begin_.reserve(static_cast<std::size_t>(n) + 1);
-    // Programs are cheap to expand and the per-op arrays are large: size them exactly once
-    // rather than pay for growth (copies and page faults) at millions of ops.
-    std::size_t total = 0;
-    for (int r = 0; r < n; ++r) total += plan_.program(r).size();
-    if (total >= kNone) throw InputError("simulate: the plan has more than 4 billion ops");
-    for (auto* v : {&match_, &route_, &next_}) v->reserve(total);
-    type_.reserve(total);
-    channel_.reserve(total);
-    bytes_.reserve(total);
-    pending_.reserve(total);
     // match_plan() checks each op and pairs sends with receives; this keeps what the timing needs.
     ChunkSizes sizes(plan_.info());
     MatchVisitor visit;
     visit.program = [&](int r, std::uint32_t base, const std::vector<Op>& ops) {
-      if (base + ops.size() > total) throw InputError("simulate: the plan's programs change between two expansions");
       rank_begin_.push_back(base);
+      if (std::size_t end = base + ops.size(); type_.capacity() < end) {
+        // The per-op arrays are large: sized about once rather than grown (copies, page faults).
+        std::size_t room = ops_ahead(end, r, n);
+        for (auto* v : {&match_, &route_, &next_}) v->reserve(room);
+        type_.reserve(room);
+        channel_.reserve(room);
+        bytes_.reserve(room);
+        pending_.reserve(room);
+      }
       topo::VertexId route_dst = 0;
       std::uint32_t route_cached = kNone;
       for (std::size_t i = 0; i < ops.size(); ++i) {

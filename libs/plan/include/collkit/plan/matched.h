@@ -11,6 +11,7 @@
 // "rank 1 op 12 (recv from 0 ch 0): never matched: rank 0 sends 6 messages to rank 1 on ch 0 and
 // rank 1 receives 7".
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -67,6 +68,14 @@ struct MatchVisitor {
   /// A send and the receive that takes it, by id, as soon as both have been read.
   std::function<void(std::uint32_t send, std::uint32_t recv)> pair;
 };
+
+/// How many ops to make room for once ranks 0..r hold `ops`: as many again per rank for the
+/// ranks to come (all the same in most plans), so per-op arrays filled rank by rank are sized about
+/// once; never more than 64 M ops beyond `ops`.
+inline std::size_t ops_ahead(std::size_t ops, int r, int nranks) {
+  std::size_t predicted = ops / static_cast<std::size_t>(r + 1) * static_cast<std::size_t>(nranks);
+  return std::max(ops, std::min(predicted, ops + (std::size_t{1} << 26)));
+}
 
 /// Reads, checks and pairs every op of `plan`; throws PlanFault at the first op that breaks a
 /// rule, or naming the first op (in rank and program order) that has no partner.
