@@ -126,13 +126,14 @@ bool happens_before(const RankProgram& p, std::uint32_t a, std::uint32_t b, std:
   return false;
 }
 
-RankProgram compile(const plan::Plan& plan, int rank, bool with_fences) {
+RankProgram compile(const plan::Plan& plan, int rank, bool with_fences) { return compile(plan, rank, plan.program(rank), with_fences); }
+
+RankProgram compile(const plan::Plan& plan, int rank, const std::vector<plan::Op>& ops, bool with_fences) {
   const plan::PlanInfo& info = plan.info();
   RankProgram p;
   p.rank = rank;
   p.channels = info.channels;
   for (Buf b : {Buf::Input, Buf::Output, Buf::Scratch}) p.region_bytes[static_cast<std::size_t>(b)] = plan::buffer_bytes(info, b);
-  std::vector<plan::Op> ops = plan.program(rank);
   p.ops.reserve(ops.size());
   for (const plan::Op& o : ops) {
     ExecOp e;

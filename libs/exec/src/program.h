@@ -57,6 +57,8 @@ bool happens_before(const RankProgram& p, std::uint32_t a, std::uint32_t b, std:
 /// plan's element size (chunks may differ by one element). `with_fences`: also the sends' fences,
 /// which only the Runner reads (the GPU backends' global schedule has no use for them).
 RankProgram compile(const plan::Plan& plan, int rank, bool with_fences = true);
+/// The same from rank `rank`'s program `ops`, already expanded.
+RankProgram compile(const plan::Plan& plan, int rank, const std::vector<plan::Op>& ops, bool with_fences = true);
 
 /// Copies of at least this size may stream past the cache (stream_copy.h). A smaller destination
 /// would likely still be cached when the caller reads the result, which streaming would forfeit.

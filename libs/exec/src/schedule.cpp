@@ -23,9 +23,13 @@ struct RankState {
 GlobalSchedule make_schedule(const plan::Plan& plan) {
   // Which send each receive takes, from the pass the engine and the simulator share; it also
   // checks every op and that both sides move the same bytes.
+  GlobalSchedule g;
   std::vector<std::uint32_t> partner;
   plan::MatchVisitor visit;
-  visit.program = [&](int, std::uint32_t first, const std::vector<plan::Op>& ops) { partner.resize(first + ops.size(), plan::kNoDep); };
+  visit.program = [&](int r, std::uint32_t first, const std::vector<plan::Op>& ops) {
+    g.programs.push_back(compile(plan, r, ops, /*with_fences=*/false));
+    partner.resize(first + ops.size(), plan::kNoDep);
+  };
   visit.pair = [&](std::uint32_t send, std::uint32_t recv) {
     partner[send] = recv;
     partner[recv] = send;
@@ -37,14 +41,11 @@ GlobalSchedule make_schedule(const plan::Plan& plan) {
     throw Error(std::string("plan: ") + e.what());
   }
 
-  GlobalSchedule g;
   const int n = plan.nranks();
-  g.programs.reserve(static_cast<std::size_t>(n));
   std::vector<RankState> ranks(static_cast<std::size_t>(n));
   std::size_t total = 0;
   for (int r = 0; r < n; ++r) {
-    g.programs.push_back(compile(plan, r, /*with_fences=*/false));
-    const RankProgram& p = g.programs.back();
+    const RankProgram& p = g.programs[static_cast<std::size_t>(r)];
     RankState& st = ranks[static_cast<std::size_t>(r)];
     st.by_channel.resize(p.channels);
     for (std::uint32_t i = 0; i < p.ops.size(); ++i) st.by_channel[p.ops[i].channel].push_back(i);
