@@ -5,6 +5,8 @@
 #   testbed.sh down                                              remove everything `up` made
 #   testbed.sh status                                            print hosts, addresses, shaping
 #   testbed.sh mpirun ARGS...                                    mpirun from the head namespace
+#   testbed.sh link HOST down|up|RATE[,DELAY]                    fail, restore or reshape a host's link
+#   testbed.sh pair HOST1 HOST2 RATE|off                         slow (or restore) traffic between two hosts
 #
 # Layout: namespace ckbr holds bridge br0; host namespace ckhI has eth0 = 198.18.0.I/24, a veth
 # whose peer pI sits on br0; namespace ckhead (198.18.0.254) is where mpirun runs, so the root
@@ -18,7 +20,7 @@ prefix=198.18.0
 here=$(cd "$(dirname "$0")" && pwd)
 
 die() { echo "testbed.sh: $*" >&2; exit 2; }
-usage() { die "usage: testbed.sh up N [--ranks-per-host R] [--link RATE[,DELAY]] | down | status | mpirun ARGS..."; }
+usage() { die "usage: testbed.sh up N [--ranks-per-host R] [--link RATE[,DELAY]] | down | status | mpirun ARGS... | link HOST down|up|RATE[,DELAY] | pair HOST1 HOST2 RATE|off"; }
 
 # Every namespace this script made is listed in $state/namespaces; `down` also removes the fixed
 # names, so it cleans up after an `up` that failed before writing the list.
@@ -40,6 +42,15 @@ rate_bps() {
   case $u in
     ''|bit) echo "$n" ;; kbit) echo $((n * 1000)) ;; mbit) echo $((n * 1000000)) ;; gbit) echo $((n * 1000000000)) ;;
   esac
+}
+
+# RATE[,DELAY] into $rate and $delay, checked.
+parse_link() {
+  rate=${1%%,*}
+  delay=''
+  [[ $1 == *,* ]] && delay=${1#*,}
+  rate_bps "$rate" >/dev/null
+  [[ -z $delay || $delay =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)$ ]] || die "bad link delay '$delay': expected e.g. 50us, 1ms"
 }
 
 shape() { # shape NS DEV RATE DELAY
@@ -72,11 +83,7 @@ up() {
       *) die "up: unknown argument '$1'" ;;
     esac
   done
-  if [[ -n $link ]]; then
-    rate=${link%%,*}; [[ $link == *,* ]] && delay=${link#*,}
-    rate_bps "$rate" >/dev/null
-    [[ -z $delay || $delay =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)$ ]] || die "bad link delay '$delay': expected e.g. 50us, 1ms"
-  fi
+  [[ -z $link ]] || parse_link "$link"
   ip netns list >/dev/null 2>&1 || die "cannot list network namespaces (need root and iproute2)"
   down # idempotent: a second `up` rebuilds from nothing
   if [[ -n $delay ]] && ! have_netem; then
@@ -129,6 +136,66 @@ status() {
   done <"$state/hosts"
 }
 
+# A host's link, while jobs run: `down` takes its port on the bridge down (a cut cable or a dead
+# switch port: the host's own eth0 stays up, so its sockets see no error, only silence), `up`
+# brings it back, RATE[,DELAY] reshapes both directions (a link slowing mid-run).
+link() {
+  local host=${1:-} what=${2:-} i
+  [[ -f $state/config ]] || die "the testbed is down: run 'testbed.sh up N' first"
+  (($# == 2)) || usage
+  i=$(host_index "$host" link)
+  case $what in
+    down) ip -n ckbr link set "p$i" down ;;
+    up) ip -n ckbr link set "p$i" up ;;
+    *)
+      parse_link "$what"
+      if [[ -n $delay ]] && ! have_netem; then die "link delay '$delay' needs the kernel's netem qdisc, which this kernel ($(uname -r)) lacks"; fi
+      shape "$host" eth0 "$rate" "$delay"
+      shape ckbr "p$i" "$rate" "$delay"
+      ;;
+  esac
+}
+
+# The number I of host HOST (its address 198.18.0.I), or a one-line error.
+host_index() {
+  local i
+  i=$(awk -v h="$1" '$2 == h { n = split($1, a, "."); print a[n] }' "$state/hosts")
+  [[ -n $i && $1 != ckhead ]] || die "$2: '$1' is not a testbed host ($(awk '$2 != "ckhead" { printf "%s ", $2 }' "$state/hosts" | sed 's/ $//'))"
+  echo "$i"
+}
+
+# Traffic between two hosts only, both ways, at RATE (a slow link of the fabric between them,
+# while each host's link to the others keeps its speed), or back to normal with `off`: on each
+# host's eth0 an htb qdisc whose default class is not limited (100 Gbit/s) and a class at RATE, into
+# which a u32 filter puts the packets to the other host. (htb, not prio: this machine's kernel has
+# no sch_prio.) Hosts whose link `up --link` shaped have a tbf at the root already: not supported.
+pair() {
+  [[ -f $state/config ]] || die "the testbed is down: run 'testbed.sh up N' first"
+  (($# == 3)) || usage
+  local a=$1 b=$2 what=$3 ia ib ns peer bps burst
+  ia=$(host_index "$a" pair)
+  ib=$(host_index "$b" pair)
+  [[ $a != "$b" ]] || die "pair: a host and itself: give two hosts"
+  grep -q '^link=unshaped$' "$state/config" || die "pair: needs a testbed whose links are not shaped (up without --link)"
+  if [[ $what != off ]]; then
+    parse_link "$what"
+    [[ -z $delay ]] || die "pair: a rate alone, no delay: got '$what'"
+    bps=$(rate_bps "$rate")
+    burst=$((bps / 8 / 1000)) # 1 ms at the rate
+    ((burst >= 32768)) || burst=32768
+  fi
+  for ns in "$a" "$b"; do
+    peer=$prefix.$ib
+    [[ $ns == "$b" ]] && peer=$prefix.$ia
+    tc -n "$ns" qdisc del dev eth0 root 2>/dev/null || true
+    [[ $what == off ]] && continue
+    tc -n "$ns" qdisc add dev eth0 root handle 1: htb default 10
+    tc -n "$ns" class add dev eth0 parent 1: classid 1:10 htb rate 100gbit burst 4m quantum 200000
+    tc -n "$ns" class add dev eth0 parent 1: classid 1:20 htb rate "$rate" ceil "$rate" burst "$burst" quantum 60000
+    tc -n "$ns" filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip dst "$peer/32" flowid 1:20
+  done
+}
+
 # mpirun from the head namespace, through the rsh agent, TCP restricted to eth0.
 run_mpirun() {
   [[ -f $state/config ]] || die "the testbed is down: run 'testbed.sh up N' first"
@@ -145,5 +212,7 @@ case $cmd in
   down) (($# == 0)) || usage; down ;;
   status) (($# == 0)) || usage; status ;;
   mpirun) run_mpirun "$@" ;;
+  link) link "$@" ;;
+  pair) pair "$@" ;;
   *) usage ;;
 esac

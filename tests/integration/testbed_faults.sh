@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The fault matrix across hosts, on the testbed (scripts/testbed.sh: 2 hosts x 2 ranks, 1 Gbit/s
+# links): while coll-run runs AllReduce between the hosts,
+#  - host 2's link goes down (its bridge port: the host sees silence, not an error): every rank, on
+#    both hosts, gives up and exits within --timeout plus slack, with a message naming the stuck op
+#    and its peer. mpirun itself cannot end the job while it cannot reach host 2's daemon (Open
+#    MPI's launcher waits for it); once the link is back it does, with a non-zero exit;
+#  - host 2's coll-run processes are killed: the job ends within --timeout plus slack;
+#  - host 2's link slows 10x (tc): the run goes on to its end, no false alarm, 0 wrong elements;
+# then, on 4 hosts x 1 rank, the traffic between hosts 1 and 2 alone slowed by tc (a real slow link,
+# nothing injected): coll-run adapt's probe names ranks 0-1 and its ring avoids them.
+# Needs root (network namespaces); skips with exit 77 where they cannot be made.
+source "$(dirname "$0")/lib.sh"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+tb="$root/scripts/testbed.sh"
+if ! command -v mpirun >/dev/null; then echo "skip: mpirun not found"; exit 77; fi
+if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then echo "skip: iproute2 (ip, tc) not installed"; exit 77; fi
+if [ "$(id -u)" != 0 ] || ! unshare --net true 2>/dev/null; then
+  echo "skip: cannot make network namespaces here (needs root / CAP_SYS_ADMIN)"
+  exit 77
+fi
+if ip netns list 2>/dev/null | grep -Eq '^ck(h[0-9]+|br|head)\b'; then
+  echo "skip: a testbed is already up (scripts/testbed.sh status); not taking it down under its user"
+  exit 77
+fi
+
+export COLLKIT_TESTBED_DIR="$TMP/testbed"
+trap '"$tb" down >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT
+"$tb" up 2 --ranks-per-host 2 --link 1gbit >"$TMP/up.txt" 2>&1 || { cat "$TMP/up.txt"; bad "testbed up"; finish; }
+ok "testbed up 2 --link 1gbit"
+mpi() { timeout 120 "$tb" mpirun --host ckh1:2,ckh2:2 "$@"; }
+
+# Bad input to `link`: one line, exit 2.
+expect_fail 2 "testbed.sh: link: 'ckh9' is not a testbed host (ckh1 ckh2)" "$tb" link ckh9 down
+expect_fail 2 "testbed.sh: bad link rate 'slow': expected e.g. 1gbit, 100mbit" "$tb" link ckh2 slow
+expect_fail 2 "testbed.sh: pair: needs a testbed whose links are not shaped (up without --link)" "$tb" pair ckh1 ckh2 100mbit
+
+# The coll-run processes of a host (its network namespace holds them).
+ranks_on() { for p in $(ip netns pids "$1"); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = coll-run ] && echo "$p"; done; true; }
+
+# Starts a long AllReduce across the hosts in the background; waits until both hosts' ranks run.
+start_run() { # start_run NAME ITERS TIMEOUT
+  mpi "$COLLKIT_BIN/coll-run" --no-discover --coll allreduce --algo ring -b 1M -e 1M -n "$2" -w 1 -c 1 --no-baseline \
+    --timeout "$3" --json "$TMP/$1.json" >"$TMP/$1.txt" 2>&1 &
+  launcher=$!
+  started=$(date +%s)
+  for _ in $(seq 150); do
+    [ "$(ranks_on ckh2 | wc -l)" = 2 ] && [ "$(ranks_on ckh1 | wc -l)" = 2 ] && break
+    sleep 0.2
+  done
+  sleep 2  # past start-up: into the timed iterations
+}
+
+# Waits for the job; says how it ended and how long it took from the fault.
+end_run() { # end_run NAME FAULT_TIME -> rc, took
+  rc=0
+  wait "$launcher" || rc=$?
+  took=$(($(date +%s) - $2))
+}
+
+# 1. Host 2's link goes down mid-run.
+start_run down 1000000 5
+fault=$(date +%s)
+"$tb" link ckh2 down
+for _ in $(seq 120); do
+  [ "$(ranks_on ckh1 | wc -l)" = 0 ] && [ "$(ranks_on ckh2 | wc -l)" = 0 ] && break
+  sleep 0.5
+done
+gone=$(($(date +%s) - fault))
+left=$(($(ranks_on ckh1 | wc -l) + $(ranks_on ckh2 | wc -l)))
+if [ "$left" = 0 ] && [ "$gone" -lt 30 ]; then ok "link down: every rank on both hosts exited ${gone}s after the fault (--timeout 5)"; else bad "link down: $left ranks left after ${gone}s"; fi
+"$tb" link ckh2 up
+end_run down "$fault"
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && ok "link down: mpirun ended with exit $rc once the link was back" || bad "link down: mpirun exit $rc"
+grep -Eq "no progress for 5 s: waiting on op .*rank [0-3]" "$TMP/down.txt" && ok "link down: a rank names the stuck op and its peer" ||
+  bad "link down: no stall message: $(grep -m3 -i error "$TMP/down.txt")"
+expect_eq "$(json_get "$TMP/down.json" 'j.get("complete")')" False "link down: the partial --json is marked incomplete"
+
+# 2. Host 2's ranks are killed mid-run.
+start_run killed 1000000 5
+fault=$(date +%s)
+for p in $(ranks_on ckh2); do kill -9 "$p"; done
+end_run killed "$fault"
+if [ "$rc" -ne 0 ] && [ "$took" -lt 60 ]; then ok "ranks killed: the job ended with exit $rc ${took}s after the fault"; else bad "ranks killed: exit $rc after ${took}s"; fi
+expect_eq "$(ranks_on ckh1 | wc -l)" 0 "ranks killed: no coll-run left on host 1"
+
+# 3. Host 2's link slows 10x mid-run: the run finishes, slower, right, with no false alarm.
+start_run slowed 60 10
+"$tb" link ckh2 100mbit
+end_run slowed "$started"
+"$tb" link ckh2 1gbit
+if [ "$rc" -eq 0 ]; then ok "link slowed 10x: the run completed (${took}s)"; else bad "link slowed: exit $rc: $(grep -m3 -i error "$TMP/slowed.txt")"; fi
+expect_eq "$(json_get "$TMP/slowed.json" 'j["total_wrong"]')" 0 "link slowed: wrong elements"
+expect_eq "$(tc -n ckh2 qdisc show dev eth0 | grep -o 'rate [0-9]*[GM]bit')" "rate 1Gbit" "link reshaped back to 1 Gbit/s"
+
+# 4. A real slow link between two hosts, found and routed around.
+"$tb" up 4 --ranks-per-host 1 >"$TMP/up4.txt" 2>&1 || { cat "$TMP/up4.txt"; bad "testbed up 4"; finish; }
+expect_fail 2 "testbed.sh: pair: 'ckh9' is not a testbed host (ckh1 ckh2 ckh3 ckh4)" "$tb" pair ckh1 ckh9 100mbit
+expect_fail 2 "testbed.sh: pair: a host and itself: give two hosts" "$tb" pair ckh3 ckh3 100mbit
+"$tb" pair ckh1 ckh2 200mbit
+expect_eq "$(tc -n ckh1 filter show dev eth0 | grep -c 'match c6120002/ffffffff at 16' || true)" 1 "ckh1's traffic to ckh2 (198.18.0.2) is filtered into the slow band"
+if timeout 120 "$tb" mpirun --host ckh1:1,ckh2:1,ckh3:1,ckh4:1 "$COLLKIT_BIN/coll-run" adapt --coll allreduce -b 1M -e 1M -n 3 -w 1 \
+     >"$TMP/adapt.txt" 2>&1; then
+  ok "coll-run adapt across 4 hosts with the ckh1-ckh2 link slow"
+else
+  bad "adapt: $(tail -3 "$TMP/adapt.txt")"
+fi
+expect_eq "$(grep '^# slow pairs found:' "$TMP/adapt.txt")" "# slow pairs found: 0-1" "the probe names the slow link, ranks 0-1"
+order=$(grep '^# adapted ring order:' "$TMP/adapt.txt" | sed 's/.*: //')
+[[ ",$order,$order," != *",0,1,"* && ",$order,$order," != *",1,0,"* ]] && ok "the adapted ring ($order) never sends between 0 and 1" ||
+  bad "the adapted ring $order still joins 0 and 1"
+"$tb" pair ckh1 ckh2 off
+expect_eq "$(tc -n ckh1 qdisc show dev eth0 | grep -c htb || true)" 0 "pair off: the htb qdisc is gone"
+
+"$tb" down && ok "testbed down"
+expect_eq "$(ip netns list | grep -Ec '^ck(h[0-9]+|br|head)\b' || true)" 0 "no namespace left"
+finish
