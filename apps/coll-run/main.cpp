@@ -66,13 +66,12 @@ int in_job(Body&& body) {
   }
 }
 
-// coll-run adapt: inject, find, re-plan, measure (rank 0 prints).
+// coll-run adapt: inject (or not: the network as it is), find, re-plan, measure (rank 0 prints).
 int run_adapt(const Flags& f, const CLI::App& sub) {
   if (!(f.timeout_s > 0)) throw collkit::InputError("--timeout: must be more than 0 seconds");
-  if (f.inject.empty()) throw collkit::InputError("adapt: give the faults to adapt to with --inject (e.g. slow-link=0-1:x4)");
   return in_job([&](exec::World& world) {
     exec::AdaptOptions opt;
-    opt.injection = exec::parse_injection(f.inject, world.size());
+    if (!f.inject.empty()) opt.injection = exec::parse_injection(f.inject, world.size());
     auto colls = collectives(f.colls);
     if (colls.size() != 1) throw collkit::InputError("adapt: one collective at a time");
     opt.coll = colls[0];
@@ -290,9 +289,11 @@ int main(int argc, char** argv) {
   app.add_option("--inject", f.inject,
                  "slow the plans' messages: slow-link=A-B:xF, slow-rank=R:xF (comma list; the native collective is not slowed)");
   auto* adp = app.add_subcommand("adapt",
-                                 "inject faults (--inject), find them with a probe, re-plan the ring around them; healthy, degraded "
-                                 "and adapted times per size");
-  adp->add_option("--inject", f.inject, "the faults: slow-link=A-B:xF, slow-rank=R:xF (comma list)");
+                                 "inject faults (--inject), or take the network as it is, find slow links with a probe, re-plan the "
+                                 "ring around them; healthy, degraded and adapted times per size");
+  adp->add_option("--inject", f.inject,
+                  "the faults: slow-link=A-B:xF, slow-rank=R:xF (comma list); none: adapt to the links as they are (a slow link "
+                  "of the real network)");
   adp->add_option("--coll", f.colls, "allreduce (default), allgather or reducescatter");
   adp->add_option("-b,--minbytes", f.min_bytes, "smallest size (default 1M)");
   adp->add_option("-e,--maxbytes", f.max_bytes, "largest size (default 16M)");

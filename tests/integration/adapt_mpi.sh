@@ -40,7 +40,6 @@ expect_eq "$(json_get "$TMP/tuned.json" 'j["schema"] == "collkit.tuning/1" and j
 # Bad input: one line from rank 0, non-zero exit.
 expect_fail 2 "coll-run: error: --inject slow-link=0-7:x4: \"7\" is not a rank of 0..3" \
   mpi_said 4 "$run" --coll allreduce --algo ring -b 1K -e 1K --no-discover --inject slow-link=0-7:x4
-expect_fail 2 "coll-run: error: adapt: give the faults to adapt to with --inject (e.g. slow-link=0-1:x4)" mpi_said 4 "$run" adapt
 expect_fail 2 "coll-run: error: adapt: a ring has another order only on 3 ranks or more (mpirun -np 3 or more)" \
   mpi_said 2 "$run" adapt --inject slow-link=0-1:x4
 expect_fail 2 "coll-run: error: autotune: one collective at a time" mpi_said 2 "$run" autotune --coll allreduce,allgather

@@ -63,7 +63,8 @@ AdaptReport adapt_run(const AdaptOptions& opt, Backend& backend, World& world, s
   rep.order = ring_order_avoiding(n, rep.found);
   if (root) {
     out << fmt::format("# adapt: {} ranks, faults {}; probe of {} per pair, {} run(s) of {} shifts\n", n,
-                       opt.injection.empty() ? "none" : "injected", format_size_bytes(opt.probe_bytes), rep.probes, n - 1);
+                       opt.injection.empty() ? "none injected (what the probe finds is the network itself)" : "injected",
+                       format_size_bytes(opt.probe_bytes), rep.probes, n - 1);
     for (int from = 0; from < n; ++from) {
       std::string row;
       for (int to = 0; to < n; ++to)
