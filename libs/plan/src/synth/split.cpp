@@ -54,9 +54,13 @@ class Splitter {
   const std::vector<std::int64_t>& ranks() const { return ranks_; }
   const std::map<std::pair<VertexId, VertexId>, std::vector<Piece>>& arcs() const { return arcs_; }
 
-  /// Splits every arc at w off.
+  /// Splits every arc at w off. First each u -> w is spread evenly over the w -> t (at most
+  /// its share per pass): the split graph then has arcs to many peers, which lets trees be
+  /// shallow (as a switch is: one hop from every GPU to every other); then whatever still goes,
+  /// whole; loops u -> w -> u last.
   void split_off(VertexId w) {
-    for (bool loops = false;;) {
+    enum class Pass { Even, Whole, Loops };
+    for (Pass pass = Pass::Even;;) {
       std::vector<VertexId> ins, outs;
       for (const auto& [key, pieces] : arcs_) {
         if (key.second == w) ins.push_back(key.first);
@@ -64,20 +68,25 @@ class Splitter {
       }
       if (ins.empty() && outs.empty()) return;
       bool progress = false;
-      for (VertexId u : ins)
+      for (VertexId u : ins) {
+        std::int64_t peers = 0;
+        for (VertexId x : outs) peers += x != u;
+        std::int64_t share = peers > 0 ? (cap(u, w) + peers - 1) / peers : 0;
         for (VertexId x : outs) {
-          if ((u == x) != loops) continue;
+          if ((u == x) != (pass == Pass::Loops)) continue;
           std::int64_t a = std::min(cap(u, w), cap(w, x));
+          if (pass == Pass::Even) a = std::min(a, share);
           if (a <= 0) continue;
           std::int64_t g = splittable(u, w, x, a);
           if (g <= 0) continue;
           split(u, w, x, g);
           progress = true;
         }
+      }
       if (progress) {
-        loops = false;
-      } else if (!loops) {
-        loops = true;
+        pass = Pass::Even;
+      } else if (pass != Pass::Loops) {
+        pass = pass == Pass::Even ? Pass::Whole : Pass::Loops;
       } else {
         throw Error(fmt::format("synth: cannot split off vertex \"{}\" ({} arcs left at it)", t_.vertex(w).id, ins.size() + outs.size()));
       }
