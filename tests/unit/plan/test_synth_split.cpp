@@ -6,6 +6,7 @@
 #include "collkit/topo/synth.h"
 #include "plan/sim_topologies.h"
 #include "synth/rate.h"
+#include "synth/routed.h"
 #include "synth/split.h"
 
 using namespace collkit::plan;
@@ -127,4 +128,24 @@ TEST_CASE("synth split: presets keep their rate with 2 trees per root") {
     REQUIRE(x > 0);
     check_split(t, p, 2, x / 2);
   }
+}
+
+TEST_CASE("synth routed: only the links rank-to-rank routes take are kept") {
+  // dgx-a100: GPU to GPU goes through an NVSwitch, never over PCIe and the CPU.
+  Topology t = collkit::topo::synth({"dgx-a100", 1, ""});
+  Topology r = synth::routed_links(t, static_cast<int>(t.num_ranks()));
+  CHECK(r.num_vertices() == t.num_vertices());
+  CHECK(r.num_ranks() == t.num_ranks());
+  REQUIRE(r.num_links() > 0);
+  CHECK(r.num_links() < t.num_links());
+  for (const auto& l : r.links()) {
+    VertexKind a = r.vertex(l.a).kind, b = r.vertex(l.b).kind;
+    CHECK(((a == VertexKind::Gpu && b == VertexKind::NvSwitch) || (a == VertexKind::NvSwitch && b == VertexKind::Gpu)));
+  }
+  // Without PCIe relays the rate is the NVSwitch port's 300 GB/s over 7 peers (47.36 with them).
+  CHECK(synth::optimal_rate(r, 8).per_root_gbps == doctest::Approx(300.0 / 7).epsilon(1e-9));
+  CHECK(synth::optimal_rate(t, 8).per_root_gbps > 47);
+  // Two hosts on a thin link: every link is on some route.
+  Topology two = two_hosts(2, 100, 1, 10, 5);
+  CHECK(synth::routed_links(two, 4).num_links() == two.num_links());
 }
