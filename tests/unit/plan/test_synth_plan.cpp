@@ -33,7 +33,7 @@ TEST_CASE("synth plan: AllGather from packed trees verifies and nears the bound"
     auto plan = generate("synth", req, &t);
     VerifyResult v = verify(*plan);
     CHECK_MESSAGE(v.ok, v.error);
-    int k = std::stoi(plan->info().params.at("trees_per_rank"));
+    int k = std::stoi(plan->info().params.at("channels"));
     CHECK(plan->info().channels % (p * k) == 0);  // a channel per tree arc slot
     double bound = lower_bound(req, t).time_us();
     double us = simulate(*plan, t).time_us;
@@ -41,6 +41,10 @@ TEST_CASE("synth plan: AllGather from packed trees verifies and nears the bound"
     CHECK(us >= bound * (1 - 1e-9));
     CHECK(us <= bound * c.factor);
     if (c.beats_ring) CHECK(us < simulate(*generate("ring", req, &t), t).time_us);
+    // Param "channels" is the --channels flag that makes the same plan again (auto states it).
+    AlgoOptions again;
+    again.channels = k;
+    CHECK(generate("synth", req, &t, again)->info().params == plan->info().params);
   }
 }
 

@@ -1,10 +1,12 @@
 // Synthesised AllGather (docs/synth.md, ForestColl arXiv 2402.06787): k spanning out-trees per
-// rank, packed into the topology at the best rate k trees allow (synth/rate.h, split.h,
-// trees.h). Each rank's input is split into k pieces, one per tree it roots, each piece into
-// `pipeline` chunks; a tree runs on a channel of its own, and along it every rank receives a
-// chunk from its parent and forwards it to its children, so chunk i+1 comes down while chunk i
-// goes on. The trees are stored in the plan (param "trees": per tree, every rank's parent, -1 at
-// the root; trees by root rank, k each) so that a rank's program needs no topology.
+// rank, packed into the links sends are routed over at the best rate k trees allow
+// (synth/routed.h, rate.h, split.h, trees.h). Each rank's input is split into k pieces, one per
+// tree it roots, each piece into `pipeline` chunks; along a tree every rank receives a chunk from
+// its parent and forwards it to its children, so chunk i+1 comes down while chunk i goes on, each
+// tree arc on a channel of its own. Param "channels" is k (the --channels flag: trees per rank,
+// not the plan's channel count, which is p k times the largest fan-out). The trees are stored in
+// the plan (param "trees": per tree, every rank's parent, -1 at the root; trees by root rank, k
+// each) so that a rank's program needs no topology.
 //                                 T ~ (depth + m - 1) (n / (p k m)) / u, u = one tree's rate
 
 #include <algorithm>
@@ -171,7 +173,7 @@ class SynthAlgorithm final : public Algorithm {
     int p = req.nranks;
     std::int64_t k = opt.channels > 0 ? opt.channels : (p > 1 ? default_trees(synth::routed_links(*t, p), p) : 1);
     int m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
-    info.params["trees_per_rank"] = std::to_string(k);
+    info.params["channels"] = std::to_string(k);
     info.params["pipeline"] = std::to_string(m);
     int slots = 1;
     if (p > 1) {
@@ -187,10 +189,10 @@ class SynthAlgorithm final : public Algorithm {
 
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
     int p = info.req.nranks;
-    int k = param_int(info, "trees_per_rank", 1);
+    int k = param_int(info, "channels", 1);
     int m = param_int(info, "pipeline", kDefaultPipeline);
     if (k < 1 || m < 1 || info.in_chunks != static_cast<std::uint32_t>(k * m) || info.out_chunks != static_cast<std::uint32_t>(p * k * m))
-      throw InputError("synth: plan parameters trees_per_rank=" + std::to_string(k) + ", pipeline=" + std::to_string(m) + " do not match " +
+      throw InputError("synth: plan parameters channels=" + std::to_string(k) + ", pipeline=" + std::to_string(m) + " do not match " +
                        std::to_string(info.in_chunks) + " input chunks");
     auto um = static_cast<std::uint32_t>(m);
     auto ukm = static_cast<std::uint32_t>(k * m);
