@@ -126,15 +126,33 @@ class Splitter {
     return c;
   }
 
-  ArcNetwork base() const {
+  /// The network of the arcs as they are, or with g units of u -> w -> x split off.
+  ArcNetwork base(VertexId u = 0, VertexId w = 0, VertexId x = 0, std::int64_t g = 0) const {
     ArcNetwork net(t_.num_vertices());
     for (const auto& [key, pieces] : arcs_) {
       std::int64_t c = 0;
       for (const Piece& q : pieces) c += q.units;
+      if (g > 0 && (key == std::pair{u, w} || key == std::pair{w, x})) c -= g;
       net.arc(key.first, key.second, c);
     }
+    if (g > 0) net.arc(u, x, g);  // a loop (u == x) is dropped
     for (VertexId v : targets_) net.arc(net.source(), v, ranks_[v] * k_);
     return net;
+  }
+
+  /// Whether every rank vertex still receives need_ with all a units of u -> w -> x split off:
+  /// one max flow per rank vertex, half of what finding the most that can go costs, and in the
+  /// even pass the whole share usually goes.
+  bool all_goes(VertexId u, VertexId w, VertexId x, std::int64_t a) {
+    ArcNetwork net = base(u, w, x, a);
+    std::size_t n = net.size();
+    for (VertexId v : targets_) {
+      net.truncate(n);
+      net.arc(v, net.sink(), ArcNetwork::kInfinite);
+      ++flows_;
+      if (net.max_flow() < need_) return false;
+    }
+    return true;
   }
 
   /// The most of u -> w -> x (at most a) that can be split off keeping every rank vertex's flow
@@ -142,6 +160,7 @@ class Splitter {
   /// and u, x are not, or u, x are in X and w is not; other cuts keep their value. So g may be
   /// the least such cut minus need_, over the rank vertices on the sink side.
   std::int64_t splittable(VertexId u, VertexId w, VertexId x, std::int64_t a) {
+    if (all_goes(u, w, x, a)) return a;
     ArcNetwork net = base();
     std::size_t n = net.size();
     constexpr std::int64_t inf = ArcNetwork::kInfinite;
