@@ -60,7 +60,12 @@ class Splitter {
   /// whole; loops u -> w -> u last.
   void split_off(VertexId w) {
     enum class Pass { Even, Whole, Loops };
+    // Even passes split at most a share per pair, so a graph of many units where little goes
+    // per pair could take as many passes as units: a few, then whole pairs.
+    constexpr int kEvenPasses = 4;
+    int even_passes = 0;
     for (Pass pass = Pass::Even;;) {
+      if (pass == Pass::Even) ++even_passes;
       std::vector<VertexId> ins, outs;
       for (const auto& [key, pieces] : arcs_) {
         if (key.second == w) ins.push_back(key.first);
@@ -84,7 +89,7 @@ class Splitter {
         }
       }
       if (progress) {
-        pass = Pass::Even;
+        pass = even_passes < kEvenPasses ? Pass::Even : Pass::Whole;
       } else if (pass != Pass::Loops) {
         pass = pass == Pass::Even ? Pass::Whole : Pass::Loops;
       } else {
