@@ -48,6 +48,32 @@ TEST_CASE("synth plan: AllGather from packed trees verifies and nears the bound"
   }
 }
 
+TEST_CASE("synth plan: ReduceScatter on the reversed trees verifies and nears the bound") {
+  struct Case {
+    const char* node;
+    int hosts;
+    double factor;
+    bool beats_ring;
+  };
+  for (Case c :
+       {Case{"dgx-a100", 1, 1.15, false}, Case{"dgx-a100", 2, 1.3, true}, Case{"dgx1-v100", 1, 1.5, true}, Case{"mi300x", 1, 1.2, true}}) {
+    CAPTURE(c.node);
+    CAPTURE(c.hosts);
+    Topology t = collkit::topo::synth({c.node, c.hosts, ""});
+    int p = static_cast<int>(t.num_ranks());
+    Request req{Collective::ReduceScatter, std::uint64_t{1} << 30, p, 0};
+    auto plan = generate("synth", req, &t);
+    VerifyResult v = verify(*plan);
+    CHECK_MESSAGE(v.ok, v.error);
+    double bound = lower_bound(req, t).time_us();
+    double us = simulate(*plan, t).time_us;
+    MESSAGE(std::string(c.node) << " x" << c.hosts << ": simulated " << us << " us, bound " << bound << " us");
+    CHECK(us >= bound * (1 - 1e-9));
+    CHECK(us <= bound * c.factor);
+    if (c.beats_ring) CHECK(us < simulate(*generate("ring", req, &t), t).time_us);
+  }
+}
+
 TEST_CASE("synth plan: a star, a changed tree edge caught, bad trees refused") {
   Topology star = uniform(4, 100, 1);
   Request req{Collective::AllGather, 1 << 20, 4, 0};
@@ -63,6 +89,18 @@ TEST_CASE("synth plan: a star, a changed tree edge caught, bad trees refused") {
     }
   REQUIRE(changed);
   CHECK_FALSE(verify(bad).ok);
+  // ReduceScatter: a partial sum sent up to the wrong parent.
+  auto rs = generate("synth", {Collective::ReduceScatter, 1 << 20, 4, 0}, &star);
+  CHECK(verify(*rs).ok);
+  ExplicitPlan bad_rs = materialize(*rs);
+  changed = false;
+  for (Op& o : bad_rs.mutable_program(1))
+    if (!changed && o.type == OpType::Send && o.channel == 0) {
+      o.peer = o.peer == 2 ? 3 : 2;
+      changed = true;
+    }
+  REQUIRE(changed);
+  CHECK_FALSE(verify(bad_rs).ok);
   // The stored trees are checked when a program is made.
   PlanInfo info = plan->info();
   info.params["trees"] = "-1,0,0,0";
@@ -74,5 +112,5 @@ TEST_CASE("synth plan: a star, a changed tree edge caught, bad trees refused") {
   // Not offered where it cannot work yet.
   std::string why;
   CHECK_FALSE(algorithm("synth").supports({Collective::AllReduce, 1 << 20, 4, 0}, &star, &why));
-  CHECK(why == "synth does AllGather only so far (docs/synth.md)");
+  CHECK(why == "synth does AllGather and ReduceScatter only so far (docs/synth.md)");
 }

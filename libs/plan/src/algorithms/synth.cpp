@@ -142,8 +142,11 @@ class SynthAlgorithm final : public Algorithm {
   std::string_view name() const override { return "synth"; }
 
   std::string_view formula(Collective c) const override {
-    return c == Collective::AllGather ? "(depth + m - 1)(n/(p k m))/u: k trees per rank packed at the topology's rate, m chunks each"
-                                      : "not applicable";
+    switch (c) {
+      case Collective::AllGather: return "(depth + m - 1)(n/(p k m))/u: k trees per rank packed at the topology's rate, m chunks each";
+      case Collective::ReduceScatter: return "(depth + m - 1)(n/(p k m))/u + ng: the AllGather trees reversed, summing on the way up";
+      default: return "not applicable";
+    }
   }
 
   std::vector<Knob> knobs(const Request&, const topo::Topology*) const override {
@@ -155,7 +158,8 @@ class SynthAlgorithm final : public Algorithm {
       if (why) *why = std::move(w);
       return false;
     };
-    if (req.coll != Collective::AllGather) return no("synth does AllGather only so far (docs/synth.md)");
+    if (req.coll != Collective::AllGather && req.coll != Collective::ReduceScatter)
+      return no("synth does AllGather and ReduceScatter only so far (docs/synth.md)");
     if (!t) return no("synth needs a topology");
     if (req.nranks > kMaxRanks) return no("synth packs trees for at most " + std::to_string(kMaxRanks) + " ranks so far");
     if (static_cast<std::size_t>(req.nranks) > t->num_ranks()) return no("the topology has fewer ranks");
@@ -182,8 +186,15 @@ class SynthAlgorithm final : public Algorithm {
       info.params["trees"] = format_trees(trees);
     }
     info.channels = static_cast<std::uint16_t>(p > 1 ? p * k * slots : 1);
-    info.in_chunks = static_cast<std::uint32_t>(k * m);
-    info.out_chunks = static_cast<std::uint32_t>(p * k * m);
+    auto slice = static_cast<std::uint32_t>(k * m), whole = static_cast<std::uint32_t>(p * k * m);
+    bool gather = req.coll == Collective::AllGather;
+    info.in_chunks = gather ? slice : whole;
+    info.out_chunks = gather ? whole : slice;
+    if (!gather && p > 1) {
+      // A rank's partial sums of the slices it relays, laid out as its input.
+      info.scratch_chunks = whole;
+      info.scratch_bytes = input_bytes(req);
+    }
     return info;
   }
 
@@ -191,53 +202,91 @@ class SynthAlgorithm final : public Algorithm {
     int p = info.req.nranks;
     int k = param_int(info, "channels", 1);
     int m = param_int(info, "pipeline", kDefaultPipeline);
-    if (k < 1 || m < 1 || info.in_chunks != static_cast<std::uint32_t>(k * m) || info.out_chunks != static_cast<std::uint32_t>(p * k * m))
+    bool gather = info.req.coll == Collective::AllGather;
+    auto slice = static_cast<std::uint32_t>(k * m), whole = static_cast<std::uint32_t>(p * k * m);
+    if (k < 1 || m < 1 || info.in_chunks != (gather ? slice : whole) || info.out_chunks != (gather ? whole : slice))
       throw InputError("synth: plan parameters channels=" + std::to_string(k) + ", pipeline=" + std::to_string(m) + " do not match " +
                        std::to_string(info.in_chunks) + " input chunks");
-    auto um = static_cast<std::uint32_t>(m);
-    auto ukm = static_cast<std::uint32_t>(k * m);
     std::vector<Op> ops;
     if (p == 1) {
-      ops.push_back(copy(in(0), out(0), ukm, 0));
+      ops.push_back(copy(in(0), out(0), slice, 0));
       return ops;
     }
     std::vector<std::vector<int>> trees = parse_trees(info, p, k);
     int slots = fanout(trees);
-    ops.push_back(copy(in(0), out(static_cast<std::uint32_t>(rank) * ukm), ukm, static_cast<std::uint16_t>(rank * k * slots)));
+    if (gather)
+      ops.push_back(copy(in(0), out(static_cast<std::uint32_t>(rank) * slice), slice, static_cast<std::uint16_t>(rank * k * slots)));
     for (std::size_t t = 0; t < trees.size(); ++t) {
       const std::vector<int>& parent = trees[t];
       int root = static_cast<int>(t) / k;
       auto j = static_cast<std::uint32_t>(static_cast<int>(t) % k);
-      std::uint32_t base = static_cast<std::uint32_t>(root) * ukm + j * um;
       // Each tree arc has a channel of its own (tree t, the child's place among its parent's
       // children): one channel sends one message after another, so a parent feeds its children
-      // at once only from separate channels, as ForestColl gives each a threadblock.
+      // (or takes from them) at once only on separate channels, as ForestColl gives each a
+      // threadblock.
       std::vector<int> children;
       for (int c = 0; c < p; ++c)
         if (parent[static_cast<std::size_t>(c)] == rank) children.push_back(c);
       int first = static_cast<int>(t) * slots;
-      int in_ch = first;
+      int up_ch = first;
       if (rank != root) {
-        int up = parent[static_cast<std::size_t>(rank)];
-        for (int c = 0; c < rank; ++c) in_ch += parent[static_cast<std::size_t>(c)] == up;
+        int above = parent[static_cast<std::size_t>(rank)];
+        for (int c = 0; c < rank; ++c) up_ch += parent[static_cast<std::size_t>(c)] == above;
       }
-      for (std::uint32_t i = 0; i < um; ++i) {
-        ChunkRef src = in(j * um + i);
-        std::uint32_t got = kNoDep;
-        if (rank != root) {
-          got = static_cast<std::uint32_t>(ops.size());
-          ops.push_back(recv(parent[static_cast<std::size_t>(rank)], out(base + i), 1, static_cast<std::uint16_t>(in_ch)));
-          src = out(base + i);
-        }
-        for (std::size_t q = 0; q < children.size(); ++q) {
-          int ch = first + static_cast<int>(q);
-          Op o = send(children[q], src, 1, static_cast<std::uint16_t>(ch));
-          if (got != kNoDep && ch != in_ch) o.depend_on(got);
-          ops.push_back(o);
-        }
+      Tree tree{parent[static_cast<std::size_t>(rank)], children, first, up_ch};
+      std::uint32_t mine = j * static_cast<std::uint32_t>(m), theirs = static_cast<std::uint32_t>(root) * slice + mine;
+      for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(m); ++i) {
+        if (gather) down(ops, tree, rank == root ? in(mine + i) : out(theirs + i), rank == root);
+        else up(ops, tree, in(theirs + i), rank == root ? out(mine + i) : scratch(theirs + i));
       }
     }
     return ops;
+  }
+
+ private:
+  /// One rank's place in one tree: its parent (-1 at the root), children, the tree's first
+  /// channel (child q's arc is on first + q) and the channel of the arc to its parent.
+  struct Tree {
+    int parent;
+    std::vector<int> children;
+    int first;
+    int up_ch;
+  };
+
+  /// AllGather, one chunk down the tree: received from the parent into `at` (not at the root),
+  /// then sent on to each child, each send after the receive.
+  static void down(std::vector<Op>& ops, const Tree& t, ChunkRef at, bool root) {
+    std::uint32_t got = kNoDep;
+    if (!root) {
+      got = static_cast<std::uint32_t>(ops.size());
+      ops.push_back(recv(t.parent, at, 1, static_cast<std::uint16_t>(t.up_ch)));
+    }
+    for (std::size_t q = 0; q < t.children.size(); ++q) {
+      int ch = t.first + static_cast<int>(q);
+      Op o = send(t.children[q], at, 1, static_cast<std::uint16_t>(ch));
+      if (got != kNoDep && ch != t.up_ch) o.depend_on(got);
+      ops.push_back(o);
+    }
+  }
+
+  /// ReduceScatter, one chunk up the (reversed) tree: each child's partial sum added to this
+  /// rank's input chunk `own` in `acc` (a chain: each addition after the one before, on the
+  /// children's channels), then the sum sent to the parent, or left in `acc` at the root.
+  static void up(std::vector<Op>& ops, const Tree& t, ChunkRef own, ChunkRef acc) {
+    std::uint32_t last = kNoDep;
+    for (std::size_t q = 0; q < t.children.size(); ++q) {
+      Op o = recv_reduce(t.children[q], last == kNoDep ? own : acc, acc, 1, static_cast<std::uint16_t>(t.first + static_cast<int>(q)));
+      if (last != kNoDep) o.depend_on(last);
+      last = static_cast<std::uint32_t>(ops.size());
+      ops.push_back(o);
+    }
+    if (t.parent >= 0) {
+      Op o = send(t.parent, last == kNoDep ? own : acc, 1, static_cast<std::uint16_t>(t.up_ch));
+      if (last != kNoDep && ops[last].channel != t.up_ch) o.depend_on(last);
+      ops.push_back(o);
+    } else if (last == kNoDep) {
+      ops.push_back(copy(own, acc, 1, static_cast<std::uint16_t>(t.first)));
+    }
   }
 };
 
