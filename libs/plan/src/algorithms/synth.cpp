@@ -145,6 +145,7 @@ class SynthAlgorithm final : public Algorithm {
     switch (c) {
       case Collective::AllGather: return "(depth + m - 1)(n/(p k m))/u: k trees per rank packed at the topology's rate, m chunks each";
       case Collective::ReduceScatter: return "(depth + m - 1)(n/(p k m))/u + ng: the AllGather trees reversed, summing on the way up";
+      case Collective::AllReduce: return "2(depth + m - 1)(n/(p k m))/u + ng: ReduceScatter up the trees, then AllGather down them";
       default: return "not applicable";
     }
   }
@@ -158,8 +159,8 @@ class SynthAlgorithm final : public Algorithm {
       if (why) *why = std::move(w);
       return false;
     };
-    if (req.coll != Collective::AllGather && req.coll != Collective::ReduceScatter)
-      return no("synth does AllGather and ReduceScatter only so far (docs/synth.md)");
+    if (req.coll != Collective::AllGather && req.coll != Collective::ReduceScatter && req.coll != Collective::AllReduce)
+      return no("synth does AllGather, ReduceScatter and AllReduce only so far (docs/synth.md)");
     if (!t) return no("synth needs a topology");
     if (req.nranks > kMaxRanks) return no("synth packs trees for at most " + std::to_string(kMaxRanks) + " ranks so far");
     if (static_cast<std::size_t>(req.nranks) > t->num_ranks()) return no("the topology has fewer ranks");
@@ -185,11 +186,12 @@ class SynthAlgorithm final : public Algorithm {
       slots = fanout(trees);
       info.params["trees"] = format_trees(trees);
     }
-    info.channels = static_cast<std::uint16_t>(p > 1 ? p * k * slots : 1);
+    bool both = req.coll == Collective::AllReduce;
+    info.channels = static_cast<std::uint16_t>(p > 1 ? (both ? 2 : 1) * p * k * slots : 1);
     auto slice = static_cast<std::uint32_t>(k * m), whole = static_cast<std::uint32_t>(p * k * m);
     bool gather = req.coll == Collective::AllGather;
     info.in_chunks = gather ? slice : whole;
-    info.out_chunks = gather ? whole : slice;
+    info.out_chunks = gather || both ? whole : slice;
     if (!gather && p > 1) {
       // A rank's partial sums of the slices it relays, laid out as its input.
       info.scratch_chunks = whole;
@@ -202,28 +204,28 @@ class SynthAlgorithm final : public Algorithm {
     int p = info.req.nranks;
     int k = param_int(info, "channels", 1);
     int m = param_int(info, "pipeline", kDefaultPipeline);
-    bool gather = info.req.coll == Collective::AllGather;
+    bool gather = info.req.coll == Collective::AllGather, both = info.req.coll == Collective::AllReduce;
     auto slice = static_cast<std::uint32_t>(k * m), whole = static_cast<std::uint32_t>(p * k * m);
-    if (k < 1 || m < 1 || info.in_chunks != (gather ? slice : whole) || info.out_chunks != (gather ? whole : slice))
+    if (k < 1 || m < 1 || info.in_chunks != (gather ? slice : whole) || info.out_chunks != (gather || both ? whole : slice))
       throw InputError("synth: plan parameters channels=" + std::to_string(k) + ", pipeline=" + std::to_string(m) + " do not match " +
                        std::to_string(info.in_chunks) + " input chunks");
     std::vector<Op> ops;
     if (p == 1) {
-      ops.push_back(copy(in(0), out(0), slice, 0));
+      ops.push_back(copy(in(0), out(0), info.out_chunks, 0));
       return ops;
     }
     std::vector<std::vector<int>> trees = parse_trees(info, p, k);
     int slots = fanout(trees);
     if (gather)
       ops.push_back(copy(in(0), out(static_cast<std::uint32_t>(rank) * slice), slice, static_cast<std::uint16_t>(rank * k * slots)));
+    // Each tree arc has a channel of its own (tree t, the child's place among its parent's
+    // children): one channel sends one message after another, so a parent feeds its children (or
+    // takes from them) at once only on separate channels, as ForestColl gives each a threadblock.
+    // AllReduce's second phase (the AllGather) runs on a second such set of channels.
+    std::vector<Tree> places;
     for (std::size_t t = 0; t < trees.size(); ++t) {
       const std::vector<int>& parent = trees[t];
       int root = static_cast<int>(t) / k;
-      auto j = static_cast<std::uint32_t>(static_cast<int>(t) % k);
-      // Each tree arc has a channel of its own (tree t, the child's place among its parent's
-      // children): one channel sends one message after another, so a parent feeds its children
-      // (or takes from them) at once only on separate channels, as ForestColl gives each a
-      // threadblock.
       std::vector<int> children;
       for (int c = 0; c < p; ++c)
         if (parent[static_cast<std::size_t>(c)] == rank) children.push_back(c);
@@ -233,12 +235,28 @@ class SynthAlgorithm final : public Algorithm {
         int above = parent[static_cast<std::size_t>(rank)];
         for (int c = 0; c < rank; ++c) up_ch += parent[static_cast<std::size_t>(c)] == above;
       }
-      Tree tree{parent[static_cast<std::size_t>(rank)], children, first, up_ch};
-      std::uint32_t mine = j * static_cast<std::uint32_t>(m), theirs = static_cast<std::uint32_t>(root) * slice + mine;
-      for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(m); ++i) {
-        if (gather) down(ops, tree, rank == root ? in(mine + i) : out(theirs + i), rank == root);
-        else up(ops, tree, in(theirs + i), rank == root ? out(mine + i) : scratch(theirs + i));
-      }
+      places.push_back({parent[static_cast<std::size_t>(rank)], std::move(children), first, up_ch});
+    }
+    auto um = static_cast<std::uint32_t>(m);
+    // Per tree and chunk, the op after which the root holds the chunk's total (AllReduce).
+    std::vector<std::uint32_t> total(trees.size() * um, kNoDep);
+    for (std::size_t t = 0; t < trees.size() && !gather; ++t) {
+      int root = static_cast<int>(t) / k;
+      std::uint32_t mine = static_cast<std::uint32_t>(static_cast<int>(t) % k) * um,
+                    theirs = static_cast<std::uint32_t>(root) * slice + mine;
+      for (std::uint32_t i = 0; i < um; ++i)
+        total[t * um + i] = up(ops, places[t], in(theirs + i), rank != root ? scratch(theirs + i) : both ? out(theirs + i) : out(mine + i));
+    }
+    int shift = both ? p * k * slots : 0;
+    for (std::size_t t = 0; t < trees.size() && (gather || both); ++t) {
+      int root = static_cast<int>(t) / k;
+      std::uint32_t mine = static_cast<std::uint32_t>(static_cast<int>(t) % k) * um,
+                    theirs = static_cast<std::uint32_t>(root) * slice + mine;
+      Tree place = places[t];
+      place.first += shift;
+      place.up_ch += shift;
+      for (std::uint32_t i = 0; i < um; ++i)
+        down(ops, place, rank == root && gather ? in(mine + i) : out(theirs + i), rank == root, total[t * um + i]);
     }
     return ops;
   }
@@ -254,9 +272,9 @@ class SynthAlgorithm final : public Algorithm {
   };
 
   /// AllGather, one chunk down the tree: received from the parent into `at` (not at the root),
-  /// then sent on to each child, each send after the receive.
-  static void down(std::vector<Op>& ops, const Tree& t, ChunkRef at, bool root) {
-    std::uint32_t got = kNoDep;
+  /// then sent on to each child, each send after the receive (at the root, after op `ready`).
+  static void down(std::vector<Op>& ops, const Tree& t, ChunkRef at, bool root, std::uint32_t ready) {
+    std::uint32_t got = root ? ready : kNoDep;
     if (!root) {
       got = static_cast<std::uint32_t>(ops.size());
       ops.push_back(recv(t.parent, at, 1, static_cast<std::uint16_t>(t.up_ch)));
@@ -264,15 +282,16 @@ class SynthAlgorithm final : public Algorithm {
     for (std::size_t q = 0; q < t.children.size(); ++q) {
       int ch = t.first + static_cast<int>(q);
       Op o = send(t.children[q], at, 1, static_cast<std::uint16_t>(ch));
-      if (got != kNoDep && ch != t.up_ch) o.depend_on(got);
+      if (got != kNoDep && (root || ch != t.up_ch)) o.depend_on(got);
       ops.push_back(o);
     }
   }
 
   /// ReduceScatter, one chunk up the (reversed) tree: each child's partial sum added to this
   /// rank's input chunk `own` in `acc` (a chain: each addition after the one before, on the
-  /// children's channels), then the sum sent to the parent, or left in `acc` at the root.
-  static void up(std::vector<Op>& ops, const Tree& t, ChunkRef own, ChunkRef acc) {
+  /// children's channels), then the sum sent to the parent, or left in `acc` at the root. Returns,
+  /// at the root, the op that completes the sum.
+  static std::uint32_t up(std::vector<Op>& ops, const Tree& t, ChunkRef own, ChunkRef acc) {
     std::uint32_t last = kNoDep;
     for (std::size_t q = 0; q < t.children.size(); ++q) {
       Op o = recv_reduce(t.children[q], last == kNoDep ? own : acc, acc, 1, static_cast<std::uint16_t>(t.first + static_cast<int>(q)));
@@ -284,9 +303,13 @@ class SynthAlgorithm final : public Algorithm {
       Op o = send(t.parent, last == kNoDep ? own : acc, 1, static_cast<std::uint16_t>(t.up_ch));
       if (last != kNoDep && ops[last].channel != t.up_ch) o.depend_on(last);
       ops.push_back(o);
-    } else if (last == kNoDep) {
+      return kNoDep;
+    }
+    if (last == kNoDep) {
+      last = static_cast<std::uint32_t>(ops.size());
       ops.push_back(copy(own, acc, 1, static_cast<std::uint16_t>(t.first)));
     }
+    return last;
   }
 };
 
