@@ -36,9 +36,10 @@ struct SplitGraph {
 
 /// Splits off every vertex without a rank, links holding link_units(bw, unit_gbps) each way,
 /// keeping every rank vertex's connectivity from the source at p k (or, if the topology has less,
-/// at what it had: never lower). Per arc pair the most that can go is found by two max flows
-/// per rank vertex (the cuts that splitting lowers). Throws collkit::Error if a vertex cannot be
-/// split off completely (the theorem says it can; this would be a bug).
+/// at what it had: never lower). Per arc pair, all of it is tried first (one max flow per rank
+/// vertex), else the most that can go is found by two (the cuts that splitting lowers); arcs
+/// into a switch are first spread evenly over the arcs out of it. Throws collkit::Error if a
+/// vertex cannot be split off completely (the theorem says it can; this would be a bug).
 SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double unit_gbps);
 
 /// The least, over nodes v, of the max flow to v from a source feeding each node ranks(v) k units
