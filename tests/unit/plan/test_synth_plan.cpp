@@ -154,6 +154,18 @@ TEST_CASE("synth plan: a star, a changed tree edge caught, bad trees refused") {
   info.params["trees"] = "-1,0,0,0;1,-1,3,2;2,2,-1,2;3,3,3,-1";
   GeneratedPlan cycle(info, algorithm("synth"));
   CHECK_THROWS_WITH_AS(cycle.program(0), "synth: plan parameter trees: tree 1 does not lead rank 2 to its root 1", collkit::InputError);
+  info.params["trees"] = "-1,-1,0,0;1,-1,1,1;2,2,-1,2;3,3,3,-1";
+  GeneratedPlan two_roots(info, algorithm("synth"));
+  CHECK_THROWS_WITH_AS(two_roots.program(0), "synth: plan parameter trees: tree 0 does not lead rank 1 to its root 0", collkit::InputError);
+  // More trees than a plan has channels for: refused before synthesising them, or after, when
+  // it is the fan-out that takes the channels (a star's trees have fan-out 3).
+  AlgoOptions many;
+  many.channels = 20000;
+  CHECK_THROWS_WITH_AS(generate("synth", req, &star, many),
+                       "synth: 20000 trees per rank need at least 80000 channels, more than a plan holds (65535)", collkit::InputError);
+  many.channels = 6000;
+  CHECK_THROWS_WITH_AS(generate("synth", req, &star, many),
+                       "synth: 6000 trees per rank need 72000 channels, more than a plan holds (65535)", collkit::InputError);
   // Not offered where it cannot work yet.
   std::string why;
   CHECK_FALSE(algorithm("synth").supports({Collective::AlltoAll, 1 << 20, 4, 0}, &star, &why));

@@ -119,7 +119,7 @@ std::vector<std::vector<int>> parse_trees(const PlanInfo& info, int p, int k) {
       throw bad("tree " + std::to_string(t) + " has " + std::to_string(parent.size()) + " ranks");
     for (int r = 0; r < p; ++r) {
       int at = r;
-      for (int step = 0; step < p && at != root; ++step) at = parent[static_cast<std::size_t>(at)];
+      for (int step = 0; step < p && at != root && at >= 0; ++step) at = parent[static_cast<std::size_t>(at)];
       if (at != root || parent[static_cast<std::size_t>(root)] != -1)
         throw bad("tree " + std::to_string(t) + " does not lead rank " + std::to_string(r) + " to its root " + std::to_string(root));
     }
@@ -179,6 +179,11 @@ class SynthAlgorithm final : public Algorithm {
     int p = req.nranks;
     std::int64_t k = opt.channels > 0 ? opt.channels : (p > 1 ? default_trees(synth::routed_links(*t, p), p) : 1);
     int m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
+    // Each tree takes at least one channel (per phase): refuse before synthesising so many.
+    std::int64_t phases = req.coll == Collective::AllReduce ? 2 : 1;
+    if (p > 1 && phases * p * k > 65535)
+      throw InputError("synth: " + std::to_string(k) + " trees per rank need at least " + std::to_string(phases * p * k) +
+                       " channels, more than a plan holds (65535)");
     info.params["channels"] = std::to_string(k);
     info.params["pipeline"] = std::to_string(m);
     int slots = 1;
@@ -187,8 +192,12 @@ class SynthAlgorithm final : public Algorithm {
       slots = fanout(trees);
       info.params["trees"] = format_trees(trees);
     }
-    bool both = req.coll == Collective::AllReduce;
-    info.channels = static_cast<std::uint16_t>(p > 1 ? (both ? 2 : 1) * p * k * slots : 1);
+    bool both = phases == 2;
+    std::int64_t channels = p > 1 ? phases * p * k * slots : 1;
+    if (channels > 65535)
+      throw InputError("synth: " + std::to_string(k) + " trees per rank need " + std::to_string(channels) +
+                       " channels, more than a plan holds (65535)");
+    info.channels = static_cast<std::uint16_t>(channels);
     auto slice = static_cast<std::uint32_t>(k * m), whole = static_cast<std::uint32_t>(p * k * m);
     bool gather = req.coll == Collective::AllGather;
     info.in_chunks = gather ? slice : whole;
