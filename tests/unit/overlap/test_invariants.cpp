@@ -131,7 +131,9 @@ TEST_CASE("overlap invariants: placing DP innermost spreads the TP group over ho
   const double spread_us = b.estimate(Group::Tp, Collective::AllGather, bytes).time_us;
   // Each host must receive the other host's 4 x 8 MiB through its NICs: 8 of them at 50 GB/s at best.
   CHECK(spread_us >= static_cast<double>(32ull << 20) / (8 * 50e9) * 1e6);
-  CHECK(spread_us > 1.5 * nvlink_us);
+  // synth's trees bring each byte into a host through the NICs once, not once per rank: 1.3x
+  // (ring and direct, before synth: over 1.5x).
+  CHECK(spread_us > 1.2 * nvlink_us);
   Layout bad = inside;
   bad.order = "tp,pp";
   CHECK_THROWS_WITH_AS(check_layout(bad, load_model("llama3-8b"), t),

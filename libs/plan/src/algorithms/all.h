@@ -21,6 +21,7 @@ const Algorithm* make_direct();
 const Algorithm* make_twoshot();
 const Algorithm* make_scatter_allgather();
 const Algorithm* make_reducescatter_gather();
+const Algorithm* make_synth();
 
 /// Every factory, in the registry's order.
 std::vector<AlgorithmFactory> algorithm_factories();

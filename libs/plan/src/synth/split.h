@@ -1,0 +1,49 @@
+#pragma once
+// Switch removal by edge splitting (ForestColl, arXiv 2402.06787; docs/synth.md): every vertex
+// that holds none of the first p ranks (switches, NICs, CPUs, idle GPUs) is split off, each pair
+// of arcs u -> w -> t becoming u -> t, so that what is left is a directed multigraph over the rank
+// vertices alone in which every rank vertex can still receive p k units from a source feeding
+// each rank vertex its ranks times k: the condition for k out-trees per rank (Edmonds), so the
+// rate of k trees of one unit each survives. Links are full duplex, so every vertex has as many
+// units in as out, which is what makes a complete splitting exist (Bang-Jensen, Frank, Jackson).
+
+#include <cstdint>
+#include <vector>
+
+#include "collkit/topo/topology.h"
+
+namespace collkit::plan::synth {
+
+/// Units a link direction of `bw_gbps` holds at `unit_gbps` each: floor(bw / unit), with a
+/// relative 1e-9 of slack so that a unit computed as bw / m gives m.
+std::int64_t link_units(double bw_gbps, double unit_gbps);
+
+/// The directed multigraph over rank vertices that splitting leaves.
+struct SplitGraph {
+  struct Arc {
+    std::size_t from = 0;              ///< index into nodes
+    std::size_t to = 0;                ///< index into nodes
+    std::int64_t units = 0;            ///< > 0
+    std::vector<topo::VertexId> path;  ///< the walk over topology links it stands for, both ends included
+  };
+  std::vector<topo::VertexId> nodes;  ///< the rank vertices, in vertex id order
+  std::vector<std::int64_t> ranks;    ///< ranks on each node (of the first p)
+  std::vector<Arc> arcs;              ///< parallel arcs differ in path
+  std::int64_t trees = 0;             ///< k: trees per rank
+  double unit_gbps = 0;               ///< one unit's bandwidth; a tree carries one unit
+  int flows = 0;                      ///< max flows run to split
+};
+
+/// Splits off every vertex without a rank, links holding link_units(bw, unit_gbps) each way,
+/// keeping every rank vertex's connectivity from the source at p k (or, if the topology has less,
+/// at what it had: never lower). Per arc pair, all of it is tried first (one max flow per rank
+/// vertex), else the most that can go is found by two (the cuts that splitting lowers); arcs
+/// into a switch are first spread evenly over the arcs out of it. Throws collkit::Error if a
+/// vertex cannot be split off completely (the theorem says it can; this would be a bug).
+SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double unit_gbps);
+
+/// The least, over nodes v, of the max flow to v from a source feeding each node ranks(v) k units
+/// over the arcs: at least p k means k trees per rank fit (Edmonds' branching theorem).
+std::int64_t min_rooted_flow(const SplitGraph& g);
+
+}  // namespace collkit::plan::synth
