@@ -23,14 +23,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/build/bin}" && pwd)
 out=${2:-$root/results/multihost.md}
 tb="$root/scripts/testbed.sh"
-if [ "$(id -u)" != 0 ] || ! unshare --net true 2>/dev/null; then
-  echo "multihost.sh: needs root to make network namespaces" >&2
-  exit 2
-fi
-if ip netns list 2>/dev/null | grep -Eq '^ck(h[0-9]+|br|head)\b'; then
-  echo "multihost.sh: a testbed is already up (scripts/testbed.sh status); not taking it down under its user" >&2
-  exit 2
-fi
+why=$("$tb" check) || { echo "multihost.sh: $why" >&2; exit 2; }
 tmp=$(mktemp -d)
 export COLLKIT_TESTBED_DIR="$tmp/testbed"
 # COLLKIT_BENCH_KEEP=DIR keeps the raw results (collkit.results/1 per run, the discovered clusters).

@@ -7,6 +7,7 @@
 #   testbed.sh mpirun ARGS...                                    mpirun from the head namespace
 #   testbed.sh link HOST down|up|RATE[,DELAY]                    fail, restore or reshape a host's link
 #   testbed.sh pair HOST1 HOST2 RATE|off                         slow (or restore) traffic between two hosts
+#   testbed.sh check                                             can one be made here now? (exit 3 and why if not)
 #
 # Layout: namespace ckbr holds bridge br0; host namespace ckhI has eth0 = 198.18.0.I/24, a veth
 # whose peer pI sits on br0; namespace ckhead (198.18.0.254) is where mpirun runs, so the root
@@ -20,7 +21,7 @@ prefix=198.18.0
 here=$(cd "$(dirname "$0")" && pwd)
 
 die() { echo "testbed.sh: $*" >&2; exit 2; }
-usage() { die "usage: testbed.sh up N [--ranks-per-host R] [--link RATE[,DELAY]] | down | status | mpirun ARGS... | link HOST down|up|RATE[,DELAY] | pair HOST1 HOST2 RATE|off"; }
+usage() { die "usage: testbed.sh up N [--ranks-per-host R] [--link RATE[,DELAY]] | down | status | mpirun ARGS... | link HOST down|up|RATE[,DELAY] | pair HOST1 HOST2 RATE|off | check"; }
 
 # Every namespace this script made is listed in $state/namespaces; `down` also removes the fixed
 # names, so it cleans up after an `up` that failed before writing the list.
@@ -196,6 +197,24 @@ pair() {
   done
 }
 
+# Whether a testbed can be made here now (what its callers check first): nothing printed, or why
+# not in one line and exit 3.
+check() {
+  local why=''
+  if ! command -v mpirun >/dev/null; then
+    why="mpirun not found"
+  elif ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
+    why="iproute2 (ip, tc) not installed"
+  elif [ "$(id -u)" != 0 ] || ! unshare --net true 2>/dev/null; then
+    why="cannot make network namespaces here (needs root / CAP_SYS_ADMIN)"
+  elif [[ -n $(ours) ]]; then
+    why="a testbed is already up (scripts/testbed.sh status); not taking it down under its user"
+  fi
+  [[ -z $why ]] && return 0
+  echo "$why"
+  exit 3
+}
+
 # mpirun from the head namespace, through the rsh agent, TCP restricted to eth0.
 run_mpirun() {
   [[ -f $state/config ]] || die "the testbed is down: run 'testbed.sh up N' first"
@@ -214,5 +233,6 @@ case $cmd in
   mpirun) run_mpirun "$@" ;;
   link) link "$@" ;;
   pair) pair "$@" ;;
+  check) (($# == 0)) || usage; check ;;
   *) usage ;;
 esac

@@ -13,16 +13,7 @@
 source "$(dirname "$0")/lib.sh"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 tb="$root/scripts/testbed.sh"
-if ! command -v mpirun >/dev/null; then echo "skip: mpirun not found"; exit 77; fi
-if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then echo "skip: iproute2 (ip, tc) not installed"; exit 77; fi
-if [ "$(id -u)" != 0 ] || ! unshare --net true 2>/dev/null; then
-  echo "skip: cannot make network namespaces here (needs root / CAP_SYS_ADMIN)"
-  exit 77
-fi
-if ip netns list 2>/dev/null | grep -Eq '^ck(h[0-9]+|br|head)\b'; then
-  echo "skip: a testbed is already up (scripts/testbed.sh status); not taking it down under its user"
-  exit 77
-fi
+why=$("$tb" check) || { echo "skip: $why"; exit 77; }
 
 export COLLKIT_TESTBED_DIR="$TMP/testbed"
 trap '"$tb" down >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT

@@ -2,22 +2,14 @@
 # Two hosts on this machine (scripts/testbed.sh: network namespaces, a bridge, 1 Gbit/s tc-shaped
 # links) and mpirun across them through the testbed's rsh agent, 2 hosts x 2 ranks:
 # coll-topo discover merges both hosts, finds their veth NICs and the shaped rate; the plan made on
-# the discovered cluster is hierarchical; coll-run runs ring and hier AllReduce and other
-# collectives across the hosts with 0 wrong elements, the native collectives beside them.
+# the discovered cluster is hierarchical; coll-run runs ring, hier and auto AllReduce, then every
+# collective with every plan that applies, across the hosts with 0 wrong elements, the native
+# collective beside each and its time ratio recorded.
 # Needs root (network namespaces); skips with exit 77 where they cannot be made.
 source "$(dirname "$0")/lib.sh"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 tb="$root/scripts/testbed.sh"
-if ! command -v mpirun >/dev/null; then echo "skip: mpirun not found"; exit 77; fi
-if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then echo "skip: iproute2 (ip, tc) not installed"; exit 77; fi
-if [ "$(id -u)" != 0 ] || ! unshare --net true 2>/dev/null; then
-  echo "skip: cannot make network namespaces here (needs root / CAP_SYS_ADMIN)"
-  exit 77
-fi
-if ip netns list 2>/dev/null | grep -Eq '^ck(h[0-9]+|br|head)\b'; then
-  echo "skip: a testbed is already up (scripts/testbed.sh status); not taking it down under its user"
-  exit 77
-fi
+why=$("$tb" check) || { echo "skip: $why"; exit 77; }
 
 export COLLKIT_TESTBED_DIR="$TMP/testbed"
 trap '"$tb" down >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT
@@ -78,15 +70,20 @@ fi
 expect_eq "$(json_get "$TMP/ar.json" 'j["total_wrong"]')" 0 "allreduce wrong elements"
 expect_eq "$(json_get "$TMP/ar.json" 'sorted({t["algorithm"] for t in j["tables"]})')" "['auto', 'hier', 'ring']" "allreduce algorithms run"
 expect_eq "$(json_get "$TMP/ar.json" 'all(r["native_out_of_place"]["wrong"] == 0 for t in j["tables"] for r in t["rows"])')" True "native beside, right"
-if mpi "$COLLKIT_BIN/coll-run" --topo "$TMP/cluster.json" --coll allgather,reducescatter,broadcast,alltoall --algo auto -b 64K -e 64K -n 1 -w 0 \
-     --no-baseline --json "$TMP/more.json" >"$TMP/more.txt" 2>&1; then
-  ok "allgather, reducescatter, broadcast, alltoall across two hosts"
+# Every collective with every plan that applies, Open MPI's collective beside each.
+if mpi "$COLLKIT_BIN/coll-run" --topo "$TMP/cluster.json" --coll all --algo all -b 64K -e 64K -n 1 -w 0 \
+     --json "$TMP/more.json" >"$TMP/more.txt" 2>&1; then
+  ok "every collective and algorithm across two hosts"
 else
-  bad "other collectives: $(tail -5 "$TMP/more.txt")"
+  bad "every collective and algorithm: $(tail -5 "$TMP/more.txt")"
 fi
-expect_eq "$(json_get "$TMP/more.json" 'j["total_wrong"]')" 0 "other collectives wrong elements"
-expect_eq "$(json_get "$TMP/more.json" 'sorted({t["collective"] for t in j["tables"]})')" "['allgather', 'alltoall', 'broadcast', 'reducescatter']" \
-  "other collectives run"
+expect_eq "$(json_get "$TMP/more.json" 'j["total_wrong"]')" 0 "every collective and algorithm: wrong elements"
+expect_eq "$(json_get "$TMP/more.json" 'sorted({t["collective"] for t in j["tables"]})')" \
+  "['allgather', 'allreduce', 'alltoall', 'broadcast', 'reduce', 'reducescatter']" "every collective run"
+tables=$(json_get "$TMP/more.json" 'len(j["tables"])')
+[ "$tables" -ge 20 ] && ok "$tables tables (collective x algorithm)" || bad "only $tables tables"
+expect_eq "$(json_get "$TMP/more.json" 'all(r.get("ratio", 0) > 0 for t in j["tables"] for r in t["rows"])')" True \
+  "every row has its ratio to the native collective"
 
 "$tb" down && ok "testbed down"
 expect_eq "$(ip netns list | grep -Ec '^ck(h[0-9]+|br|head)\b' || true)" 0 "no namespace left"
