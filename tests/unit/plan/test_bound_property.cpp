@@ -326,7 +326,7 @@ TEST_CASE("bound property: no plan on a random uneven topology beats the lower b
   const std::uint64_t cases = env_or("COLLKIT_BOUND_CASES", 200), seed = env_or("COLLKIT_BOUND_SEED", 20261204);
   Rng rng(seed);
   std::map<std::string, std::size_t> checked;  // per collective, and "explicit"
-  std::size_t checks = 0, topologies = 0;
+  std::size_t checks = 0, topologies = 0, synth_plans = 0;
   double tightest = 1e300;  // smallest prediction / bound seen: how close the bound comes
   for (std::size_t k = 0; k < cases; ++k) {
     topo::Topology t = random_topology(rng, k);
@@ -345,8 +345,16 @@ TEST_CASE("bound property: no plan on a random uneven topology beats the lower b
         Bound bound = lower_bound(req, t);
         std::vector<std::unique_ptr<Plan>> plans = hand_made(req);
         std::size_t hand = plans.size();
-        for (const Algorithm* a : algorithms())
-          if (a->supports(req, &t, nullptr)) plans.push_back(generate(a->name(), req, &t));
+        for (const Algorithm* a : algorithms()) {
+          // synth's plans carry p k x fan-out channels, whose max-min simulation costs more than
+          // every other algorithm's together (20 of this test's 32 s): it is checked on every
+          // fourth topology (50 at the default 200).
+          if (a->name() == "synth" && k % 4 != 0) continue;
+          if (a->supports(req, &t, nullptr)) {
+            plans.push_back(generate(a->name(), req, &t));
+            if (a->name() == "synth") ++synth_plans;
+          }
+        }
         for (std::size_t i = 0; i < plans.size(); ++i) {
           const Plan& plan = *plans[i];
           INFO(describe_plan(plan.info()));
@@ -373,4 +381,6 @@ TEST_CASE("bound property: no plan on a random uneven topology beats the lower b
   CHECK(topologies == cases);
   for (Collective coll : kCollectives) CHECK(checked[std::string(to_string(coll))] > 0);
   CHECK(checked["explicit"] > 0);
+  MESSAGE("bound property: " << synth_plans << " synth plans among them");
+  CHECK(synth_plans > 0);
 }
