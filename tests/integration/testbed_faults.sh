@@ -96,7 +96,8 @@ if timeout 120 "$tb" mpirun --host ckh1:1,ckh2:1,ckh3:1,ckh4:1 "$COLLKIT_BIN/col
 else
   bad "adapt: $(tail -3 "$TMP/adapt.txt")"
 fi
-expect_eq "$(grep '^# slow pairs found:' "$TMP/adapt.txt")" "# slow pairs found: 0-1" "the probe names the slow link, ranks 0-1"
+# Slowest first; four processes on two cores talking TCP can make the probe flag other pairs too.
+expect_eq "$(sed -n 's/^# slow pairs found: //p' "$TMP/adapt.txt" | awk '{print $1}')" "0-1" "the probe names the slow link, ranks 0-1, first"
 order=$(grep '^# adapted ring order:' "$TMP/adapt.txt" | sed 's/.*: //')
 [[ ",$order,$order," != *",0,1,"* && ",$order,$order," != *",1,0,"* ]] && ok "the adapted ring ($order) never sends between 0 and 1" ||
   bad "the adapted ring $order still joins 0 and 1"
