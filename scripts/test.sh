@@ -15,5 +15,8 @@ if [ "${COLLKIT_SANITIZE:-0}" = "1" ]; then
   # sanitizers need no assert() to do their work.
   COLLKIT_BUILD_DIR=build-asan COLLKIT_TARGETS="collkit_unit_tests collkit_exec_unit_tests coll-topo" \
     ./scripts/build.sh -DCOLLKIT_SANITIZE=ON -DCOLLKIT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2 -L unit)
+  # The bound property holds on 200 random topologies in the pass above; here, where it is 3x
+  # slower and the longest test, 50 of them give the sanitizers the same code paths.
+  (cd build-asan && COLLKIT_BOUND_CASES=50 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --output-on-failure -j2 -L unit)
 fi
