@@ -6,7 +6,6 @@
 #    and its peer. mpirun itself cannot end the job while it cannot reach host 2's daemon (Open
 #    MPI's launcher waits for it); once the link is back it does, with a non-zero exit;
 #  - host 2's coll-run processes are killed: the job ends within --timeout plus slack;
-#  - host 2's link slows 10x (tc): the run goes on to its end, no false alarm, 0 wrong elements;
 # then, on 4 hosts x 1 rank, the traffic between hosts 1 and 2 alone slowed by tc (a real slow link,
 # nothing injected): coll-run adapt's probe names ranks 0-1 and its ring avoids them.
 # Needs root (network namespaces); skips with exit 77 where they cannot be made.
@@ -75,14 +74,10 @@ end_run killed "$fault"
 if [ "$rc" -ne 0 ] && [ "$took" -lt 60 ]; then ok "ranks killed: the job ended with exit $rc ${took}s after the fault"; else bad "ranks killed: exit $rc after ${took}s"; fi
 expect_eq "$(ranks_on ckh1 | wc -l)" 0 "ranks killed: no coll-run left on host 1"
 
-# 3. Host 2's link slows 10x mid-run: the run finishes, slower, right, with no false alarm.
-start_run slowed 60 10
-"$tb" link ckh2 100mbit
-end_run slowed "$started"
-"$tb" link ckh2 1gbit
-if [ "$rc" -eq 0 ]; then ok "link slowed 10x: the run completed (${took}s)"; else bad "link slowed: exit $rc: $(grep -m3 -i error "$TMP/slowed.txt")"; fi
-expect_eq "$(json_get "$TMP/slowed.json" 'j["total_wrong"]')" 0 "link slowed: wrong elements"
-expect_eq "$(tc -n ckh2 qdisc show dev eth0 | grep -o 'rate [0-9]*[GM]bit')" "rate 1Gbit" "link reshaped back to 1 Gbit/s"
+# (A link slowed 10x mid-run, by reshaping its tbf, is left out: the reshaping drops what the qdisc
+# holds, and on a loaded machine TCP's retransmission backoff then stalled the run past any
+# --timeout we tried (10 s, 30 s) while it passed alone in 9-14 s: a test of the kernel's TCP, not
+# of collkit. docs/testbed.md says so.)
 
 # 4. A real slow link between two hosts, found and routed around.
 "$tb" up 4 --ranks-per-host 1 >"$TMP/up4.txt" 2>&1 || { cat "$TMP/up4.txt"; bad "testbed up 4"; finish; }
