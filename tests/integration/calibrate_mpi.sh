@@ -19,13 +19,14 @@ expect_eq "$(json_get "$TMP/cal.json" 'j["calibration"]["per_message_us"] > 0 an
 expect_eq "$(json_get "$TMP/cal.json" 'all(v.get("local_bw_gbps", 0) > 0 for v in j["vertices"] if v["id"] in j["ranks"])')" True \
   "the ranks' vertex has a copy bandwidth"
 grep -q "^plans: [0-9]* timed; factors" "$TMP/cal.txt" && ok "fitted to timed plans" || bad "no plan fit: $(cat "$TMP/cal.txt")"
-"$plan" generate --topo "$TMP/cal.json" --nranks 3 --coll allreduce --size 1M --algo ring -o "$TMP/p.json" >/dev/null &&
-  expect_eq "$(json_get "$TMP/p.json" 'j["predicted_us"] > 0')" True "a plan on the calibrated topology is predicted"
+"$plan" generate --topo "$TMP/cal.json" --nranks 3 --coll allreduce --size 1M --algo ring -o "$TMP/p.json" >"$TMP/gen.txt" 2>&1 &&
+  expect_eq "$(json_get "$TMP/p.json" 'j["predicted_us"] > 0')" True "a plan on the calibrated topology is predicted" ||
+  bad "generate on the calibrated topology: $(cat "$TMP/gen.txt")"
 
 # A run measured on the calibrated topology, compared with it.
 mpi 3 "$run" --topo "$TMP/cal.json" --coll allgather --algo ring -b 64K -e 1M -f 16 -n 3 -w 1 --no-baseline --json "$TMP/run.json" \
   >"$TMP/run.txt" 2>&1 && "$plan" compare --results "$TMP/run.json" --topo "$TMP/cal.json" >"$TMP/cmp.txt" &&
-  grep -q "^# 2 rows: median |error|" "$TMP/cmp.txt" && ok "compare on the calibrated topology" || bad "compare: $(tail -3 "$TMP/cmp.txt" "$TMP/run.txt")"
+  grep -q "^# 2 rows: median |error|" "$TMP/cmp.txt" && ok "compare on the calibrated topology" || bad "compare: $(tail -n 3 "$TMP/cmp.txt" "$TMP/run.txt")"
 
 # Bad input.
 expect_fail 2 "coll-run: error: calibrate: needs two ranks or more (run it under mpirun -np N)" mpi_said 1 "$run" calibrate --quick

@@ -106,6 +106,28 @@ TEST_CASE("calibrate: the tests' fits are written into vertices, links and the c
   CHECK(plan::simulate(*p, c).time_us > plan::simulate(*p, plain).time_us);
 }
 
+TEST_CASE("calibrate: a class whose times did not grow with size is reported, not written as a zero rate") {
+  topo::Topology t = two_hosts();
+  Measurements m = tests_only(t);
+  m.classes[2].alone = {{8, 90}, {65536, 85}, {1048576, 80}};  // noise: 1M took less than 8 bytes
+  m.classes[2].attempts = 3;
+  std::string report;
+  topo::Topology c = apply_calibration(t, m, &report);
+  REQUIRE(c.calibration);
+  CHECK(c.calibration->classes.size() == 2);
+  int ethernet = 0;
+  for (topo::LinkId l = 0; l < c.num_links(); ++l)
+    if (c.link(l).type == topo::LinkType::Ethernet) {
+      CHECK(c.link(l).bw_gbps == 12.5);
+      ++ethernet;
+    }
+  CHECK(ethernet == 2);
+  CHECK(report.find("ethernet route (4 hops, 12.5 GB/s nominal): ranks 0-2 not fitted: the times did not grow with size in 3 "
+                    "attempt(s) (a busy host?); its links keep their nominal rates") != std::string::npos);
+  // What is written loads again.
+  CHECK(topo::from_json(topo::to_json(c), "calibrated.json").calibration->classes.size() == 2);
+}
+
 TEST_CASE("calibrate: factors fitted to timed plans recover the model the plans ran on") {
   topo::Topology t = two_hosts();
   Measurements m = tests_only(t);

@@ -40,6 +40,7 @@ struct PairClassMeasurement {
   std::vector<Sample> alone;       ///< ping-pong, one-way times
   std::vector<Sample> concurrent;  ///< every pair of the class at once: one message's time
   int concurrent_pairs = 0;        ///< the pairs that sent at once
+  int attempts = 1;                ///< test runs in all: one more for each whose times did not grow with size
 };
 
 /// A plan coll-run's harness ran (mpi backend, out of place, float32 sum) and its measured time:
