@@ -3,11 +3,15 @@
 // only; everything else is libs/exec.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
@@ -48,9 +52,11 @@ exec::RunOptions options(const Flags& f, const CLI::App& app);
 
 // Runs `body(world)` on every rank of the job. Errors every rank meets alike (bad input, an
 // unsupported request) are printed once, by rank 0, and every rank exits with the code; an error
-// of one rank (a stalled peer, a failed call) is printed by that rank, which then ends the whole job.
+// of one rank (a stalled peer, a failed call) is printed by that rank, which then calls the roll
+// (every rank that gives up does: survivors of one fault name the ranks that are gone, not only
+// the peer each waited on), lingers a second so that the others print too, and ends the job.
 template <class Body>
-int in_job(Body&& body) {
+int in_job(double timeout_s, Body&& body) {
   exec::World world;
   try {
     return body(world);
@@ -62,6 +68,15 @@ int in_job(Body&& body) {
     return collkit::exit_code_for(e);
   } catch (const std::exception& e) {
     std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
+    if (world.size() > 1) {
+      double grace = std::min(timeout_s, 3.0);
+      std::vector<int> silent = world.roll_call(grace);
+      if (!silent.empty())
+        std::cerr << fmt::format("coll-run: rank {}: rank(s) {} did not answer within {:g} s (dead, hung or unreachable)\n", world.rank(),
+                                 fmt::join(silent, ", "), grace)
+                  << std::flush;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
     world.abort(collkit::exit_code_for(e));
   }
 }
@@ -69,7 +84,7 @@ int in_job(Body&& body) {
 // coll-run adapt: inject (or not: the network as it is), find, re-plan, measure (rank 0 prints).
 int run_adapt(const Flags& f, const CLI::App& sub) {
   if (!(f.timeout_s > 0)) throw collkit::InputError("--timeout: must be more than 0 seconds");
-  return in_job([&](exec::World& world) {
+  return in_job(f.timeout_s, [&](exec::World& world) {
     exec::AdaptOptions opt;
     if (!f.inject.empty()) opt.injection = exec::parse_injection(f.inject, world.size());
     auto colls = collectives(f.colls);
@@ -112,7 +127,7 @@ int run_autotune(const Flags& f, const CLI::App& sub) {
     opt.factor = 4;
     opt.sizes_given = true;
   }
-  return in_job([&](exec::World& world) {
+  return in_job(f.timeout_s, [&](exec::World& world) {
     exec::BackendOptions bo;
     bo.timeout_s = opt.timeout_s;
     auto backend = exec::make_backend(bo, world);
@@ -139,7 +154,7 @@ int run_autotune(const Flags& f, const CLI::App& sub) {
 // coll-run calibrate: measure, fit, write the calibrated topology (rank 0), print the fit.
 int run_calibrate(const Flags& f) {
   if (!(f.timeout_s > 0)) throw collkit::InputError("--timeout: must be more than 0 seconds");
-  return in_job([&](exec::World& world) {
+  return in_job(f.timeout_s, [&](exec::World& world) {
     collkit::topo::Topology t = exec::job_topology(world, f.cal_topo, f.timeout_s);
     exec::CalibrateOptions opt;
     opt.quick = f.quick;
@@ -219,7 +234,7 @@ bool launcher_rank0() {
 // coll-run itself: the nccl-tests-style benchmark of plans beside the native collective.
 int run_benchmark(const Flags& f, const CLI::App& app) {
   exec::RunOptions opt = options(f, app);
-  return in_job([&](exec::World& world) {
+  return in_job(f.timeout_s, [&](exec::World& world) {
     exec::BackendOptions bo;
     bo.name = f.backend;
     bo.timeout_s = opt.timeout_s;

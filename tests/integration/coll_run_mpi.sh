@@ -104,7 +104,8 @@ mpi 4 "$run" --plan "$TMP/bruck.json" -b 1K -e 1M -f 32 -n 1 >"$TMP/sweep.txt" 2
 got=$(mpi 3 "$run" --plan "$TMP/bruck.json" 2>&1 >/dev/null | grep '^coll-run' || true)
 expect_eq "$got" "coll-run: error: $TMP/bruck.json: the plan is for 4 ranks, this job has 3 (mpirun -np 4)" "mismatched plan, one line"
 
-# A stalled rank (SIGSTOP, as a hung process) and a killed one: the others stop within --timeout.
+# A stalled rank (SIGSTOP, as a hung process) and a killed one: the others stop within --timeout
+# (plus the roll's 3 s).
 stall_test() {
   local signal=$1 log="$TMP/stall$1.txt" rc=0 pid="" start
   start=$(date +%s)
@@ -129,6 +130,8 @@ stall_test() {
     expect_eq "$(json_get "$TMP/stall$1.json" 'j.get("complete")')" False "the stopped run's --json is there, marked incomplete"
     grep -q "no progress for 4 s: waiting on op .* rank 1" "$log" && ok "the message names the stuck op and rank 1" ||
       bad "no stall message naming rank 1: $(grep -m2 error "$log")"
+    named=$(grep -c "^coll-run: rank [02]: rank(s) 1 did not answer within 3 s (dead, hung or unreachable)$" "$log" || true)
+    expect_eq "$named" 2 "both survivors call the roll and name the hung rank 1"
   fi
   kill -9 "$pid" 2>/dev/null || true
 }

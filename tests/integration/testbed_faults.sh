@@ -5,7 +5,8 @@
 #    both hosts, gives up and exits within --timeout plus slack, with a message naming the stuck op
 #    and its peer. mpirun itself cannot end the job while it cannot reach host 2's daemon (Open
 #    MPI's launcher waits for it); once the link is back it does, with a non-zero exit;
-#  - host 2's coll-run processes are killed: the job ends within --timeout plus slack;
+#  - host 2's coll-run processes are killed: the survivors on host 1 time out, name ranks 2 and 3
+#    (the roll they call) and the job ends within --timeout plus the roll's 3 s and slack;
 # then, on 4 hosts x 1 rank, the traffic between hosts 1 and 2 alone slowed by tc (a real slow link,
 # nothing injected): coll-run adapt's probe names ranks 0-1 and its ring avoids them.
 # Needs root (network namespaces); skips with exit 77 where they cannot be made.
@@ -29,8 +30,8 @@ expect_fail 2 "testbed.sh: pair: needs a testbed whose links are not shaped (up 
 ranks_on() { for p in $(ip netns pids "$1"); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = coll-run ] && echo "$p"; done; true; }
 
 # Starts a long AllReduce across the hosts in the background; waits until both hosts' ranks run.
-start_run() { # start_run NAME ITERS TIMEOUT
-  mpi "$COLLKIT_BIN/coll-run" --no-discover --coll allreduce --algo ring -b 1M -e 1M -n "$2" -w 1 -c 1 --no-baseline \
+start_run() { # start_run NAME ITERS TIMEOUT [MPIRUN OPTIONS]
+  mpi "${@:4}" "$COLLKIT_BIN/coll-run" --no-discover --coll allreduce --algo ring -b 1M -e 1M -n "$2" -w 1 -c 1 --no-baseline \
     --timeout "$3" --json "$TMP/$1.json" >"$TMP/$1.txt" 2>&1 &
   launcher=$!
   started=$(date +%s)
@@ -65,14 +66,24 @@ end_run down "$fault"
 grep -Eq "no progress for 5 s: waiting on op .*rank [0-3]" "$TMP/down.txt" && ok "link down: a rank names the stuck op and its peer" ||
   bad "link down: no stall message: $(grep -m3 -i error "$TMP/down.txt")"
 expect_eq "$(json_get "$TMP/down.json" 'j.get("complete")')" False "link down: the partial --json is marked incomplete"
+named=0
+for r in 0 1; do grep -q "^coll-run: rank $r: rank(s) 2, 3 did not answer" "$TMP/down.txt" && named=$((named + 1)); done
+for r in 2 3; do grep -q "^coll-run: rank $r: rank(s) 0, 1 did not answer" "$TMP/down.txt" && named=$((named + 1)); done
+expect_eq "$named" 4 "link down: every rank names the other host's ranks as not answering"
 
-# 2. Host 2's ranks are killed mid-run.
-start_run killed 1000000 5
+# 2. Host 2's ranks are killed mid-run. By default Open MPI ends the job itself when a process
+# dies (naming it); with orte_abort_on_non_zero_status 0 it lets the survivors find out: each
+# times out, calls the roll and names the ranks that did not answer.
+start_run killed 1000000 5 --mca orte_abort_on_non_zero_status 0
 fault=$(date +%s)
 for p in $(ranks_on ckh2); do kill -9 "$p"; done
 end_run killed "$fault"
 if [ "$rc" -ne 0 ] && [ "$took" -lt 60 ]; then ok "ranks killed: the job ended with exit $rc ${took}s after the fault"; else bad "ranks killed: exit $rc after ${took}s"; fi
 expect_eq "$(ranks_on ckh1 | wc -l)" 0 "ranks killed: no coll-run left on host 1"
+for r in 0 1; do
+  grep -q "^coll-run: rank $r: rank(s) 2, 3 did not answer within 3 s" "$TMP/killed.txt" && ok "ranks killed: survivor rank $r names ranks 2 and 3" ||
+    bad "ranks killed: rank $r named nobody: $(grep -m4 '^coll-run' "$TMP/killed.txt")"
+done
 
 # (A link slowed 10x mid-run, by reshaping its tbf, is left out: the reshaping drops what the qdisc
 # holds, and on a loaded machine TCP's retransmission backoff then stalled the run past any

@@ -1,5 +1,6 @@
 #include "collkit/exec/world.h"
 
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -56,10 +57,52 @@ World::World() {
   mpi::check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   mpi::check(MPI_Comm_rank(node, &local_rank_), "MPI_Comm_rank");
   mpi::check(MPI_Comm_free(&node), "MPI_Comm_free");
+  MPI_Comm dup = MPI_COMM_NULL;
+  mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup");
+  roll_call_ = MPI_Comm_c2f(dup);
 }
 
 World::~World() {
+  MPI_Comm dup = MPI_Comm_f2c(roll_call_);
+  if (dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
   if (owns_) MPI_Finalize();
+}
+
+std::vector<int> World::roll_call(double grace_s) const {
+  // Errors are not checked: a send to a peer that is gone may fail, and the answer is the same.
+  // What is still pending at the end is cancelled or let go; the sends read rank_, which lives on.
+  MPI_Comm comm = MPI_Comm_f2c(roll_call_);
+  auto n = static_cast<std::size_t>(size_);
+  std::vector<MPI_Request> recvs(n, MPI_REQUEST_NULL), sends(n, MPI_REQUEST_NULL);
+  std::vector<int> in(n);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    auto i = static_cast<std::size_t>(r);
+    MPI_Irecv(&in[i], 1, MPI_INT, r, 0, comm, &recvs[i]);
+    MPI_Isend(&rank_, 1, MPI_INT, r, 0, comm, &sends[i]);
+  }
+  std::vector<bool> answered(n, false);
+  answered[static_cast<std::size_t>(rank_)] = true;
+  double until = MPI_Wtime() + grace_s;
+  for (int heard = 1; heard < size_ && MPI_Wtime() < until;) {
+    for (std::size_t i = 0; i < n; ++i) {
+      int flag = 0;
+      if (answered[i] || MPI_Test(&recvs[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) continue;
+      answered[i] = true;
+      ++heard;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<int> silent;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (recvs[i] != MPI_REQUEST_NULL) {
+      MPI_Cancel(&recvs[i]);
+      MPI_Wait(&recvs[i], MPI_STATUS_IGNORE);  // a cancelled receive completes at once
+    }
+    if (sends[i] != MPI_REQUEST_NULL) MPI_Request_free(&sends[i]);
+    if (!answered[i]) silent.push_back(static_cast<int>(i));
+  }
+  return silent;
 }
 
 std::vector<std::string> World::hosts() const { return allgather(host_, 60); }

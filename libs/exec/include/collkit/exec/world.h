@@ -38,6 +38,13 @@ class World {
   std::string broadcast(const std::string& text, double timeout_s) const;
   /// Every rank's bytes gathered on every rank (for exchanging handles and addresses).
   std::vector<std::string> allgather(const std::string& mine, double timeout_s) const;
+  /// For a rank that gives up (a stalled peer, a failed call): tells every other rank it is still
+  /// here and listens for theirs, on a communicator of its own, until all have answered or
+  /// `grace_s` has passed. The ranks that did not answer, in order: dead, hung in something that
+  /// is not a collkit wait, or unreachable. Every rank that gives up calls it, so survivors of one
+  /// fault hear from each other; a rank still working answers once it gives up too (within
+  /// `grace_s`, or it is counted silent).
+  std::vector<int> roll_call(double grace_s) const;
   /// Ends the whole job now (MPI_Abort): for the app, after a rank-local error was printed.
   [[noreturn]] void abort(int code) const;
 
@@ -50,6 +57,7 @@ class World {
   int size_ = 1;
   int local_rank_ = 0;
   std::string host_;
+  int roll_call_ = 0;  ///< a duplicate of the world's communicator, for roll_call() alone (its Fortran handle: no MPI here)
 };
 
 }  // namespace collkit::exec
