@@ -49,6 +49,17 @@ bool retarget(ExplicitPlan& plan, int rank, OpType type) {
   return false;
 }
 
+// `plan` with rank `rank`'s first send that waits on one op (at a root: a chunk's total) made to
+// wait on nothing; false if it has none.
+bool unorder_first_send(ExplicitPlan& plan, int rank) {
+  for (Op& o : plan.mutable_program(rank))
+    if (o.type == OpType::Send && o.num_deps() == 1) {
+      o.deps.fill(kNoDep);
+      return true;
+    }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("synth plan: AllGather from packed trees verifies and nears the bound") {
@@ -175,13 +186,7 @@ TEST_CASE("synth plan: a star, a changed tree edge caught, bad trees refused") {
   auto ar = generate("synth", {Collective::AllReduce, 1 << 20, 4, 0}, &star);
   CHECK(verify(*ar).ok);
   ExplicitPlan bad_ar = materialize(*ar);
-  changed = false;
-  for (Op& o : bad_ar.mutable_program(0))
-    if (!changed && o.type == OpType::Send && o.num_deps() == 1) {
-      o.deps.fill(kNoDep);
-      changed = true;
-    }
-  REQUIRE(changed);
+  REQUIRE(unorder_first_send(bad_ar, 0));
   CHECK_FALSE(verify(bad_ar).ok);
   // The stored trees are checked when a program is made.
   PlanInfo info = plan->info();
@@ -318,13 +323,7 @@ TEST_CASE("synth plan: AllReduce keeps the faster of ReduceScatter + AllGather a
     int root = std::stoi(plan->info().params.at("root"));
     // The root sends a chunk's total down before it has summed it: caught.
     ExplicitPlan early = materialize(*plan);
-    bool changed = false;
-    for (Op& o : early.mutable_program(root))
-      if (!changed && o.type == OpType::Send && o.num_deps() == 1) {
-        o.deps.fill(kNoDep);
-        changed = true;
-      }
-    REQUIRE(changed);
+    REQUIRE(unorder_first_send(early, root));
     CHECK_FALSE(verify(early).ok);
     // Stored choices are checked when a program is made.
     PlanInfo info = plan->info();
