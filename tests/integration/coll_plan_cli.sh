@@ -91,6 +91,15 @@ expect_eq "$(json_get "$TMP/tuning.json" 'all(r["nccl"]["algorithm"] in ("ring",
 "$plan" export --format msccl-xml "$TMP/r4.json" -o "$TMP/r4.xml"
 expect_eq "$(python3 -c 'import sys,xml.etree.ElementTree as E; print(len(E.parse(sys.argv[1]).getroot().findall("gpu")))' "$TMP/r4.xml")" 4 "msccl gpus"
 "$plan" show "$TMP/r4.json" --rank 1 >"$TMP/show.txt" && grep -q "send" "$TMP/show.txt" && ok "show" || bad "show"
+# A synthesised Broadcast (one root's trees, a channel per tree arc) exports within MSCCL's 32
+# channels; one whose tree arcs carry 64 chunks each way is refused with the reason.
+"$topo" synth --node dgx-a100 --nodes 1 -o "$TMP/a100.json"
+"$plan" generate --topo "$TMP/a100.json" --coll broadcast --root 3 --size 1M --algo synth --pipeline 4 -o "$TMP/sb.json"
+"$plan" export --format msccl-xml "$TMP/sb.json" -o "$TMP/sb.xml"
+expect_eq "$(python3 -c 'import sys,xml.etree.ElementTree as E; a = E.parse(sys.argv[1]).getroot(); print(a.get("coll"), len(a.findall("gpu")), int(a.get("nchannels")) <= 32)' "$TMP/sb.xml")" \
+  "broadcast 8 True" "synth broadcast as msccl xml"
+"$plan" generate --topo "$TMP/a100.json" --coll allgather --size 1M --algo synth --pipeline 64 -o "$TMP/sg.json"
+expect_fail 2 "coll-plan: error: rank 0 threadblock 0 needs 65 steps, MSCCL allows 64" "$plan" export --format msccl-xml "$TMP/sg.json"
 
 # Bad input: one line, exit 2 (or 3 for a missing file).
 rc=0; "$plan" generate --nranks 2 --algo spiral >/dev/null 2>"$TMP/err" || rc=$?

@@ -3,16 +3,24 @@
 //  - <tb> ids dense from 0; a tb has at most one send peer and one receive peer, and a
 //    (channel, peer, direction) belongs to one tb (it maps to one NCCL connection);
 //  - a step waits for at most one step of another tb (depid, deps); more go on nop steps before it;
-//  - cnt < 72; at most 64 steps per tb in the default build; all 10 step attributes present.
+//  - cnt < 72; at most 64 steps per tb in the default build; all 10 step attributes present;
+//  - chan < MAXCHANNELS (32 in the NCCL the executor builds on, src/include/devcomm.h); a
+//    dependency names its tb in 8 bits (mscclThreadBlock::dependentBid), so at most tb 127.
 // A plan's (rank, channel) runs in program order; here its ops are dealt to tbs by peer, and
 // an op whose predecessor sits in another tb depends on that predecessor's last step, so the
 // order survives the split. Steps in one tb run in order, so same-tb dependencies are dropped.
+// A plan with more channels than MSCCL has (synth's: one per tree arc) shares MSCCL channels
+// among plan channels that no rank uses towards the same peer in the same direction: each plan
+// channel keeps threadblocks of its own, and a (channel, peer, direction) still maps to one, as
+// ForestColl's to_xml gives each tree its own threadblocks and spreads trees over channels.
 
 #include <algorithm>
 #include <map>
-#include <sstream>
-
+#include <numeric>
 #include <pugixml.hpp>
+#include <set>
+#include <sstream>
+#include <tuple>
 
 #include "collkit/core/error.h"
 #include "collkit/plan/export.h"
@@ -20,6 +28,9 @@
 namespace collkit::plan {
 
 namespace {
+
+/// mscclThreadBlock::dependentBid is an int8_t.
+constexpr int kMaxDepTb = 127;
 
 struct Step {
   const char* type = "nop";
@@ -34,7 +45,8 @@ struct Step {
 
 struct Tb {
   int send = -1, recv = -1;
-  int chan = 0;
+  int plan_chan = 0;  ///< the plan's channel its ops come from
+  int chan = 0;       ///< the MSCCL channel it runs on
   std::vector<Step> steps;
 };
 
@@ -66,7 +78,7 @@ const char* coll_name(Collective c) {
 // Deals one rank's program to threadblocks.
 class RankBuilder {
  public:
-  RankBuilder(int rank, const MscclOptions& opt) : rank_(rank), opt_(opt) {}
+  RankBuilder(int rank, const MscclOptions& opt, const std::vector<int>& chan_of) : rank_(rank), opt_(opt), chan_of_(chan_of) {}
 
   void add(const std::vector<Op>& ops) {
     pos_.assign(ops.size(), StepRef{});
@@ -78,7 +90,7 @@ class RankBuilder {
  private:
   int find(int chan, int Tb::*field, int peer) const {
     for (std::size_t t = 0; t < tbs_.size(); ++t)
-      if (tbs_[t].chan == chan && tbs_[t].*field == peer) return static_cast<int>(t);
+      if (tbs_[t].plan_chan == chan && tbs_[t].*field == peer) return static_cast<int>(t);
     return -1;
   }
 
@@ -93,13 +105,16 @@ class RankBuilder {
       else
         t = find(chan, field, -1);
     }
-    if (t < 0) {
-      t = static_cast<int>(tbs_.size());
-      tbs_.push_back(Tb{});
-      tbs_.back().chan = chan;
-    }
+    if (t < 0) t = new_tb(chan);
     tbs_[static_cast<std::size_t>(t)].*field = peer;
     return t;
+  }
+
+  int new_tb(int chan) {
+    tbs_.push_back(Tb{});
+    tbs_.back().plan_chan = chan;
+    tbs_.back().chan = chan_of_[static_cast<std::size_t>(chan)];
+    return static_cast<int>(tbs_.size()) - 1;
   }
 
   void place(const std::vector<Op>& ops, std::size_t i) {
@@ -114,13 +129,7 @@ class RankBuilder {
       case OpType::RecvReduce: t = tb_for(chan, &Tb::recv, op.peer); break;
       default: {
         auto cur = last_tb_.find(chan);
-        if (cur != last_tb_.end()) {
-          t = cur->second;
-        } else {
-          t = static_cast<int>(tbs_.size());
-          tbs_.push_back(Tb{});
-          tbs_.back().chan = chan;
-        }
+        t = cur != last_tb_.end() ? cur->second : new_tb(chan);
       }
     }
     // Dependencies on other tbs: explicit deps, and program order on this channel.
@@ -182,6 +191,7 @@ class RankBuilder {
 
   int rank_;
   const MscclOptions& opt_;
+  const std::vector<int>& chan_of_;
   std::vector<Tb> tbs_;
   std::vector<StepRef> pos_;          // op index -> its last step
   std::map<int, int> last_tb_;        // channel -> tb of its latest op
@@ -201,17 +211,53 @@ void check_chunk_sizes(const PlanInfo& info) {
                      size(info.scratch_bytes, info.scratch_chunks) + " bytes, output chunks " + size(out_b, out_c));
 }
 
+/// The MSCCL channel of each plan channel: the same one where the plan fits MSCCL's channels,
+/// else the first one (greedily) on which no rank already has a threadblock towards the same peer
+/// in the same direction. Throws when even that needs more than opt.max_channels.
+std::vector<int> msccl_channels(const PlanInfo& info, const std::vector<std::vector<Op>>& programs, const MscclOptions& opt) {
+  std::size_t channels = std::max<std::size_t>(info.channels, 1);
+  for (const std::vector<Op>& prog : programs)
+    for (const Op& o : prog) channels = std::max<std::size_t>(channels, std::size_t{o.channel} + 1);
+  std::vector<int> chan_of(channels);
+  std::iota(chan_of.begin(), chan_of.end(), 0);
+  if (static_cast<int>(chan_of.size()) <= opt.max_channels) return chan_of;
+  // Per plan channel, the (rank, peer, direction) it talks on.
+  std::vector<std::set<std::tuple<int, int, bool>>> uses(chan_of.size());
+  for (std::size_t r = 0; r < programs.size(); ++r)
+    for (const Op& o : programs[r])
+      if (o.type == OpType::Send || o.type == OpType::Recv || o.type == OpType::RecvReduce)
+        uses[o.channel].insert({static_cast<int>(r), o.peer, o.type == OpType::Send});
+  std::vector<std::set<std::tuple<int, int, bool>>> taken;
+  for (std::size_t c = 0; c < uses.size(); ++c) {
+    std::size_t m = 0;
+    auto clash = [&](std::size_t to) {
+      return std::any_of(uses[c].begin(), uses[c].end(), [&](const auto& u) { return taken[to].count(u) > 0; });
+    };
+    while (m < taken.size() && clash(m)) ++m;
+    if (m == taken.size()) taken.emplace_back();
+    taken[m].insert(uses[c].begin(), uses[c].end());
+    chan_of[c] = static_cast<int>(m);
+  }
+  if (static_cast<int>(taken.size()) > opt.max_channels)
+    throw InputError("the plan's " + std::to_string(chan_of.size()) + " channels need " + std::to_string(taken.size()) +
+                     " MSCCL channels (those towards one peer cannot share one), MSCCL allows " + std::to_string(opt.max_channels));
+  return chan_of;
+}
+
 }  // namespace
 
 std::string to_msccl_xml(const Plan& plan, const MscclOptions& opt) {
   const PlanInfo& info = plan.info();
   check_chunk_sizes(info);
   int p = plan.nranks();
+  std::vector<std::vector<Op>> programs;
+  for (int r = 0; r < p; ++r) programs.push_back(plan.program(r));
+  std::vector<int> chan_of = msccl_channels(info, programs, opt);
   std::vector<std::vector<Tb>> gpus;
   int nchannels = 1;
   for (int r = 0; r < p; ++r) {
-    RankBuilder b(r, opt);
-    b.add(plan.program(r));
+    RankBuilder b(r, opt, chan_of);
+    b.add(programs[static_cast<std::size_t>(r)]);
     std::map<int, std::vector<int>> sends, recvs;
     for (std::size_t t = 0; t < b.tbs().size(); ++t) {
       const Tb& tb = b.tbs()[t];
@@ -221,6 +267,10 @@ std::string to_msccl_xml(const Plan& plan, const MscclOptions& opt) {
                          std::to_string(tb.steps.size()) + " steps, MSCCL allows " + std::to_string(opt.max_steps));
       if (tb.send >= 0) sends[tb.chan].push_back(tb.send);
       if (tb.recv >= 0) recvs[tb.chan].push_back(tb.recv);
+      for (const Step& st : tb.steps)
+        if (st.depid > kMaxDepTb)
+          throw InputError("rank " + std::to_string(r) + " threadblock " + std::to_string(t) + " depends on threadblock " +
+                           std::to_string(st.depid) + ", MSCCL names at most " + std::to_string(kMaxDepTb) + " in a dependency");
     }
     // MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL: 32 send and 32 receive peers per channel.
     for (auto* m : {&sends, &recvs})

@@ -152,24 +152,27 @@ TEST_CASE("every algorithm runs every collective exactly, out of place and in pl
 }
 
 TEST_CASE(
-    "synth: AllGather, ReduceScatter and AllReduce from packed trees run exactly on the topologies they were made for, threads as ranks") {
+    "synth: AllGather, ReduceScatter, AllReduce, Broadcast and Reduce from packed trees run exactly on the topologies they were made for, "
+    "threads as ranks") {
   // The loops above give no topology, which synth needs; here it gets presets whose trees differ
   // (stars on one NVSwitch, deeper trees across hosts and on DGX-1's cube-mesh), at each k.
+  // Broadcast and Reduce from the last rank: one root's trees.
   int runs = 0;
   for (auto [node, hosts] : {std::pair{"dgx-a100", 1}, {"dgx-h100", 2}, {"dgx1-v100", 1}})
     for (int k : {1, 2})
-      for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce}) {
+      for (Collective c :
+           {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce, Collective::Broadcast, Collective::Reduce}) {
         topo::Topology t = topo::synth({node, hosts, ""});
         int n = static_cast<int>(t.num_ranks());
         plan::AlgoOptions opt;
         opt.channels = k;
         opt.pipeline = 3;
-        plan::Request req{c, 0, n, 0};
+        plan::Request req{c, 0, n, n - 1};
         req.bytes = 4ull * 64 * static_cast<std::uint64_t>(n * n * k * 3);
         auto p0 = plan::generate("synth", req, &t, opt);
         for (DataType dt : {DataType::Float32, DataType::Int8}) {
           auto p = plan::resized(*p0, plan::granularity(p0->info()).even * 5 * size_of(dt), size_of(dt));
-          for (RedOp op : c != Collective::AllGather ? std::vector<RedOp>{RedOp::Sum, RedOp::Avg} : std::vector<RedOp>{RedOp::Sum}) {
+          for (RedOp op : plan::facts(c).reduces ? std::vector<RedOp>{RedOp::Sum, RedOp::Avg} : std::vector<RedOp>{RedOp::Sum}) {
             Job job{p->info().req, dt, op};
             INFO(node << " x" << hosts << " k=" << k << " " << plan::to_string(c) << " " << to_string(dt) << " " << to_string(op));
             CHECK(run_threads(*p, job, Placement::OutOfPlace, InPlaceMode::Direct) == 0);
@@ -179,7 +182,7 @@ TEST_CASE(
           }
         }
       }
-  CHECK(runs == 60);
+  CHECK(runs == 96);
 }
 
 TEST_CASE("uneven sizes: every algorithm, collective and datatype, chunks split at whole elements, threads as ranks") {

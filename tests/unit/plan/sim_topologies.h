@@ -40,6 +40,15 @@ inline topo::Topology uniform(int p, double bw_gbps, double latency_us) {
   return t;
 }
 
+/// p GPUs "g0".."g<p-1>" (ranks 0..p-1) in a ring, each link bw GB/s and 1 us, no switch.
+inline topo::Topology ring_of(int p, double bw_gbps) {
+  topo::Topology t;
+  t.name = "ring";
+  for (int i = 0; i < p; ++i) t.add_rank(t.add_vertex(make_vertex("g" + std::to_string(i), topo::VertexKind::Gpu)));
+  for (int i = 0; i < p; ++i) t.add_link(make_link(static_cast<topo::VertexId>(i), static_cast<topo::VertexId>((i + 1) % p), bw_gbps, 1));
+  return t;
+}
+
 /// Two hosts "a" and "b", each a switch with `gpus` GPUs on links of `gpu_bw` / `gpu_lat`; the
 /// two switches joined by one link of `host_bw` / `host_lat`. Ranks: a's GPUs, then b's.
 inline topo::Topology two_hosts(int gpus, double gpu_bw, double gpu_lat, double host_bw, double host_lat) {

@@ -2,10 +2,9 @@
 
 #include <cstdlib>
 #include <map>
+#include <pugixml.hpp>
 #include <set>
 #include <tuple>
-
-#include <pugixml.hpp>
 
 #include "algorithms/common.h"
 #include "collkit/core/error.h"
@@ -13,6 +12,7 @@
 #include "collkit/plan/export.h"
 #include "collkit/plan/show.h"
 #include "collkit/topo/synth.h"
+#include "plan/sim_topologies.h"
 #include "plan_testing.h"
 
 using namespace collkit;
@@ -197,4 +197,71 @@ TEST_CASE("msccl export: show plan lists ops") {
   info.out_chunks = info.in_chunks = 8;
   ExplicitPlan hand(info, {{algo::copy(algo::in(0), algo::out(0), 1, 0), op}});
   CHECK(describe_plan(hand, 0, -1).find("rank 0 ch 0  #1 send -> 3  output[4..5]  deps 1\n") != std::string::npos);
+}
+
+TEST_CASE("msccl export: synth plans, their tree arcs' channels shared within MSCCL's 32, read back op for op") {
+  // One threadblock per tree arc and direction (the plan's channel per arc), arcs towards
+  // different peers sharing MSCCL channels; every op comes back as one step of the same kind,
+  // peer, chunks and buffers.
+  topo::Topology t = topo::synth({"dgx-a100", 1, ""});
+  int p = static_cast<int>(t.num_ranks());
+  for (Collective c :
+       {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce, Collective::Broadcast, Collective::Reduce}) {
+    CAPTURE(to_string(c));
+    AlgoOptions opt;
+    opt.pipeline = 4;
+    auto plan = generate("synth", Request{c, 8ull * 64 * 64 * static_cast<std::uint64_t>(p), p, 2}, &t, opt);
+    std::string xml = to_msccl_xml(*plan, {});
+    check_structure(xml);
+    pugi::xml_document doc;
+    REQUIRE(doc.load_string(xml.c_str()));
+    pugi::xml_node algo = doc.child("algo");
+    CHECK(algo.attribute("nchannels").as_int() <= 32);
+    using Key = std::tuple<std::string, int, std::string, int, std::string, int, int>;
+    const char* bufs = "ios";
+    for (pugi::xml_node gpu : algo.children("gpu")) {
+      int r = gpu.attribute("id").as_int();
+      CAPTURE(r);
+      std::multiset<Key> steps, ops;
+      std::set<std::tuple<int, int, bool>> peers;  // (chan, peer, sends): one tb each
+      for (pugi::xml_node tb : gpu.children("tb")) {
+        int chan = tb.attribute("chan").as_int(), send = tb.attribute("send").as_int(), recv = tb.attribute("recv").as_int();
+        if (send >= 0) CHECK(peers.insert({chan, send, true}).second);
+        if (recv >= 0) CHECK(peers.insert({chan, recv, false}).second);
+        for (pugi::xml_node st : tb.children("step")) {
+          std::string type = st.attribute("type").as_string();
+          if (type == "nop") continue;
+          int peer = type == "s" ? send : type == "r" || type == "rrc" ? recv : -1;
+          steps.insert({type, peer, st.attribute("srcbuf").as_string(), st.attribute("srcoff").as_int(), st.attribute("dstbuf").as_string(),
+                        st.attribute("dstoff").as_int(), st.attribute("cnt").as_int()});
+        }
+      }
+      for (const Op& o : plan->program(r)) {
+        static const char* names[] = {"s", "r", "rrc", "cpy", "re"};
+        bool reads = o.type != OpType::Recv, writes = o.type != OpType::Send;
+        ops.insert({names[static_cast<int>(o.type)], o.type == OpType::Copy || o.type == OpType::Reduce ? -1 : o.peer,
+                    std::string(1, reads ? bufs[static_cast<int>(o.src.buf)] : 'i'), reads ? static_cast<int>(o.src.chunk) : -1,
+                    std::string(1, writes ? bufs[static_cast<int>(o.dst.buf)] : 'o'), writes ? static_cast<int>(o.dst.chunk) : -1,
+                    static_cast<int>(o.count)});
+      }
+      CHECK(steps == ops);
+    }
+  }
+}
+
+TEST_CASE("msccl export: synth plans over MSCCL's limits are refused with the reason") {
+  topo::Topology t = topo::synth({"dgx-a100", 1, ""});
+  AlgoOptions deep;
+  deep.pipeline = 64;  // the root's copy and 64 sends on one tree arc's threadblock
+  CHECK_THROWS_WITH_AS(to_msccl_xml(*generate("synth", Request{Collective::AllGather, 8ull * 64 * 64 * 8, 8, 0}, &t, deep), {}),
+                       "rank 0 threadblock 0 needs 65 steps, MSCCL allows 64", InputError);
+  // 40 trees per rank between two GPUs: 40 arcs each way between the same two ranks, which no
+  // two MSCCL channels' threadblocks may share.
+  topo::Topology pair = testing::uniform(2, 100, 1);
+  AlgoOptions many;
+  many.channels = 40;
+  many.pipeline = 1;
+  CHECK_THROWS_WITH_AS(to_msccl_xml(*generate("synth", Request{Collective::AllGather, 8ull * 80, 2, 0}, &pair, many), {}),
+                       "the plan's 80 channels need 40 MSCCL channels (those towards one peer cannot share one), MSCCL allows 32",
+                       InputError);
 }

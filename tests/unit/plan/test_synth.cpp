@@ -4,6 +4,7 @@
 #include <random>
 
 #include "bounds_internal.h"
+#include "collkit/plan/bounds.h"
 #include "plan/sim_topologies.h"
 #include "synth/rate.h"
 
@@ -11,20 +12,6 @@ using namespace collkit::plan;
 using namespace collkit::plan::testing;
 using collkit::topo::Topology;
 using collkit::topo::VertexKind;
-
-namespace {
-
-// p GPUs in a ring, each link bw GB/s.
-Topology ring_of(int p, double bw) {
-  Topology t;
-  t.name = "ring";
-  for (int i = 0; i < p; ++i) t.add_rank(t.add_vertex(make_vertex("g" + std::to_string(i), VertexKind::Gpu)));
-  for (int i = 0; i < p; ++i)
-    t.add_link(make_link(static_cast<collkit::topo::VertexId>(i), static_cast<collkit::topo::VertexId>((i + 1) % p), bw, 1));
-  return t;
-}
-
-}  // namespace
 
 TEST_CASE("synth rate: a ring of 4, a star, two hosts on a thin link") {
   // Ring: three ranks leave over the two links of the fourth, 200 / 3 GB/s each; trees of 100/3
@@ -82,4 +69,42 @@ TEST_CASE("synth rate: a bounded number of trees per root") {
   CHECK(synth::rate_for_trees(ring, 4, 2) == doctest::Approx(200.0 / 3).epsilon(1e-9));
   CHECK(synth::rate_for_trees(uniform(4, 100, 1), 4, 1) == doctest::Approx(100.0 / 3).epsilon(1e-9));
   for (int k = 1; k <= 4; ++k) CHECK(synth::rate_for_trees(ring, 4, k) <= 200.0 / 3 * (1 + 1e-9));
+}
+
+TEST_CASE("synth rate: Broadcast from one root is the least max flow from it, as the bound says") {
+  // Ring of 4 at 100 GB/s: two ways round to every rank, 200; k = 1 is one chain one way.
+  Topology ring = ring_of(4, 100);
+  synth::Rate r = synth::broadcast_rate(ring, 4, 1);
+  CHECK(r.per_root_gbps == doctest::Approx(200));
+  CHECK(r.trees == 2);
+  CHECK(synth::rate_for_trees(ring, 4, 1, 1) == doctest::Approx(100));
+  CHECK(synth::rate_for_trees(ring, 4, 2, 1) == doctest::Approx(200));
+  // Star: the root's one link; two hosts on a thin link: the thin link.
+  CHECK(synth::broadcast_rate(uniform(4, 100, 1), 4, 0).per_root_gbps == doctest::Approx(100));
+  CHECK(synth::rate_for_trees(uniform(4, 100, 1), 4, 1, 0) == doctest::Approx(100));
+  CHECK(synth::broadcast_rate(two_hosts(2, 100, 1, 10, 5), 4, 3).per_root_gbps == doctest::Approx(10));
+  CHECK(std::isinf(synth::broadcast_rate(uniform(4, 100, 1), 1, 0).per_root_gbps));
+  // Random graphs: n bytes over the rate is lower_bound's Broadcast bandwidth term.
+  std::mt19937 rng(5);
+  auto bw = [&](unsigned span) { return 10.0 * static_cast<double>(1 + rng() % span); };
+  for (int trial = 0; trial < 10; ++trial) {
+    Topology t;
+    int gpus = 3 + static_cast<int>(rng() % 4);
+    t.add_vertex(make_vertex("s0", VertexKind::NetSwitch));
+    t.add_vertex(make_vertex("s1", VertexKind::NetSwitch));
+    t.add_link(make_link(0, 1, bw(10), 1));
+    for (int g = 0; g < gpus; ++g) {
+      auto v = t.add_vertex(make_vertex("g" + std::to_string(g), VertexKind::Gpu));
+      t.add_link(make_link(v, static_cast<collkit::topo::VertexId>(rng() % 2), bw(10), 1));
+      if (g > 0 && rng() % 2) t.add_link(make_link(v, v - 1, bw(5), 1));
+      t.add_rank(v);
+    }
+    int root = static_cast<int>(rng() % static_cast<unsigned>(gpus));
+    CAPTURE(trial);
+    std::uint64_t bytes = std::uint64_t{1} << 30;
+    double x = synth::broadcast_rate(t, gpus, root).per_root_gbps;
+    double bound = lower_bound({Collective::Broadcast, bytes, gpus, root}, t).bandwidth_us;
+    CHECK(static_cast<double>(bytes) / x * bounds::kUsPerByteGbps == doctest::Approx(bound).epsilon(1e-9));
+    for (std::int64_t k : {1, 2, 3}) CHECK(synth::rate_for_trees(t, gpus, k, root) <= x * (1 + 1e-9));
+  }
 }

@@ -17,7 +17,7 @@ using collkit::topo::VertexKind;
 
 namespace {
 
-// Checks a packing: ranks(v) k trees rooted at each node v, each spanning every node through
+// Checks a packing: roots(v) k trees rooted at each node v, each spanning every node through
 // arcs in parent-before-child order, and no arc used by more trees than its units.
 void check_packing(const synth::SplitGraph& g, const synth::Packing& pk) {
   std::size_t n = g.nodes.size();
@@ -43,7 +43,7 @@ void check_packing(const synth::SplitGraph& g, const synth::Packing& pk) {
     for (std::size_t v = 0; v < n; ++v) CHECK(reached[v]);
     CHECK(tr.depth == deepest);
   }
-  for (std::size_t v = 0; v < n; ++v) CHECK(per_root[v] == g.ranks[v] * g.trees);
+  for (std::size_t v = 0; v < n; ++v) CHECK(per_root[v] == g.roots[v] * g.trees);
   for (std::size_t a = 0; a < g.arcs.size(); ++a) CHECK(used[a] <= g.arcs[a].units);
 }
 
@@ -51,6 +51,7 @@ synth::SplitGraph ring3(std::int64_t units_each_way) {
   synth::SplitGraph g;
   g.nodes = {0, 1, 2};
   g.ranks = {1, 1, 1};
+  g.roots = {1, 1, 1};
   g.trees = 1;
   g.unit_gbps = 1;
   for (std::size_t v = 0; v < 3; ++v) {
@@ -71,7 +72,7 @@ TEST_CASE("synth trees: a three-node ring both ways holds one tree per root, one
   for (const synth::Tree& tr : pk.trees) CHECK(tr.depth == 1);
   // One way only: a node receives 1 unit, not the 3 that one tree per rank needs.
   CHECK_THROWS_WITH_AS(synth::pack_trees(ring3(0)),
-                       "synth: the split graph cannot hold 1 trees per rank: a rank vertex receives 2 of 3 units", collkit::Error);
+                       "synth: the split graph cannot hold 1 trees per root: a rank vertex receives 2 of 3 units", collkit::Error);
 }
 
 TEST_CASE("synth trees: random graphs and presets, split then packed") {
@@ -94,6 +95,15 @@ TEST_CASE("synth trees: random graphs and presets, split then packed") {
       double x = synth::rate_for_trees(t, gpus, k);
       synth::SplitGraph g = synth::split_switches(t, gpus, k, x / static_cast<double>(k));
       check_packing(g, synth::pack_trees(g));
+      // One root's k trees (Broadcast): only its node roots any, and they still span every node.
+      int root = trial % gpus;
+      double xr = synth::rate_for_trees(t, gpus, k, root);
+      synth::SplitGraph gr = synth::split_switches(t, gpus, k, xr / static_cast<double>(k), root);
+      CHECK(synth::min_rooted_flow(gr) >= k);
+      synth::Packing pr = synth::pack_trees(gr);
+      check_packing(gr, pr);
+      CHECK(pr.trees.size() == static_cast<std::size_t>(k));
+      for (const synth::Tree& tr : pr.trees) CHECK(gr.nodes[tr.root] == t.rank_vertex(static_cast<collkit::topo::Rank>(root)));
     }
   }
   for (auto [node, hosts] : {std::pair{"dgx-a100", 1}, {"dgx-a100", 2}, {"dgx1-v100", 1}}) {

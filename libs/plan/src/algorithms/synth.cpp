@@ -8,6 +8,10 @@
 // the plan (param "trees": per tree, every rank's parent, -1 at the root; trees by root rank, k
 // each) so that a rank's program needs no topology.
 //                                 T ~ (depth + m - 1) (n / (p k m)) / u, u = one tree's rate
+// Broadcast and Reduce: k out-trees from the one root, packed the same way at the root's best
+// rate (the least max flow from it to a rank: Edmonds), Reduce on them reversed. AllReduce is
+// either ReduceScatter + AllGather on every rank's trees or Reduce + Broadcast on one root's
+// (param "allreduce": rs-ag or reduce-bcast, param "root"), whichever simulates faster.
 
 #include <algorithm>
 #include <charconv>
@@ -19,6 +23,7 @@
 #include "bounds_internal.h"
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
+#include "collkit/plan/simulate.h"
 #include "common.h"
 #include "synth/rate.h"
 #include "synth/routed.h"
@@ -50,20 +55,21 @@ std::int64_t default_trees(const topo::Topology& t, int p) {
   return 4;
 }
 
-/// Per tree (by root rank, k each), every rank's parent rank, -1 at the root. Memoised per
-/// (topology, p, k): `auto` lays a plan out once per knob value.
-std::vector<std::vector<int>> synthesise(const topo::Topology& t, int p, std::int64_t k) {
+/// Per tree (by root rank, k each), every rank's parent rank, -1 at the root; with root >= 0,
+/// k trees of that root alone. Memoised per (topology, p, k, root): `auto` lays a plan out once
+/// per knob value.
+std::vector<std::vector<int>> synthesise(const topo::Topology& t, int p, std::int64_t k, int root) {
   // Packed over the links the sends' routes take (routed.h), not every link the rate could use.
   static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, std::int64_t>, std::vector<std::vector<int>>> memo;
-  auto key = std::make_tuple(t.fingerprint(), p, k);
+  static std::map<std::tuple<std::uint64_t, int, std::int64_t, int>, std::vector<std::vector<int>>> memo;
+  auto key = std::make_tuple(t.fingerprint(), p, k, root);
   {
     std::lock_guard lock(mu);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
   topo::Topology routed = synth::routed_links(t, p);
-  double x = synth::rate_for_trees(routed, p, k);
-  synth::SplitGraph g = synth::split_switches(routed, p, k, x / static_cast<double>(k));
+  double x = synth::rate_for_trees(routed, p, k, root);
+  synth::SplitGraph g = synth::split_switches(routed, p, k, x / static_cast<double>(k), root);
   synth::Packing pk = synth::pack_trees(g);
   std::vector<int> rank_of(t.num_vertices(), -1);
   for (int r = 0; r < p; ++r) rank_of[t.rank_vertex(static_cast<topo::Rank>(r))] = r;
@@ -91,8 +97,8 @@ std::string format_trees(const std::vector<std::vector<int>>& trees) {
 }
 
 /// The "trees" parameter read back and checked: p k trees, tree t rooted at rank t / k, every
-/// rank's parent chain reaching the root.
-std::vector<std::vector<int>> parse_trees(const PlanInfo& info, int p, int k) {
+/// rank's parent chain reaching the root; with root >= 0, k trees all rooted there.
+std::vector<std::vector<int>> parse_trees(const PlanInfo& info, int p, int k, int root) {
   auto it = info.params.find("trees");
   if (it == info.params.end()) throw InputError("synth: plan parameter trees is missing");
   auto bad = [](const std::string& why) { return InputError("synth: plan parameter trees: " + why); };
@@ -110,18 +116,18 @@ std::vector<std::vector<int>> parse_trees(const PlanInfo& info, int p, int k) {
     if (c < end && *c == ';') trees.emplace_back();
     if (c < end && (*c == ',' || *c == ';')) ++c;
   }
-  if (trees.size() != static_cast<std::size_t>(p) * static_cast<std::size_t>(k))
-    throw bad(std::to_string(trees.size()) + " trees, expected " + std::to_string(p * k));
+  std::size_t expected = static_cast<std::size_t>(root >= 0 ? 1 : p) * static_cast<std::size_t>(k);
+  if (trees.size() != expected) throw bad(std::to_string(trees.size()) + " trees, expected " + std::to_string(expected));
   for (std::size_t t = 0; t < trees.size(); ++t) {
     const std::vector<int>& parent = trees[t];
-    int root = static_cast<int>(t) / k;
+    int top = root >= 0 ? root : static_cast<int>(t) / k;
     if (parent.size() != static_cast<std::size_t>(p))
       throw bad("tree " + std::to_string(t) + " has " + std::to_string(parent.size()) + " ranks");
     for (int r = 0; r < p; ++r) {
       int at = r;
-      for (int step = 0; step < p && at != root && at >= 0; ++step) at = parent[static_cast<std::size_t>(at)];
-      if (at != root || parent[static_cast<std::size_t>(root)] != -1)
-        throw bad("tree " + std::to_string(t) + " does not lead rank " + std::to_string(r) + " to its root " + std::to_string(root));
+      for (int step = 0; step < p && at != top && at >= 0; ++step) at = parent[static_cast<std::size_t>(at)];
+      if (at != top || parent[static_cast<std::size_t>(top)] != -1)
+        throw bad("tree " + std::to_string(t) + " does not lead rank " + std::to_string(r) + " to its root " + std::to_string(top));
     }
   }
   return trees;
@@ -138,6 +144,34 @@ int fanout(const std::vector<std::vector<int>>& trees) {
   return most;
 }
 
+/// How a plan uses its trees, from the request and (AllReduce) param "allreduce".
+struct Shape {
+  int root = -1;      ///< the one root of every tree (Broadcast, Reduce, AllReduce as reduce-bcast); -1: k per rank
+  bool up = false;    ///< partial sums up the reversed trees (ReduceScatter, Reduce, AllReduce)
+  bool down = false;  ///< data down the trees (AllGather, Broadcast, AllReduce)
+  /// Trees per rank k, chunks per tree m: chunks of the input, output and scratch buffers.
+  std::uint32_t in_chunks = 0, out_chunks = 0, scratch_chunks = 0;
+};
+
+constexpr std::string_view kRsAg = "rs-ag", kReduceBcast = "reduce-bcast";
+
+Shape shape(const Request& req, std::string_view allreduce, int allreduce_root, int k, int m) {
+  Shape s;
+  auto unit = static_cast<std::uint32_t>(k * m), whole = static_cast<std::uint32_t>(req.nranks * k * m);
+  s.up = facts(req.coll).reduces;
+  s.down = req.coll != Collective::ReduceScatter && req.coll != Collective::Reduce;
+  if (facts(req.coll).has_root) s.root = req.root;
+  if (req.coll == Collective::AllReduce && allreduce == kReduceBcast) s.root = allreduce_root;
+  if (s.root >= 0) {
+    s.in_chunks = s.out_chunks = unit;  // tree t carries chunks [t m, (t + 1) m) of the vector
+    return s;
+  }
+  s.in_chunks = req.coll == Collective::AllGather ? unit : whole;
+  s.out_chunks = req.coll == Collective::ReduceScatter ? unit : whole;
+  if (s.up) s.scratch_chunks = whole;  // a rank's partial sums of the slices it relays, laid out as its input
+  return s;
+}
+
 class SynthAlgorithm final : public Algorithm {
  public:
   std::string_view name() const override { return "synth"; }
@@ -146,7 +180,11 @@ class SynthAlgorithm final : public Algorithm {
     switch (c) {
       case Collective::AllGather: return "(depth + m - 1)(n/(p k m))/u: k trees per rank packed at the topology's rate, m chunks each";
       case Collective::ReduceScatter: return "(depth + m - 1)(n/(p k m))/u + ng: the AllGather trees reversed, summing on the way up";
-      case Collective::AllReduce: return "2(depth + m - 1)(n/(p k m))/u + ng: ReduceScatter up the trees, then AllGather down them";
+      case Collective::AllReduce:
+        return "2(depth + m - 1)(n/(p k m))/u + ng: ReduceScatter up the trees, then AllGather down them; or Reduce then Broadcast "
+               "on one root's trees, whichever simulates faster";
+      case Collective::Broadcast: return "(depth + m - 1)(n/(k m))/u: k trees from the root packed at its max-flow rate, m chunks each";
+      case Collective::Reduce: return "(depth + m - 1)(n/(k m))/u + ng: the Broadcast trees reversed, summing on the way up";
       default: return "not applicable";
     }
   }
@@ -160,8 +198,7 @@ class SynthAlgorithm final : public Algorithm {
       if (why) *why = std::move(w);
       return false;
     };
-    if (req.coll != Collective::AllGather && req.coll != Collective::ReduceScatter && req.coll != Collective::AllReduce)
-      return no("synth does AllGather, ReduceScatter and AllReduce only so far (docs/synth.md)");
+    if (req.coll == Collective::AlltoAll) return no("synth does AllGather, ReduceScatter, AllReduce, Broadcast and Reduce (docs/synth.md)");
     if (!t) return no("synth needs a topology");
     if (req.nranks > kMaxRanks) return no("synth packs trees for at most " + std::to_string(kMaxRanks) + " ranks so far");
     if (static_cast<std::size_t>(req.nranks) > t->num_ranks()) return no("the topology has fewer ranks");
@@ -174,49 +211,32 @@ class SynthAlgorithm final : public Algorithm {
   PlanInfo layout(const Request& req, const topo::Topology* t, const AlgoOptions& opt) const override {
     std::string why;
     if (!supports(req, t, &why)) throw InputError("synth: " + why);
-    PlanInfo info;
-    info.req = req;
     int p = req.nranks;
-    std::int64_t k = opt.channels > 0 ? opt.channels : (p > 1 ? default_trees(synth::routed_links(*t, p), p) : 1);
-    int m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
-    // Each tree takes at least one channel (per phase): refuse before synthesising so many.
-    std::int64_t phases = req.coll == Collective::AllReduce ? 2 : 1;
-    if (p > 1 && phases * p * k > 65535)
-      throw InputError("synth: " + std::to_string(k) + " trees per rank need at least " + std::to_string(phases * p * k) +
-                       " channels, more than a plan holds (65535)");
-    info.params["channels"] = std::to_string(k);
-    info.params["pipeline"] = std::to_string(m);
-    int slots = 1;
-    if (p > 1) {
-      std::vector<std::vector<int>> trees = synthesise(*t, p, k);
-      slots = fanout(trees);
-      info.params["trees"] = format_trees(trees);
-    }
-    bool both = phases == 2;
-    std::int64_t channels = p > 1 ? phases * p * k * slots : 1;
-    if (channels > 65535)
-      throw InputError("synth: " + std::to_string(k) + " trees per rank need " + std::to_string(channels) +
-                       " channels, more than a plan holds (65535)");
-    info.channels = static_cast<std::uint16_t>(channels);
-    auto slice = static_cast<std::uint32_t>(k * m), whole = static_cast<std::uint32_t>(p * k * m);
-    bool gather = req.coll == Collective::AllGather;
-    info.in_chunks = gather ? slice : whole;
-    info.out_chunks = gather || both ? whole : slice;
-    if (!gather && p > 1) {
-      // A rank's partial sums of the slices it relays, laid out as its input.
-      info.scratch_chunks = whole;
-      info.scratch_bytes = input_bytes(req);
-    }
-    return info;
+    if (req.coll != Collective::AllReduce || p < 2) return lay(req, *t, opt, kRsAg, -1);
+    // AllReduce both ways, keeping whichever the simulator predicts faster: every rank's trees
+    // move (p - 1)/p of the vector twice, spread over all links; one root's trees move it once
+    // each way with a p-th of the messages and one pipeline to fill, which wins where messages
+    // are small or one rank is far better connected than the others.
+    int root = best_root(*t, p);
+    PlanInfo spread = lay(req, *t, opt, kRsAg, -1);
+    PlanInfo rooted = lay(req, *t, opt, kReduceBcast, root);
+    double a = simulate(GeneratedPlan(spread, *this), *t).time_us, b = simulate(GeneratedPlan(rooted, *this), *t).time_us;
+    return b < a ? rooted : spread;
   }
 
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
-    int p = info.req.nranks;
+    const Request& req = info.req;
+    int p = req.nranks;
     int k = param_int(info, "channels", 1);
     int m = param_int(info, "pipeline", kDefaultPipeline);
-    bool gather = info.req.coll == Collective::AllGather, both = info.req.coll == Collective::AllReduce;
-    auto slice = static_cast<std::uint32_t>(k * m), whole = static_cast<std::uint32_t>(p * k * m);
-    if (k < 1 || m < 1 || info.in_chunks != (gather ? slice : whole) || info.out_chunks != (gather || both ? whole : slice))
+    std::string allreduce = info.params.count("allreduce") ? info.params.at("allreduce") : std::string(kRsAg);
+    if (req.coll == Collective::AllReduce && allreduce != kRsAg && allreduce != kReduceBcast)
+      throw InputError("synth: plan parameter allreduce is \"" + allreduce + "\", expected " + std::string(kRsAg) + " or " +
+                       std::string(kReduceBcast));
+    int root_param = param_int(info, "root", 0);
+    if (root_param < 0 || root_param >= p) throw InputError("synth: plan parameter root " + std::to_string(root_param) + " is not a rank");
+    Shape sh = shape(req, allreduce, root_param, std::max(k, 1), std::max(m, 1));
+    if (k < 1 || m < 1 || info.in_chunks != sh.in_chunks || info.out_chunks != sh.out_chunks)
       throw InputError("synth: plan parameters channels=" + std::to_string(k) + ", pipeline=" + std::to_string(m) + " do not match " +
                        std::to_string(info.in_chunks) + " input chunks");
     std::vector<Op> ops;
@@ -224,49 +244,67 @@ class SynthAlgorithm final : public Algorithm {
       ops.push_back(copy(in(0), out(0), info.out_chunks, 0));
       return ops;
     }
-    std::vector<std::vector<int>> trees = parse_trees(info, p, k);
+    std::vector<std::vector<int>> trees = parse_trees(info, p, k, sh.root);
     int slots = fanout(trees);
-    if (gather)
-      ops.push_back(copy(in(0), out(static_cast<std::uint32_t>(rank) * slice), slice, static_cast<std::uint16_t>(rank * k * slots)));
+    int tree_channels = static_cast<int>(trees.size()) * slots;
+    auto um = static_cast<std::uint32_t>(m), unit = static_cast<std::uint32_t>(k * m);
+    auto root_of = [&](std::size_t t) { return sh.root >= 0 ? sh.root : static_cast<int>(t) / k; };
+    if (req.coll == Collective::AllGather)
+      ops.push_back(copy(in(0), out(static_cast<std::uint32_t>(rank) * unit), unit, static_cast<std::uint16_t>(rank * k * slots)));
+    // Broadcast: the root's own copy on a channel of its own, beside its sends.
+    if (req.coll == Collective::Broadcast && rank == sh.root)
+      ops.push_back(copy(in(0), out(0), unit, static_cast<std::uint16_t>(tree_channels)));
     // Each tree arc has a channel of its own (tree t, the child's place among its parent's
     // children): one channel sends one message after another, so a parent feeds its children (or
     // takes from them) at once only on separate channels, as ForestColl gives each a threadblock.
-    // AllReduce's second phase (the AllGather) runs on a second such set of channels.
+    // AllReduce's second phase (down the trees) runs on a second such set of channels.
     std::vector<Tree> places;
     for (std::size_t t = 0; t < trees.size(); ++t) {
       const std::vector<int>& parent = trees[t];
-      int root = static_cast<int>(t) / k;
       std::vector<int> children;
       for (int c = 0; c < p; ++c)
         if (parent[static_cast<std::size_t>(c)] == rank) children.push_back(c);
       int first = static_cast<int>(t) * slots;
       int up_ch = first;
-      if (rank != root) {
+      if (rank != root_of(t)) {
         int above = parent[static_cast<std::size_t>(rank)];
         for (int c = 0; c < rank; ++c) up_ch += parent[static_cast<std::size_t>(c)] == above;
       }
       places.push_back({parent[static_cast<std::size_t>(rank)], std::move(children), first, up_ch});
     }
-    auto um = static_cast<std::uint32_t>(m);
-    // Per tree and chunk, the op after which the root holds the chunk's total (AllReduce).
-    std::vector<std::uint32_t> total(trees.size() * um, kNoDep);
-    for (std::size_t t = 0; t < trees.size() && !gather; ++t) {
-      int root = static_cast<int>(t) / k;
-      std::uint32_t mine = static_cast<std::uint32_t>(static_cast<int>(t) % k) * um,
-                    theirs = static_cast<std::uint32_t>(root) * slice + mine;
-      for (std::uint32_t i = 0; i < um; ++i)
-        total[t * um + i] = up(ops, places[t], in(theirs + i), rank != root ? scratch(theirs + i) : both ? out(theirs + i) : out(mine + i));
+    // Tree t's chunk i: `mine` in a slice of k m chunks (the one a rank roots, or the whole
+    // vector of a one-root plan), `theirs` in a buffer of p k m.
+    auto mine = [&](std::size_t t, std::uint32_t i) {
+      return static_cast<std::uint32_t>(sh.root >= 0 ? t : t % static_cast<std::size_t>(k)) * um + i;
+    };
+    auto theirs = [&](std::size_t t, std::uint32_t i) {
+      return sh.root >= 0 ? mine(t, i) : static_cast<std::uint32_t>(root_of(t)) * unit + mine(t, i);
+    };
+    // Per tree and chunk, the op after which this rank is done with the chunk going up: at the
+    // root, its total is complete.
+    std::vector<std::uint32_t> done(trees.size() * um, kNoDep);
+    for (std::size_t t = 0; t < trees.size() && sh.up; ++t) {
+      bool top = rank == root_of(t);
+      for (std::uint32_t i = 0; i < um; ++i) {
+        // Partial sums: in scratch where the output is a slice or needed whole (ReduceScatter,
+        // AllReduce over every rank's trees), else in the output (Reduce's and reduce-bcast's
+        // output is the whole vector, what a non-root rank holds there is not read).
+        ChunkRef acc = sh.root >= 0 ? out(theirs(t, i)) : !top ? scratch(theirs(t, i)) : sh.down ? out(theirs(t, i)) : out(mine(t, i));
+        done[t * um + i] = up(ops, places[t], in(theirs(t, i)), acc);
+      }
     }
-    int shift = both ? p * k * slots : 0;
-    for (std::size_t t = 0; t < trees.size() && (gather || both); ++t) {
-      int root = static_cast<int>(t) / k;
-      std::uint32_t mine = static_cast<std::uint32_t>(static_cast<int>(t) % k) * um,
-                    theirs = static_cast<std::uint32_t>(root) * slice + mine;
+    int shift = sh.up ? tree_channels : 0;
+    for (std::size_t t = 0; t < trees.size() && sh.down; ++t) {
+      bool top = rank == root_of(t);
       Tree place = places[t];
       place.first += shift;
       place.up_ch += shift;
-      for (std::uint32_t i = 0; i < um; ++i)
-        down(ops, place, rank == root && gather ? in(mine + i) : out(theirs + i), rank == root, total[t * um + i]);
+      for (std::uint32_t i = 0; i < um; ++i) {
+        // Down after up (AllReduce): the root sends once the chunk's total is complete; a rank
+        // of one root's trees receives over the output chunk its partial sum went up from.
+        std::uint32_t after = top || sh.root >= 0 ? done[t * um + i] : kNoDep;
+        down(ops, place, top && !sh.up ? in(mine(t, i)) : out(theirs(t, i)), top, after);
+      }
     }
     return ops;
   }
@@ -281,13 +319,103 @@ class SynthAlgorithm final : public Algorithm {
     int up_ch;
   };
 
-  /// AllGather, one chunk down the tree: received from the parent into `at` (not at the root),
-  /// then sent on to each child, each send after the receive (at the root, after op `ready`).
+  /// The plan for `allreduce` (rs-ag: every rank's trees; reduce-bcast: `root`'s trees; for other
+  /// collectives the request says which).
+  PlanInfo lay(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce, int allreduce_root) const {
+    PlanInfo info;
+    info.req = req;
+    int p = req.nranks;
+    int m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
+    Shape probe = shape(req, allreduce, allreduce_root, 1, 1);
+    if ((opt.channels <= 0 || opt.pipeline <= 0) && probe.root >= 0 && p > 1) return fastest_rooted(req, t, opt, allreduce, allreduce_root);
+    std::int64_t k = opt.channels > 0 ? opt.channels : (p > 1 ? default_trees(synth::routed_links(t, p), p) : 1);
+    // Each tree takes at least one channel (per phase): refuse before synthesising so many.
+    std::int64_t phases = probe.up && probe.down ? 2 : 1, roots = probe.root >= 0 ? 1 : p;
+    std::string trees_of = std::to_string(k) + (probe.root >= 0 ? " trees from the root" : " trees per rank");
+    if (p > 1 && phases * roots * k > 65535)
+      throw InputError("synth: " + trees_of + " need at least " + std::to_string(phases * roots * k) +
+                       " channels, more than a plan holds (65535)");
+    info.params["channels"] = std::to_string(k);
+    info.params["pipeline"] = std::to_string(m);
+    if (req.coll == Collective::AllReduce) info.params["allreduce"] = std::string(allreduce);
+    if (req.coll == Collective::AllReduce && probe.root >= 0) info.params["root"] = std::to_string(probe.root);
+    int slots = 1;
+    if (p > 1) {
+      std::vector<std::vector<int>> trees = synthesise(t, p, k, probe.root);
+      slots = fanout(trees);
+      info.params["trees"] = format_trees(trees);
+    }
+    std::int64_t channels = p > 1 ? phases * roots * k * slots + (req.coll == Collective::Broadcast) : 1;
+    if (channels > 65535)
+      throw InputError("synth: " + trees_of + " need " + std::to_string(channels) + " channels, more than a plan holds (65535)");
+    info.channels = static_cast<std::uint16_t>(channels);
+    Shape sh = shape(req, allreduce, allreduce_root, static_cast<int>(k), m);
+    info.in_chunks = sh.in_chunks;
+    info.out_chunks = sh.out_chunks;
+    if (sh.scratch_chunks > 0 && p > 1) {
+      info.scratch_chunks = sh.scratch_chunks;
+      info.scratch_bytes = input_bytes(req);
+    }
+    return info;
+  }
+
+  /// One root's trees, k of 1, 2, 4 and p - 1 and m of 16, 64 and 128 (those the options leave
+  /// open) the fastest as simulated at the request's size. Rate alone misleads here: on a switch
+  /// one chain already has the root's whole rate (every rank forwards each byte once), but its
+  /// depth is p - 1, which a pipeline of m chunks pays as (p + m - 2) / m; p - 1 trees of depth 2
+  /// (the root sends each a p-1-th, which that rank sends to all the others, as scatter-allgather
+  /// does) have the same rate, but their fan-out queues under the Queue link model.
+  PlanInfo fastest_rooted(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                          int allreduce_root) const {
+    std::vector<int> ks{opt.channels}, ms{opt.pipeline};
+    if (opt.channels <= 0) {
+      ks = {1, 2, 4};
+      if (req.nranks - 1 > 4) ks.push_back(req.nranks - 1);
+    }
+    if (opt.pipeline <= 0) ms = {kDefaultPipeline, 64, 128};
+    PlanInfo best;
+    double best_us = 0;
+    for (int k : ks)
+      for (int m : ms) {
+        AlgoOptions with = opt;
+        with.channels = k;
+        with.pipeline = m;
+        PlanInfo info = lay(req, t, with, allreduce, allreduce_root);
+        double us = simulate(GeneratedPlan(info, *this), t).time_us;
+        if (best_us == 0 || us < best_us) {
+          best = std::move(info);
+          best_us = us;
+        }
+      }
+    return best;
+  }
+
+  /// The rank whose trees broadcast fastest over the routed links (the first of equals): the
+  /// root of a reduce-bcast AllReduce.
+  static int best_root(const topo::Topology& t, int p) {
+    topo::Topology routed = synth::routed_links(t, p);
+    int best = 0;
+    double rate = -1;
+    for (int r = 0; r < p; ++r) {
+      double x = synth::broadcast_rate(routed, p, r).per_root_gbps;
+      if (x > rate * (1 + 1e-9)) {
+        rate = x;
+        best = r;
+      }
+    }
+    return best;
+  }
+
+  /// One chunk down the tree: received from the parent into `at` (not at the root), then sent on
+  /// to each child, each send after the receive (at the root, after op `ready`; elsewhere the
+  /// receive waits on `ready`, the rank's last use of `at` going up).
   static void down(std::vector<Op>& ops, const Tree& t, ChunkRef at, bool root, std::uint32_t ready) {
     std::uint32_t got = root ? ready : kNoDep;
     if (!root) {
       got = static_cast<std::uint32_t>(ops.size());
-      ops.push_back(recv(t.parent, at, 1, static_cast<std::uint16_t>(t.up_ch)));
+      Op o = recv(t.parent, at, 1, static_cast<std::uint16_t>(t.up_ch));
+      if (ready != kNoDep) o.depend_on(ready);
+      ops.push_back(o);
     }
     for (std::size_t q = 0; q < t.children.size(); ++q) {
       int ch = t.first + static_cast<int>(q);
@@ -297,10 +425,10 @@ class SynthAlgorithm final : public Algorithm {
     }
   }
 
-  /// ReduceScatter, one chunk up the (reversed) tree: each child's partial sum added to this
-  /// rank's input chunk `own` in `acc` (a chain: each addition after the one before, on the
-  /// children's channels), then the sum sent to the parent, or left in `acc` at the root. Returns,
-  /// at the root, the op that completes the sum.
+  /// One chunk up the (reversed) tree: each child's partial sum added to this rank's input chunk
+  /// `own` in `acc` (a chain: each addition after the one before, on the children's channels),
+  /// then the sum sent to the parent, or left in `acc` at the root. Returns the rank's last op on
+  /// the chunk: the send, or at the root the op that completes the sum.
   static std::uint32_t up(std::vector<Op>& ops, const Tree& t, ChunkRef own, ChunkRef acc) {
     std::uint32_t last = kNoDep;
     for (std::size_t q = 0; q < t.children.size(); ++q) {
@@ -313,7 +441,7 @@ class SynthAlgorithm final : public Algorithm {
       Op o = send(t.parent, last == kNoDep ? own : acc, 1, static_cast<std::uint16_t>(t.up_ch));
       if (last != kNoDep && ops[last].channel != t.up_ch) o.depend_on(last);
       ops.push_back(o);
-      return kNoDep;
+      return static_cast<std::uint32_t>(ops.size() - 1);
     }
     if (last == kNoDep) {
       last = static_cast<std::uint32_t>(ops.size());

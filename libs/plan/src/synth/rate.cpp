@@ -17,6 +17,13 @@ namespace {
 /// Bandwidth in whole 0.001 GB/s, the unit the tree count is worked out in.
 std::int64_t milli(double gbps) { return std::llround(gbps * 1000); }
 
+/// The gcd of every link's bandwidth in 0.001 GB/s.
+std::int64_t link_gcd(const topo::Topology& t) {
+  std::int64_t g = 0;
+  for (const topo::Link& l : t.links()) g = std::gcd(g, milli(l.bw_gbps));
+  return g;
+}
+
 }  // namespace
 
 Rate optimal_rate(const topo::Topology& t, int p) {
@@ -69,23 +76,50 @@ Rate optimal_rate(const topo::Topology& t, int p) {
   // x* = C / n with C the cut's bandwidth in milli-GB/s and n its ranks; a link of c units holds
   // c k / x* = c k n / C trees of x*/k each: whole for every link when k = C / gcd(C, g n), g the
   // gcd of all link bandwidths.
-  std::int64_t g = 0;
-  for (const topo::Link& l : t.links()) g = std::gcd(g, milli(l.bw_gbps));
+  std::int64_t g = link_gcd(t);
   r.trees = c > 0 && g > 0 ? c / std::gcd(c, g * n) : 0;
   return r;
 }
 
-double rate_for_trees(const topo::Topology& t, int p, std::int64_t k) {
-  Rate best = optimal_rate(t, p);
+Rate broadcast_rate(const topo::Topology& t, int p, int root) {
+  Rate r;
+  r.per_root_gbps = std::numeric_limits<double>::infinity();
+  std::vector<double> w = bounds::rank_weights(t, p);
+  topo::VertexId from = t.rank_vertex(static_cast<topo::Rank>(root));
+  bounds::FlowNet net(t);
+  double inf = bounds::FlowNet::unbounded(bounds::total_bw(t));
+  for (std::size_t v = 0; v < w.size(); ++v) {
+    if (w[v] <= 0 || v == from) continue;
+    std::vector<double> src(w.size(), 0), dst(w.size(), 0);
+    src[from] = inf;
+    dst[v] = inf;
+    r.per_root_gbps = std::min(r.per_root_gbps, net.run(1.0, src, dst));
+    ++r.flows;
+  }
+  if (std::isinf(r.per_root_gbps)) return r;
+  r.cut_gbps = r.per_root_gbps;
+  r.cut_ranks = 1;
+  std::int64_t c = milli(r.per_root_gbps), g = link_gcd(t);
+  r.trees = c > 0 && g > 0 ? c / std::gcd(c, g) : 0;
+  return r;
+}
+
+double rate_for_trees(const topo::Topology& t, int p, std::int64_t k, int root) {
+  Rate best = root >= 0 ? broadcast_rate(t, p, root) : optimal_rate(t, p);
   if (std::isinf(best.per_root_gbps) || k <= 0) return best.per_root_gbps;
   std::vector<double> w = bounds::rank_weights(t, p);
-  double ranks = bounds::weight(w, std::vector<char>(w.size(), 1));
+  std::vector<double> roots = w;  // trees rooted at each vertex, per k
+  if (root >= 0) {
+    roots.assign(w.size(), 0);
+    roots[t.rank_vertex(static_cast<topo::Rank>(root))] = 1;
+  }
+  double ranks = bounds::weight(roots, std::vector<char>(w.size(), 1));
   bounds::FlowNet net(t);
   std::vector<double> caps(t.num_links());
   auto feasible = [&](double u) {
     for (std::size_t l = 0; l < caps.size(); ++l) caps[l] = std::floor(t.link(static_cast<topo::LinkId>(l)).bw_gbps / u * (1 + 1e-12));
     std::vector<double> src(w.size()), dst(w.size(), 0);
-    for (std::size_t v = 0; v < w.size(); ++v) src[v] = w[v] * static_cast<double>(k);
+    for (std::size_t v = 0; v < w.size(); ++v) src[v] = roots[v] * static_cast<double>(k);
     double need = ranks * static_cast<double>(k), all = need;
     for (double c : caps) all += c;
     for (std::size_t v = 0; v < w.size(); ++v) {

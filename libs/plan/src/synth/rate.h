@@ -25,10 +25,19 @@ struct Rate {
 /// own ratio. One rank vertex (or p <= 1): no cut, per_root_gbps is infinity.
 Rate optimal_rate(const topo::Topology& t, int p);
 
+/// The optimal Broadcast (and, reversed, Reduce) rate from rank `root` to the other first p ranks:
+/// the least max flow from the root's vertex to another rank vertex over every link (Edmonds'
+/// arborescence theorem: that many unit trees from the root pack), as plan::lower_bound bounds
+/// Broadcast by. cut_gbps is that flow, cut_ranks 1, trees k so that every link holds a whole
+/// number of x*/k units (x* = C / gcd(C, g) in 0.001 GB/s, g the gcd of all link bandwidths).
+Rate broadcast_rate(const topo::Topology& t, int p, int root);
+
 /// The best rate with exactly k trees per root: the largest unit u such that, each link holding
 /// floor(bw / u) units, every rank vertex can receive p k units from a source giving each rank
 /// vertex w(v) k (monotone in u, so bisection; then snapped down to the largest bw / m below it).
-/// Returns k u, at most optimal_rate(t, p).per_root_gbps; 0 if no u works.
-double rate_for_trees(const topo::Topology& t, int p, std::int64_t k);
+/// Returns k u, at most optimal_rate(t, p).per_root_gbps; 0 if no u works. With root >= 0 the
+/// same for k trees rooted at rank `root` alone (Broadcast): the source feeds only its vertex,
+/// k units, each rank vertex must receive k, and the most is broadcast_rate(t, p, root).
+double rate_for_trees(const topo::Topology& t, int p, std::int64_t k, int root = -1);
 
 }  // namespace collkit::plan::synth

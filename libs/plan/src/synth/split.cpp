@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <utility>
 
 #include "bounds_internal.h"
@@ -33,12 +34,17 @@ struct Piece {
 /// The directed graph being split: per ordered vertex pair, its pieces.
 class Splitter {
  public:
-  Splitter(const topo::Topology& t, int p, std::int64_t k, double unit_gbps) : t_(t), k_(k) {
+  Splitter(const topo::Topology& t, int p, std::int64_t k, double unit_gbps, int root) : t_(t), k_(k) {
     std::vector<double> w = bounds::rank_weights(t, p);
     ranks_.resize(w.size());
     for (std::size_t v = 0; v < w.size(); ++v) {
       ranks_[v] = std::llround(w[v]);
       if (ranks_[v] > 0) targets_.push_back(static_cast<VertexId>(v));
+    }
+    roots_ = ranks_;
+    if (root >= 0) {
+      roots_.assign(w.size(), 0);
+      roots_[t.rank_vertex(static_cast<topo::Rank>(root))] = 1;
     }
     for (const topo::Link& l : t.links()) {
       std::int64_t u = link_units(l.bw_gbps, unit_gbps);
@@ -46,12 +52,13 @@ class Splitter {
       add({l.a, l.b}, u, {l.a, l.b});
       add({l.b, l.a}, u, {l.b, l.a});
     }
-    need_ = static_cast<std::int64_t>(p) * k;
+    need_ = std::accumulate(roots_.begin(), roots_.end(), std::int64_t{0}) * k;
     need_ = std::min(need_, min_flow());
   }
 
   int flows() const { return flows_; }
   const std::vector<std::int64_t>& ranks() const { return ranks_; }
+  const std::vector<std::int64_t>& roots() const { return roots_; }
   const std::map<std::pair<VertexId, VertexId>, std::vector<Piece>>& arcs() const { return arcs_; }
 
   /// Splits every arc at w off. First each u -> w is spread evenly over the w -> t (at most
@@ -98,7 +105,7 @@ class Splitter {
     }
   }
 
-  /// The least max flow to a rank vertex (the source feeding each ranks k).
+  /// The least max flow to a rank vertex (the source feeding each its roots k).
   std::int64_t min_flow() {
     std::int64_t least = ArcNetwork::kInfinite;
     ArcNetwork net = base();
@@ -141,7 +148,7 @@ class Splitter {
       net.arc(key.first, key.second, c);
     }
     if (g > 0) net.arc(u, x, g);  // a loop (u == x) is dropped
-    for (VertexId v : targets_) net.arc(net.source(), v, ranks_[v] * k_);
+    for (VertexId v : targets_) net.arc(net.source(), v, roots_[v] * k_);
     return net;
   }
 
@@ -220,15 +227,15 @@ class Splitter {
   std::int64_t k_;
   std::int64_t need_ = 0;
   int flows_ = 0;
-  std::vector<std::int64_t> ranks_;
+  std::vector<std::int64_t> ranks_, roots_;
   std::vector<VertexId> targets_;
   std::map<std::pair<VertexId, VertexId>, std::vector<Piece>> arcs_;
 };
 
 }  // namespace
 
-SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double unit_gbps) {
-  Splitter s(t, p, k, unit_gbps);
+SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double unit_gbps, int root) {
+  Splitter s(t, p, k, unit_gbps, root);
   for (VertexId w = 0; w < t.num_vertices(); ++w)
     if (s.ranks()[w] == 0) s.split_off(w);
   SplitGraph g;
@@ -241,6 +248,7 @@ SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double
       index[v] = g.nodes.size();
       g.nodes.push_back(v);
       g.ranks.push_back(s.ranks()[v]);
+      g.roots.push_back(s.roots()[v]);
     }
   for (const auto& [key, pieces] : s.arcs())
     for (const Piece& q : pieces) g.arcs.push_back({index[key.first], index[key.second], q.units, q.path});
@@ -250,7 +258,7 @@ SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double
 std::int64_t min_rooted_flow(const SplitGraph& g) {
   ArcNetwork net(g.nodes.size());
   for (const SplitGraph::Arc& a : g.arcs) net.arc(a.from, a.to, a.units);
-  for (std::size_t v = 0; v < g.nodes.size(); ++v) net.arc(net.source(), v, g.ranks[v] * g.trees);
+  for (std::size_t v = 0; v < g.nodes.size(); ++v) net.arc(net.source(), v, g.roots[v] * g.trees);
   std::size_t n = net.size();
   std::int64_t least = ArcNetwork::kInfinite;
   for (std::size_t v = 0; v < g.nodes.size(); ++v) {

@@ -28,6 +28,7 @@ struct SplitGraph {
   };
   std::vector<topo::VertexId> nodes;  ///< the rank vertices, in vertex id order
   std::vector<std::int64_t> ranks;    ///< ranks on each node (of the first p)
+  std::vector<std::int64_t> roots;    ///< trees rooted at each node, per k: its ranks, or (one root) 1 there, 0 elsewhere
   std::vector<Arc> arcs;              ///< parallel arcs differ in path
   std::int64_t trees = 0;             ///< k: trees per rank
   double unit_gbps = 0;               ///< one unit's bandwidth; a tree carries one unit
@@ -36,14 +37,16 @@ struct SplitGraph {
 
 /// Splits off every vertex without a rank, links holding link_units(bw, unit_gbps) each way,
 /// keeping every rank vertex's connectivity from the source at p k (or, if the topology has less,
-/// at what it had: never lower). Per arc pair, all of it is tried first (one max flow per rank
-/// vertex), else the most that can go is found by two (the cuts that splitting lowers); arcs
-/// into a switch are first spread evenly over the arcs out of it. Throws collkit::Error if a
-/// vertex cannot be split off completely (the theorem says it can; this would be a bug).
-SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double unit_gbps);
+/// at what it had: never lower). With root >= 0 the source feeds only rank `root`'s vertex, k
+/// units, and every rank vertex keeps k: k trees from that one root (Broadcast, Reduce). Per arc pair, all of it is tried first (one max
+/// flow per rank vertex), else the most that can go is found by two (the cuts that splitting lowers); arcs into a switch are first spread
+/// evenly over the arcs out of it. Throws collkit::Error if a vertex cannot be split off completely (the theorem says it can; this would be
+/// a bug).
+SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double unit_gbps, int root = -1);
 
-/// The least, over nodes v, of the max flow to v from a source feeding each node ranks(v) k units
-/// over the arcs: at least p k means k trees per rank fit (Edmonds' branching theorem).
+/// The least, over nodes v, of the max flow to v from a source feeding each node roots(v) k units
+/// over the arcs: at least the sum of roots(v) k means that many trees fit (Edmonds' branching
+/// theorem).
 std::int64_t min_rooted_flow(const SplitGraph& g);
 
 }  // namespace collkit::plan::synth

@@ -49,19 +49,19 @@ bool fits(const SplitGraph& g, const std::vector<std::int64_t>& left, const std:
 Packing pack_trees(const SplitGraph& g) {
   Packing out;
   std::size_t n = g.nodes.size();
-  std::int64_t p = std::accumulate(g.ranks.begin(), g.ranks.end(), std::int64_t{0});
+  std::int64_t p = std::accumulate(g.roots.begin(), g.roots.end(), std::int64_t{0});
   if (n < 2) {
     for (std::size_t v = 0; v < n; ++v)
-      for (std::int64_t i = 0; i < g.ranks[v] * g.trees; ++i) out.trees.push_back({v, {}, std::vector<std::size_t>(n, kNone), 0});
+      for (std::int64_t i = 0; i < g.roots[v] * g.trees; ++i) out.trees.push_back({v, {}, std::vector<std::size_t>(n, kNone), 0});
     return out;
   }
   std::int64_t least = min_rooted_flow(g);
   if (least < p * g.trees)
-    throw Error(fmt::format("synth: the split graph cannot hold {} trees per rank: a rank vertex receives {} of {} units", g.trees, least,
+    throw Error(fmt::format("synth: the split graph cannot hold {} trees per root: a rank vertex receives {} of {} units", g.trees, least,
                             p * g.trees));
   std::vector<std::int64_t> left(g.arcs.size()), waiting(n);
   for (std::size_t a = 0; a < g.arcs.size(); ++a) left[a] = g.arcs[a].units;
-  for (std::size_t v = 0; v < n; ++v) waiting[v] = g.ranks[v] * g.trees;
+  for (std::size_t v = 0; v < n; ++v) waiting[v] = g.roots[v] * g.trees;
   std::vector<std::vector<std::size_t>> leaving(n);
   for (std::size_t a = 0; a < g.arcs.size(); ++a) leaving[g.arcs[a].from].push_back(a);
 

@@ -21,12 +21,12 @@ struct Tree {
 };
 
 struct Packing {
-  std::vector<Tree> trees;  ///< ranks(v) k trees rooted at each node v, grouped by root in node order
+  std::vector<Tree> trees;  ///< roots(v) k trees rooted at each node v, grouped by root in node order
   int flows = 0;            ///< max flows run
 };
 
-/// Packs ranks(v) k trees per node v, each arc of the split graph in at most `units` of them.
-/// Throws collkit::Error when the graph cannot hold them (min_rooted_flow below p k).
+/// Packs roots(v) k trees per node v, each arc of the split graph in at most `units` of them.
+/// Throws collkit::Error when the graph cannot hold them (min_rooted_flow below their number).
 Packing pack_trees(const SplitGraph& g);
 
 }  // namespace collkit::plan::synth
