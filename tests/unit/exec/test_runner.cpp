@@ -182,6 +182,28 @@ TEST_CASE(
   CHECK(runs == 60);
 }
 
+TEST_CASE("synth: AlltoAll from the flow LP runs exactly on the topologies it was made for, threads as ranks") {
+  // A star of one NVSwitch (straight sends only) and DGX-1's cube-mesh (chunks relayed over NVLink).
+  int runs = 0;
+  for (const char* node : {"dgx-a100", "dgx1-v100"}) {
+    topo::Topology t = topo::synth({node, 1, ""});
+    int n = static_cast<int>(t.num_ranks());
+    plan::AlgoOptions opt;
+    opt.pipeline = 4;
+    auto p0 = plan::generate("synth", {Collective::AlltoAll, 4ull * 64 * static_cast<std::uint64_t>(n * n * 4), n, 0}, &t, opt);
+    for (DataType dt : {DataType::Float32, DataType::Int8}) {
+      auto p = plan::resized(*p0, plan::granularity(p0->info()).even * 5 * size_of(dt), size_of(dt));
+      Job job{p->info().req, dt, RedOp::Sum};
+      INFO(node << " " << to_string(dt) << " relays " << p->info().params.at("relays"));
+      CHECK(run_threads(*p, job, Placement::OutOfPlace, InPlaceMode::Direct) == 0);
+      bool safe = plan::in_place_problem(*p).empty();
+      CHECK(run_threads(*p, job, Placement::InPlace, safe ? InPlaceMode::Direct : InPlaceMode::Staged) == 0);
+      ++runs;
+    }
+  }
+  CHECK(runs == 4);
+}
+
 TEST_CASE("uneven sizes: every algorithm, collective and datatype, chunks split at whole elements, threads as ranks") {
   const Collective colls[] = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
                               Collective::AlltoAll,  Collective::Broadcast,     Collective::Reduce};

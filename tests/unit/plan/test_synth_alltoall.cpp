@@ -38,6 +38,12 @@ Topology ring_of_routers(double bw) {
 
 double param(const Plan& plan, const std::string& key) { return std::stod(plan.info().params.at(key)); }
 
+AlgoOptions eight_chunks() {
+  AlgoOptions o;
+  o.pipeline = 8;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("synth alltoall: the flow LP's optimum on topologies whose optimum is known") {
@@ -78,7 +84,10 @@ TEST_CASE("synth alltoall: the flow LP's optimum on topologies whose optimum is 
     CHECK(us <= lp * 1.001);
     CHECK(queue >= lp * (1 - 1e-9));
     CHECK(queue <= lp * c.queue);
-    check_plan(*generate("synth", {Collective::AlltoAll, 8 * 64 * 4 * std::uint64_t(p), p, 0, 8}, &c.t));
+    // Small, with chunks fine enough to keep the relays (the default makes none under 16 KiB).
+    auto small = generate("synth", {Collective::AlltoAll, 8 * 64 * 4 * std::uint64_t(p), p, 0, 8}, &c.t, eight_chunks());
+    CHECK(small->info().params.at("relays").empty() == !c.relays);
+    check_plan(*small);
   }
 }
 
@@ -108,13 +117,40 @@ TEST_CASE("synth alltoall: plans from the LP verify on presets and near its opti
     CHECK(us >= lp * (1 - 1e-9));
     CHECK(us <= lp * 1.02);
     CHECK(queue <= lp * c.queue);
-    if (c.hosts == 1) check_plan(*generate("synth", {Collective::AlltoAll, 8 * 64 * std::uint64_t(p * p), p, 0, 8}, &t));
+    if (c.hosts == 1) check_plan(*generate("synth", {Collective::AlltoAll, 8 * 64 * std::uint64_t(p * p), p, 0, 8}, &t, eight_chunks()));
   }
+}
+
+TEST_CASE("synth alltoall: ranks sharing a vertex copy through its local bandwidth") {
+  // Two GPUs of two ranks each on a switch. Straight, the two pairs inside a GPU take 2 lambda of
+  // its 20 GB/s copy bandwidth (lambda = 10) while the links carry 4 lambda of 100; relaying a
+  // share x of them through the other GPU's ranks trades copy for link: 2 lambda (1 - x) <= 20
+  // and 4 lambda (1 + x) <= 100 give lambda* = 17.5 at x = 3/7.
+  Topology t = uniform(2, 100, 1);
+  for (collkit::topo::VertexId v : {collkit::topo::VertexId{1}, collkit::topo::VertexId{2}}) t.mutable_vertex(v).local_bw_gbps = 20;
+  t.add_rank(1);
+  t.add_rank(2);
+  Request req{Collective::AlltoAll, std::uint64_t{1} << 30, 4, 0};
+  auto plan = generate("synth", req, &t);
+  CHECK(param(*plan, "lp_gbps") == doctest::Approx(17.5).epsilon(1e-8));
+  CHECK_FALSE(plan->info().params.at("relays").empty());
+  SimOptions fair;
+  fair.model = LinkModel::MaxMin;
+  double lp = param(*plan, "lp_us"), us = simulate(*plan, t, fair).time_us;
+  CHECK(us >= lp * (1 - 1e-9));
+  CHECK(us <= lp * 1.001);
+  check_plan(*generate("synth", {Collective::AlltoAll, 8 * 64 * 16, 4, 0, 8}, &t, eight_chunks()));
+  // All ranks on one vertex of unknown copy speed: nothing bounds the rate, no LP optimum stated.
+  Topology one = uniform(1, 100, 1);
+  for (int r = 0; r < 2; ++r) one.add_rank(1);
+  auto free = generate("synth", {Collective::AlltoAll, 8 * 64 * 9, 3, 0, 8}, &one);
+  CHECK(free->info().params.count("lp_us") == 0);
+  check_plan(*free);
 }
 
 TEST_CASE("synth alltoall: a changed relay is caught, bad input refused") {
   Topology ring = ring_of_routers(40);
-  auto plan = generate("synth", {Collective::AlltoAll, 1 << 20, 4, 0}, &ring);
+  auto plan = generate("synth", {Collective::AlltoAll, 1 << 22, 4, 0}, &ring);
   CHECK(verify(*plan).ok);
   // A relay forwards the wrong chunk of what it holds.
   ExplicitPlan bad = materialize(*plan);

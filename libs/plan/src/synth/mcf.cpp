@@ -16,6 +16,7 @@
 #include <glpk.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -52,7 +53,7 @@ ConcurrentFlow max_concurrent_flow(const topo::Topology& t, int p) {
   auto P = static_cast<std::size_t>(p);
   // Each ordered pair's route as the LP rows of the link directions it crosses.
   topo::Router router(t);
-  std::vector<int> row_of(2 * t.num_links(), 0);
+  std::vector<int> row_of(2 * t.num_links() + t.num_vertices(), 0);
   std::vector<double> capacity;
   std::vector<std::vector<int>> route(P * P);
   std::vector<double> crossing;  // n_e
@@ -62,18 +63,28 @@ ConcurrentFlow max_concurrent_flow(const topo::Topology& t, int p) {
       topo::Path path = router.route_ranks(static_cast<topo::Rank>(a), static_cast<topo::Rank>(b));
       if (!path.found)
         throw InputError("synth: no route from rank " + std::to_string(a) + " to rank " + std::to_string(b) + " for the AlltoAll flow LP");
-      for (const topo::Hop& h : path.hops) {
-        int& row = row_of[h.channel()];
+      auto use = [&](std::size_t resource, double bw) {
+        int& row = row_of[resource];
         if (row == 0) {
-          capacity.push_back(t.link(h.link).bw_gbps);
+          capacity.push_back(bw);
           crossing.push_back(0);
           row = static_cast<int>(capacity.size());
         }
         crossing[static_cast<std::size_t>(row - 1)] += 1;
         route[P * static_cast<std::size_t>(a) + static_cast<std::size_t>(b)].push_back(row);
-      }
+      };
+      for (const topo::Hop& h : path.hops) use(h.channel(), t.link(h.link).bw_gbps);
+      // Two ranks on one vertex copy through its local bandwidth, one resource as the simulator
+      // has it; free when unknown (0).
+      topo::VertexId v = t.rank_vertex(static_cast<topo::Rank>(a));
+      if (path.hops.empty() && t.vertex(v).local_bw_gbps > 0) use(2 * t.num_links() + v, t.vertex(v).local_bw_gbps);
     }
   int links = static_cast<int>(capacity.size());
+  ConcurrentFlow out;
+  if (links == 0) {  // nothing limits the rate: every pair shares a vertex of unknown copy speed
+    out.rate_gbps = std::numeric_limits<double>::infinity();
+    return out;
+  }
   auto pair_row = [&](int s, int d) { return links + 1 + s * (p - 1) + (d < s ? d : d - 1); };
 
   std::unique_ptr<glp_prob, LpDeleter> owner(glp_create_prob());
@@ -131,7 +142,6 @@ ConcurrentFlow max_concurrent_flow(const topo::Topology& t, int p) {
     columns.push_back(col);
   };
 
-  ConcurrentFlow out;
   std::vector<double> price(P * P, 0.0);  // P(u, v): the link duals summed along the route
   struct Offer {
     double gain;

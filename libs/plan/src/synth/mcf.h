@@ -30,8 +30,9 @@ struct ConcurrentFlow {
   int rounds = 0;  ///< simplex solves: column generation rounds, plus one to trim relays
 };
 
-/// The maximum concurrent flow among the first p ranks (one per vertex, p >= 2), over the routes
-/// between them, each link carrying its bandwidth per direction. The optimal rate is exact (to the
+/// The maximum concurrent flow among the first p ranks (p >= 2), over the routes between them,
+/// each link carrying its bandwidth per direction, ranks on one vertex copying through its
+/// local_bw_gbps (infinity when no pair crosses anything of known bandwidth). The optimal rate is exact (to the
 /// simplex's tolerance); among the flows at that rate it returns one that relays as little as it
 /// can (a second LP), so that straight sends carry what they can. Throws InputError when two ranks
 /// have no route, Error when GLPK fails.
