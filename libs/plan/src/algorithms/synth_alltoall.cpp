@@ -3,12 +3,13 @@
 // is split into m chunks (--pipeline m, default 64); the LP's share of commodity (s, d) relayed
 // through rank c becomes a whole number of those chunks (largest remainders), sent s -> c one chunk
 // at a time, each forwarded c -> d from the relay's scratch as it arrives; the rest of the block
-// goes straight, also chunk by chunk, so that the paths sharing a link take turns. Each ordered
-// pair's first-hop transfers have a channel (p (p - 1)), each relayed path another for its
-// forwards: a rank posts its sends, then its receives, then its forwards (each after its
-// receive), then the receives of forwarded chunks, so no wait closes a cycle. The relays are
-// stored in the plan (param "relays": "s>c>d:chunks", ';'-separated) with the LP's optimum
-// ("lp_gbps" lambda*, "lp_us" = bytes / p over it), so a rank's program needs no topology.
+// goes straight, also chunk by chunk, so that the paths sharing a link take turns. A rank's first
+// hops go out on lanes, a channel each (param "lanes": one per peer, or one per link out of the
+// rank, whichever the simulator finds faster), each relayed path has a channel for its forwards:
+// a rank posts its sends, then its receives, then its forwards (each after its receive), then
+// the receives of forwarded chunks, so no wait closes a cycle. The relays are stored in the plan
+// (param "relays": "s>c>d:chunks", ';'-separated) with the LP's optimum ("lp_gbps" lambda*,
+// "lp_us" = bytes / p over it), so a rank's program needs no topology.
 //                                 T ~ (n / p) / lambda*, lambda* the LP's concurrent rate
 //
 // The registered "synth" is this file's front: AlltoAll here, every other collective to the
@@ -27,6 +28,8 @@
 #include "all.h"
 #include "bounds_internal.h"
 #include "collkit/core/error.h"
+#include "collkit/plan/simulate.h"
+#include "collkit/topo/routing.h"
 #include "common.h"
 #include "synth/mcf.h"
 
@@ -140,6 +143,57 @@ std::vector<Hop> parse_hops(const PlanInfo& info, int p, int m) {
   return hops;
 }
 
+/// The "lanes" parameter read back and checked: per rank a, for each peer a + k (k = 1..p-1), the
+/// lane its transfers take, lanes numbered from 0 in the order first used.
+std::vector<std::vector<int>> parse_lanes(const PlanInfo& info, int p) {
+  auto it = info.params.find("lanes");
+  if (it == info.params.end()) throw InputError("synth: plan parameter lanes is missing");
+  auto bad = [](const std::string& why) { return InputError("synth: plan parameter lanes: " + why); };
+  const std::string& text = it->second;
+  std::vector<std::vector<int>> lanes(1);
+  const char* c = text.data();
+  const char* end = c + text.size();
+  while (c < end) {
+    int v = 0;
+    auto [q, ec] = std::from_chars(c, end, v);
+    if (ec != std::errc() || v < 0 ||
+        v > static_cast<int>(lanes.back().empty() ? 0 : *std::max_element(lanes.back().begin(), lanes.back().end()) + 1))
+      throw bad("expected the next lane number at character " + std::to_string(c - text.data()));
+    lanes.back().push_back(v);
+    c = q;
+    if (c < end && *c == ';') lanes.emplace_back();
+    if (c < end && (*c == ',' || *c == ';')) ++c;
+  }
+  if (lanes.size() != static_cast<std::size_t>(p)) throw bad(std::to_string(lanes.size()) + " ranks, expected " + std::to_string(p));
+  for (std::size_t a = 0; a < lanes.size(); ++a)
+    if (lanes[a].size() != static_cast<std::size_t>(p - 1))
+      throw bad("rank " + std::to_string(a) + " has " + std::to_string(lanes[a].size()) + " peers, expected " + std::to_string(p - 1));
+  return lanes;
+}
+
+/// Per rank, its peers' lanes (param lanes), numbered in peer order, with their total: a lane per
+/// peer, or (by_link) one per link the routes to them leave the rank by (ranks of its own vertex:
+/// one more).
+std::pair<std::string, int> lanes_of(const topo::Topology& t, int p, bool by_link) {
+  topo::Router router(t);
+  std::string text;
+  int total = 0;
+  for (int a = 0; a < p; ++a) {
+    std::map<std::size_t, int> lane;
+    for (int k = 1; k < p; ++k) {
+      std::size_t key = static_cast<std::size_t>(k);
+      if (by_link) {
+        topo::Path path = router.route_ranks(static_cast<topo::Rank>(a), static_cast<topo::Rank>((a + k) % p));
+        key = path.hops.empty() ? 0 : path.hops[0].channel() + 1;
+      }
+      int l = lane.emplace(key, static_cast<int>(lane.size())).first->second;
+      text += (k > 1 ? "," : (a > 0 ? ";" : "")) + std::to_string(l);
+    }
+    total += static_cast<int>(lane.size());
+  }
+  return {text, total};
+}
+
 /// Per relay rank, its scratch block for each hop through it (hops' order); and the most any rank holds.
 std::pair<std::vector<int>, int> scratch_slots(const std::vector<Hop>& hops, int p) {
   std::vector<int> slot(hops.size()), used(static_cast<std::size_t>(p), 0);
@@ -193,17 +247,33 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     int slots = scratch_slots(hops, p).second;
     info.scratch_chunks = static_cast<std::uint32_t>(slots * m);
     info.scratch_bytes = static_cast<std::uint64_t>(slots) * block;
-    // A channel per relay path (forwarding through one shared channel, a relay stalled the chunks
-    // of every source behind the one whose chunk had not come yet).
-    std::size_t channels = static_cast<std::size_t>(p) * static_cast<std::size_t>(p - 1) + hops.size();
-    if (channels > 65535)
-      throw InputError("synth: AlltoAll on " + std::to_string(p) + " ranks relaying " + std::to_string(hops.size()) + " paths needs " +
-                       std::to_string(channels) + " channels, more than a plan holds (65535)");
-    info.channels = static_cast<std::uint16_t>(channels);
-  } else {
-    info.params["pipeline"] = "1";
+    info.params["relays"] = format_hops(hops);
+    // Lanes: a channel per peer keeps every route busy at once; a lane per link out of the rank
+    // takes the peers behind one NIC in turn, which the Queue model packs without the gaps that
+    // reservations of many routes through two NICs leave (two DGX hosts: 1.24 -> 1.002 x the LP),
+    // but on a torus or DGX-1's PCIe it sends one shift of the ranks at a time, and some links
+    // idle (2 x). Both are laid out and the faster under the default simulation kept.
+    auto lay = [&](bool by_link) {
+      PlanInfo x = info;
+      auto [lanes, total] = lanes_of(*t, p, by_link);
+      x.params["lanes"] = lanes;
+      // A channel per relay path too: forwarding through one shared channel, a relay stalled the
+      // chunks of every source behind the one whose chunk had not come yet.
+      std::size_t channels = static_cast<std::size_t>(total) + hops.size();
+      if (channels > 65535)
+        throw InputError("synth: AlltoAll on " + std::to_string(p) + " ranks relaying " + std::to_string(hops.size()) + " paths needs " +
+                         std::to_string(channels) + " channels, more than a plan holds (65535)");
+      x.channels = static_cast<std::uint16_t>(channels);
+      return x;
+    };
+    PlanInfo per_peer = lay(false), per_link = lay(true);
+    if (per_link.params.at("lanes") == per_peer.params.at("lanes")) return per_peer;
+    double peer_us = simulate(GeneratedPlan(per_peer, *make_synth_front()), *t).time_us;
+    double link_us = simulate(GeneratedPlan(per_link, *make_synth_front()), *t).time_us;
+    return link_us < peer_us ? per_link : per_peer;
   }
-  info.params["relays"] = format_hops(hops);
+  info.params["pipeline"] = "1";
+  info.params["relays"] = "";
   return info;
 }
 
@@ -251,28 +321,55 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
   auto held = [&](int i, int j) {
     return scratch(u32(slot[static_cast<std::size_t>(i)] * m + hops[static_cast<std::size_t>(i)].first + j));
   };
-  // Transfer a -> b from its source on channel a (p - 1) + (b - a - 1) mod p: a channel carries
-  // one pair's chunks one way only, so no rank's receive waits behind its own sends (a channel
-  // per peer distance had rank r's receives from r - k behind its sends to r + k).
-  auto first_hop = [&](int a, int b) { return static_cast<std::uint16_t>(a * (p - 1) + mod(b - a - 1)); };
-  auto forward = [p](int hop) { return static_cast<std::uint16_t>(p * (p - 1) + hop); };
+  // Transfer a -> b from its source on a's lane for b (param lanes: the transfers whose routes
+  // leave a over one link share a lane), channel base(a) + lane: a channel carries one rank's
+  // chunks out, so no receive waits behind its rank's own sends. On a lane the chunks of every
+  // peer are interleaved by progress, peers at one progress in the order (b + a) mod p, so ranks
+  // sending over their own NICs to one group take its members in turn, not all the same first.
+  std::vector<std::vector<int>> lane = parse_lanes(info, p);
+  std::vector<int> base(P + 1, 0);
+  for (std::size_t a = 0; a < P; ++a) base[a + 1] = base[a] + 1 + *std::max_element(lane[a].begin(), lane[a].end());
+  auto lane_of = [&](int a, int b) { return lane[static_cast<std::size_t>(a)][static_cast<std::size_t>(mod(b - a - 1))]; };
+  auto forward = [&](int hop) { return static_cast<std::uint16_t>(base[P] + hop); };
   auto straight_from = [&](int s, int d) { return straight[static_cast<std::size_t>(s) * P + static_cast<std::size_t>(d)]; };
-  // 1. Own blocks leave, relayed and straight chunks interleaved; the own block is copied.
-  for (int k = 1; k < p; ++k) {
-    int b = mod(r + k), from = straight_from(r, b);
-    for (const Item& it : in_order([&](const Hop& h) { return h.s == r && h.via == b; }, m - from)) {
-      const Hop* h = it.hop < 0 ? nullptr : &hops[static_cast<std::size_t>(it.hop)];
-      ops.push_back(send(b, in(u32(h ? h->d * m + h->first + it.j : b * m + from + it.j)), 1, first_hop(r, b)));
+  struct Lane {
+    double at;
+    int rot, b;
+    Item it;
+  };
+  // Source a's chunks on lane l, in its order (only those to `only` when that is >= 0).
+  auto lane_items = [&](int a, int l, int only) {
+    std::vector<Lane> out;
+    std::vector<int> peers;  // the lane's peers by rank; peer i comes at (i - a) mod their number
+    for (int b = 0; b < p; ++b)
+      if (b != a && lane_of(a, b) == l) peers.push_back(b);
+    auto n = static_cast<int>(peers.size());
+    for (int i = 0; i < n; ++i) {
+      int b = peers[static_cast<std::size_t>(i)];
+      if (only >= 0 && b != only) continue;
+      for (const Item& it : in_order([&](const Hop& h) { return h.s == a && h.via == b; }, m - straight_from(a, b)))
+        out.push_back({it.at, ((i - a) % n + n) % n, b, it});
     }
-  }
+    std::stable_sort(out.begin(), out.end(), [](const Lane& x, const Lane& y) { return x.at != y.at ? x.at < y.at : x.rot < y.rot; });
+    return out;
+  };
+  // 1. Own blocks leave, relayed and straight chunks interleaved; the own block is copied.
+  for (int l = 0; l < base[static_cast<std::size_t>(r) + 1] - base[static_cast<std::size_t>(r)]; ++l)
+    for (const Lane& x : lane_items(r, l, -1)) {
+      const Hop* h = x.it.hop < 0 ? nullptr : &hops[static_cast<std::size_t>(x.it.hop)];
+      ops.push_back(send(x.b, in(u32(h ? h->d * m + h->first + x.it.j : x.b * m + straight_from(r, x.b) + x.it.j)), 1,
+                         static_cast<std::uint16_t>(base[static_cast<std::size_t>(r)] + l)));
+    }
   ops.push_back(copy(in(u32(r * m)), out(u32(r * m)), u32(m), 0));
   // 2. What comes from each source: chunks to relay into scratch, the rest into the output.
   std::vector<std::vector<std::uint32_t>> got(hops.size());
   for (int k = 1; k < p; ++k) {
-    int a = mod(r - k), from = straight_from(a, r);
-    for (const Item& it : in_order([&](const Hop& h) { return h.s == a && h.via == r; }, m - from)) {
+    int a = mod(r - k), from = straight_from(a, r), l = lane_of(a, r);
+    for (const Lane& x : lane_items(a, l, r)) {
+      const Item& it = x.it;
       if (it.hop >= 0) got[static_cast<std::size_t>(it.hop)].push_back(u32(static_cast<int>(ops.size())));
-      ops.push_back(recv(a, it.hop < 0 ? out(u32(a * m + from + it.j)) : held(it.hop, it.j), 1, first_hop(a, r)));
+      ops.push_back(recv(a, it.hop < 0 ? out(u32(a * m + from + it.j)) : held(it.hop, it.j), 1,
+                         static_cast<std::uint16_t>(base[static_cast<std::size_t>(a)] + l)));
     }
   }
   // 3. Forwards, each after its chunk's arrival, on the path's own channel; 4. the chunks
