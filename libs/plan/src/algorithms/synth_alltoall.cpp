@@ -324,11 +324,15 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
   // Transfer a -> b from its source on a's lane for b (param lanes: the transfers whose routes
   // leave a over one link share a lane), channel base(a) + lane: a channel carries one rank's
   // chunks out, so no receive waits behind its rank's own sends. On a lane the chunks of every
-  // peer are interleaved by progress, peers at one progress in the order (b + a) mod p, so ranks
-  // sending over their own NICs to one group take its members in turn, not all the same first.
+  // peer are interleaved by progress, and at one progress peer i of its n (by rank) goes at
+  // (i - a) mod n, so ranks sending over their own NICs to one host take its ranks in turn, not
+  // all the same one first (and on one switch, rank a + 1 + t at turn t: a permutation each turn).
   std::vector<std::vector<int>> lane = parse_lanes(info, p);
   std::vector<int> base(P + 1, 0);
   for (std::size_t a = 0; a < P; ++a) base[a + 1] = base[a] + 1 + *std::max_element(lane[a].begin(), lane[a].end());
+  if (static_cast<std::size_t>(base[P]) + hops.size() > info.channels)
+    throw InputError("synth: plan parameters lanes and relays need " + std::to_string(static_cast<std::size_t>(base[P]) + hops.size()) +
+                     " channels, the plan has " + std::to_string(info.channels));
   auto lane_of = [&](int a, int b) { return lane[static_cast<std::size_t>(a)][static_cast<std::size_t>(mod(b - a - 1))]; };
   auto forward = [&](int hop) { return static_cast<std::uint16_t>(base[P] + hop); };
   auto straight_from = [&](int s, int d) { return straight[static_cast<std::size_t>(s) * P + static_cast<std::size_t>(d)]; };
