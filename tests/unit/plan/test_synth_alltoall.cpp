@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "collkit/core/error.h"
@@ -201,6 +202,14 @@ TEST_CASE("synth alltoall: a changed relay is caught, bad input refused") {
                        "synth: plan parameter lanes: expected the next lane number at character 2", collkit::InputError);
   CHECK_THROWS_WITH_AS(lanes("0,1;0,1,2;0,1,2;0,1,2").program(0), "synth: plan parameter lanes: rank 0 has 2 peers, expected 3",
                        collkit::InputError);
+  PlanInfo few = info;
+  few.params["lanes"] = "0,1,2;0,1,2;0,1,2;0,1,2";  // a lane per peer: 12 channels before the relays'
+  few.channels = 12;
+  auto relayed = std::count(few.params.at("relays").begin(), few.params.at("relays").end(), ';') + 1;
+  CHECK_THROWS_WITH_AS(
+      GeneratedPlan(few, algorithm("synth")).program(0),
+      ("synth: plan parameters lanes and relays need " + std::to_string(12 + relayed) + " channels, the plan has 12").c_str(),
+      collkit::InputError);
   REQUIRE(info.params.at("pipeline") == "64");
   CHECK_THROWS_WITH_AS(refused("0>1>2:65").program(0), "synth: plan parameter relays: commodity 0>2 relays more than its 64 chunks",
                        collkit::InputError);
