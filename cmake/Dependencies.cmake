@@ -12,6 +12,17 @@ pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(Threads REQUIRED)
 
+# GLPK (libglpk-dev) solves the AlltoAll synthesizer's flow LP (libs/plan/src/synth/mcf.cpp). It
+# ships neither a CMake package nor a pkg-config file.
+find_path(GLPK_INCLUDE_DIR glpk.h)
+find_library(GLPK_LIBRARY glpk)
+if(NOT GLPK_INCLUDE_DIR OR NOT GLPK_LIBRARY)
+  message(FATAL_ERROR "collkit: GLPK not found (glpk.h, libglpk): install the Debian package libglpk-dev (scripts/setup-deps.sh)")
+endif()
+add_library(GLPK::GLPK INTERFACE IMPORTED)
+target_include_directories(GLPK::GLPK INTERFACE ${GLPK_INCLUDE_DIR})
+target_link_libraries(GLPK::GLPK INTERFACE ${GLPK_LIBRARY})
+
 find_path(IBVERBS_INCLUDE_DIR infiniband/verbs.h)
 find_library(IBVERBS_LIBRARY ibverbs)
 if(IBVERBS_INCLUDE_DIR AND IBVERBS_LIBRARY)

@@ -133,6 +133,16 @@ void print_prediction(const plan::PlanInfo& i) {
   std::cout << "\n";
 }
 
+// A synthesised AlltoAll's flow LP optimum (param lp_us), beside the cut bound printed before it:
+// the best any plan of sends over the topology's routes can do.
+void print_flow_lp(const plan::PlanInfo& i, double time_us) {
+  auto it = i.params.find("lp_us");
+  if (it == i.params.end()) return;
+  double lp = std::stod(it->second);
+  std::cout << fmt::format("  flow LP optimum {} us ({} GB/s per pair over the ranks' routes)  gap {:.1f}%\n", us(lp),
+                           i.params.at("lp_gbps"), 100.0 * (time_us - lp) / lp);
+}
+
 // AllReduce's bound for plans shaped as a ReduceScatter then an AllGather, beside the bound that
 // holds for every plan (a tree can beat the former).
 void print_rs_ag(const plan::Bound& b) {
@@ -166,6 +176,7 @@ int run_generate(const Options& o) {
     std::cout << fmt::format("{} {} of {} on {} ranks: {} channel(s), wrote {}\n", out->info().algorithm, plan::to_string(req.coll),
                              collkit::format_size_bytes(req.bytes), nranks, out->info().channels, o.output);
     print_prediction(out->info());
+    if (out->info().predicted_us > 0) print_flow_lp(out->info(), out->info().predicted_us);
     if (t && out->info().predicted_us > 0) print_rs_ag(plan::lower_bound(req, *t));
     if (!why.empty()) std::cout << "  auto chose " << why << "\n";
   }
@@ -207,6 +218,7 @@ int run_simulate(const Options& o) {
                            r.events);
   std::cout << fmt::format("  bound {} us (bandwidth {} us, latency {} us)  gap {:.1f}%\n", us(b.time_us()), us(b.bandwidth_us),
                            us(b.latency_us), plan::gap_percent(r.time_us, b));
+  print_flow_lp(p->info(), r.time_us);
   print_rs_ag(b);
   if (!b.witness.empty()) std::cout << "  bound witness: " << b.witness << "\n";
   if (!r.busiest.empty()) {

@@ -27,6 +27,12 @@ for coll in allreduce reducescatter allgather alltoall broadcast reduce; do
   done
 done
 
+# synth AlltoAll: the flow LP's optimum beside the bound (dgx-h100 x2: the NICs bind, 6.25 GB/s a pair).
+"$plan" generate --topo "$TMP/t.json" --coll alltoall --size 1G --algo synth -o "$TMP/a2a.json" >"$TMP/a2a.txt"
+expect_eq "$(grep -c "^  flow LP optimum 10737.42 us (6.25 GB/s per pair over the ranks' routes)  gap " "$TMP/a2a.txt")" 1 \
+  "synth alltoall: LP optimum printed"
+"$plan" verify "$TMP/a2a.json" >/dev/null && ok "synth alltoall verifies" || bad "synth alltoall verify"
+
 # A ring's 8 channels: channel 0 runs, the other 7 are checked to be its images (docs/plan.md).
 "$plan" generate --topo "$TMP/t.json" --coll allreduce --size 1M --algo ring -o "$TMP/ring8.json" >/dev/null
 expect_eq "$("$plan" verify "$TMP/ring8.json" | sed 's/.*(//')" \

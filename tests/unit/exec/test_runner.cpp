@@ -185,6 +185,32 @@ TEST_CASE(
   CHECK(runs == 96);
 }
 
+TEST_CASE("synth: AlltoAll from the flow LP runs exactly on the topologies it was made for, threads as ranks") {
+  // A star of one NVSwitch (straight sends only), DGX-1's cube-mesh (chunks relayed over NVLink)
+  // and two DGX H100 hosts (a lane per link out of each rank: the peers behind a NIC in turn), each
+  // laid out at 1 GiB as it would be planned, then run at a small size.
+  int runs = 0;
+  for (auto [node, hosts] : {std::pair{"dgx-a100", 1}, {"dgx1-v100", 1}, {"dgx-h100", 2}}) {
+    topo::Topology t = topo::synth({node, hosts, ""});
+    int n = static_cast<int>(t.num_ranks());
+    auto p0 = plan::generate(
+        "synth",
+        {Collective::AlltoAll, (std::uint64_t{1} << 30) / static_cast<std::uint64_t>(n * n) * static_cast<std::uint64_t>(n * n), n, 0}, &t);
+    if (hosts == 2) CHECK(p0->info().channels < n * (n - 1));  // fewer lanes than peers
+    if (std::string(node) == "dgx1-v100") CHECK_FALSE(p0->info().params.at("relays").empty());
+    for (DataType dt : {DataType::Float32, DataType::Int8}) {
+      auto p = plan::resized(*p0, plan::granularity(p0->info()).even * size_of(dt), size_of(dt));
+      Job job{p->info().req, dt, RedOp::Sum};
+      INFO(node << " x" << hosts << " " << to_string(dt));
+      CHECK(run_threads(*p, job, Placement::OutOfPlace, InPlaceMode::Direct) == 0);
+      bool safe = plan::in_place_problem(*p).empty();
+      CHECK(run_threads(*p, job, Placement::InPlace, safe ? InPlaceMode::Direct : InPlaceMode::Staged) == 0);
+      ++runs;
+    }
+  }
+  CHECK(runs == 6);
+}
+
 TEST_CASE("uneven sizes: every algorithm, collective and datatype, chunks split at whole elements, threads as ranks") {
   const Collective colls[] = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
                               Collective::AlltoAll,  Collective::Broadcast,     Collective::Reduce};

@@ -22,6 +22,8 @@ const Algorithm* make_twoshot();
 const Algorithm* make_scatter_allgather();
 const Algorithm* make_reducescatter_gather();
 const Algorithm* make_synth();
+/// "synth" as registered: AlltoAll's flow LP (synth_alltoall.cpp) in front of make_synth()'s trees.
+const Algorithm* make_synth_front();
 
 /// Every factory, in the registry's order.
 std::vector<AlgorithmFactory> algorithm_factories();
