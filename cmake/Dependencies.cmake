@@ -9,6 +9,8 @@ find_package(pugixml REQUIRED)
 find_package(Boost 1.74 REQUIRED)            # header-only Boost.Graph (max-flow)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
+# coll-plan shell's line editing, history and completion (BSD libedit: readline's API, BSD licence).
+pkg_check_modules(LIBEDIT REQUIRED IMPORTED_TARGET libedit)
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(Threads REQUIRED)
 

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -23,6 +24,7 @@
 #include "collkit/plan/show.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/io.h"
+#include "shell.h"
 #include "subcommands.h"
 
 namespace plan = collkit::plan;
@@ -56,6 +58,9 @@ struct Options {
   int rank_count = 1;
   std::string max_memory;  // verify: "" = what the host has available
   std::string results_file;  // compare
+  std::vector<std::string> shell_topos;  // shell
+  bool strict = false;
+  std::string history;
 };
 
 plan::Collective collective(const std::string& s) {
@@ -313,6 +318,15 @@ int run_compare(const Options& o) {
   return 0;
 }
 
+int run_shell(const Options& o) {
+  std::string history = o.history;
+  if (history.empty()) {
+    const char* home = std::getenv("HOME");
+    history = std::string(home && *home ? home : ".") + "/.coll-plan_history";
+  }
+  return collkit::shell::run_shell(o.shell_topos, o.strict, history);
+}
+
 int main(int argc, char** argv) {
   // Expanding a plan allocates and frees a program per rank (1.5 MB for a 1024-rank ring); glibc
   // would hand each back to the kernel and fault it in again, a sixth of verify's time. Keep them.
@@ -386,6 +400,11 @@ int main(int argc, char** argv) {
   show->add_option("--rank", o.first_rank, "first rank to list (default 0)")->check(CLI::NonNegativeNumber);
   show->add_option("--count", o.rank_count, "ranks to list (default 1)")->check(CLI::PositiveNumber);
 
+  auto* shell = app.add_subcommand("shell", "the interactive planner: one session, what-if edits with undo; reads a script from stdin");
+  shell->add_option("--topo", o.shell_topos, "topology files or node presets to start with (the last one stays loaded)");
+  shell->add_flag("--strict", o.strict, "script mode: stop at the first failing command, with its exit code");
+  shell->add_option("--history", o.history, "history file (default ~/.coll-plan_history)");
+
   return collkit::app::run<Options>(app, argc, argv, o,
                                     {{gen, run_generate},
                                      {ver, run_verify},
@@ -393,5 +412,6 @@ int main(int argc, char** argv) {
                                      {swp, run_sweep},
                                      {exp, run_export},
                                      {show, run_show},
-                                     {cmp, run_compare}});
+                                     {cmp, run_compare},
+                                     {shell, run_shell}});
 }
