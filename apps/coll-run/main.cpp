@@ -52,9 +52,10 @@ exec::RunOptions options(const Flags& f, const CLI::App& app);
 
 // Runs `body(world)` on every rank of the job. Errors every rank meets alike (bad input, an
 // unsupported request) are printed once, by rank 0, and every rank exits with the code; an error
-// of one rank (a stalled peer, a failed call) is printed by that rank, which then calls the roll
-// (every rank that gives up does: survivors of one fault name the ranks that are gone, not only
-// the peer each waited on), lingers a second so that the others print too, and ends the job.
+// of one rank (a stalled peer, a failed call) is printed by that rank, which then ends the job. A
+// rank that gave up waiting first calls the roll (every rank that times out does: survivors of one
+// fault name the ranks that are gone, not only the peer each waited on) and lingers a second so
+// that the others print too.
 template <class Body>
 int in_job(double timeout_s, Body&& body) {
   exec::World world;
@@ -66,7 +67,7 @@ int in_job(double timeout_s, Body&& body) {
   } catch (const collkit::UnsupportedError& e) {
     if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
     return collkit::exit_code_for(e);
-  } catch (const std::exception& e) {
+  } catch (const collkit::TimeoutError& e) {
     std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
     if (world.size() > 1) {
       double grace = std::min(timeout_s, 3.0);
@@ -77,6 +78,9 @@ int in_job(double timeout_s, Body&& body) {
                   << std::flush;
       std::this_thread::sleep_for(std::chrono::seconds(1));
     }
+    world.abort(collkit::exit_code_for(e));
+  } catch (const std::exception& e) {
+    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
     world.abort(collkit::exit_code_for(e));
   }
 }

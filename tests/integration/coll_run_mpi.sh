@@ -26,7 +26,8 @@ for np in 2 3 4; do
     "['bruck', 'direct', 'hier', 'pairwise', 'rd', 'reducescatter_gather', 'rhd', 'ring', 'scatter_allgather', 'synth', 'tree', 'twoshot']" \
     "np $np algorithms run"
   expect_eq "$(json_get "$TMP/all$np.json" 'sorted({t["collective"] for t in j["tables"] if t["algorithm"] == "synth"})')" \
-    "['allgather', 'allreduce', 'broadcast', 'reduce', 'reducescatter']" "np $np synth's collectives (one root's trees for broadcast, reduce)"
+    "['allgather', 'allreduce', 'alltoall', 'broadcast', 'reduce', 'reducescatter']" \
+    "np $np synth's collectives (one root's trees for broadcast, reduce; the flow LP for alltoall)"
   expect_eq "$(json_get "$TMP/all$np.json" 'len({(t["collective"], t["type"], t.get("redop")) for t in j["tables"]})')" \
     "$((7 * (5 * 3 + 3)))" "np $np collective x datatype x operator tables"
   expect_eq "$(json_get "$TMP/all$np.json" 'all(r["in_place"]["wrong"] == 0 and r["out_of_place"]["wrong"] == 0 for t in j["tables"] for r in t["rows"])')" \

@@ -396,8 +396,8 @@ void Runner::stalled() const {
   if (waits.empty()) waits = "nothing posted (ops wait on each other)";
   char t[32];
   std::snprintf(t, sizeof t, "%g", timeout_s_);
-  throw SystemError("rank " + std::to_string(prog_.rank) + ": no progress for " + t + " s: waiting on " + waits +
-                    (more ? " and " + std::to_string(more) + " more" : std::string()));
+  throw TimeoutError("rank " + std::to_string(prog_.rank) + ": no progress for " + t + " s: waiting on " + waits +
+                     (more ? " and " + std::to_string(more) + " more" : std::string()));
 }
 
 }  // namespace collkit::exec::detail

@@ -118,8 +118,8 @@ std::vector<double> probe_receives(Transport& t, const World& world, std::uint64
         }
         if (!done.empty()) last = World::now();
         if (World::now() - last > timeout_s)
-          throw SystemError("rank " + std::to_string(me) + ": no progress for " + std::to_string(timeout_s) + " s while probing rank " +
-                            std::to_string(from));
+          throw TimeoutError("rank " + std::to_string(me) + ": no progress for " + std::to_string(timeout_s) + " s while probing rank " +
+                             std::to_string(from));
       }
     }
   return times;

@@ -31,7 +31,7 @@ void wait_all(MPI_Request* reqs, int n, double timeout_s, const std::string& wha
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       char t[32];
       std::snprintf(t, sizeof t, "%g", timeout_s);
-      throw SystemError("rank " + std::to_string(rank) + ": no progress for " + t + " s while " + what);
+      throw TimeoutError("rank " + std::to_string(rank) + ": no progress for " + t + " s while " + what);
     }
     std::this_thread::yield();
   }

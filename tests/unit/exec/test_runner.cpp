@@ -353,3 +353,33 @@ TEST_CASE("a plan whose copies stream still computes exactly, threads as ranks")
     CHECK(run_threads(*p, job, Placement::InPlace, InPlaceMode::Direct) == 0);
   }
 }
+
+namespace {
+
+// A network where nothing ever arrives: every peer is gone.
+class Silent final : public detail::Transport {
+ public:
+  std::uint32_t post_send(int, std::uint16_t, const std::byte*, std::uint64_t) override { return next_++; }
+  std::uint32_t post_recv(int, std::uint16_t, std::byte*, std::uint64_t) override { return next_++; }
+  void poll(std::vector<std::uint32_t>&) override {}
+
+ private:
+  std::uint32_t next_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("a rank whose peers are gone stops after the timeout with a TimeoutError naming the op it waits on") {
+  auto p = plan::generate("ring", {Collective::AllReduce, 4096, 4, 0}, nullptr);
+  detail::RankProgram prog = detail::compile(*p, 0);
+  detail::Runner runner(prog, DataType::Float32, RedOp::Sum, 0.05);
+  std::vector<std::byte> in(prog.region_bytes[0] + 1), out(prog.region_bytes[1] + 1), scratch(prog.region_bytes[2] + 1);
+  Silent net;
+  CHECK_THROWS_AS(runner.run(net, {in.data(), out.data(), scratch.data()}), TimeoutError);
+  try {
+    runner.run(net, {in.data(), out.data(), scratch.data()});
+  } catch (const TimeoutError& e) {
+    CHECK(std::string(e.what()).rfind("rank 0: no progress for 0.05 s: waiting on op ", 0) == 0);
+    CHECK(exit_code_for(e) == 3);  // still a SystemError
+  }
+}

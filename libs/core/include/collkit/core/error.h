@@ -26,6 +26,14 @@ class SystemError : public Error {
   using Error::Error;
 };
 
+/// A wait on other ranks (or on a device) made no progress within its timeout; the message names
+/// what was waited on. A SystemError (exit code 3): coll-run's survivors of a fault call the roll
+/// on it (they name the ranks that are gone), which an error of this rank's own does not call for.
+class TimeoutError : public SystemError {
+ public:
+  using SystemError::SystemError;
+};
+
 /// The request is valid but this build or machine cannot do it. Exit code 4.
 class UnsupportedError : public Error {
  public:

@@ -228,7 +228,7 @@ class CudaBackend final : public Backend {
         if (detail::wall_seconds() - start > timeout_s_) {
           char t[32];
           std::snprintf(t, sizeof t, "%g", timeout_s_);
-          throw SystemError("cuda: GPU " + std::to_string(d) + " did not finish its queued copies and kernels in " + t + " s");
+          throw TimeoutError("cuda: GPU " + std::to_string(d) + " did not finish its queued copies and kernels in " + t + " s");
         }
       }
     }

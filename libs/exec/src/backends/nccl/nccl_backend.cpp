@@ -401,7 +401,7 @@ class NcclBackend final : public Backend {
       nccl::check(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError", comm_);
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) fail(std::string(call) + " failed: " + ncclGetErrorString(state) + " (" + ncclGetLastError(comm_) + ")");
-      if (detail::wall_seconds() - start > timeout_s_) fail(stalled(what));
+      if (detail::wall_seconds() - start > timeout_s_) fail<TimeoutError>(stalled(what));
     }
   }
 
@@ -425,8 +425,9 @@ class NcclBackend final : public Backend {
         done = now_done;
         last = detail::wall_seconds();
       } else if (detail::wall_seconds() - last > timeout_s_) {
-        fail(stalled(f.native ? "in " + native_name(setup_.job.req.coll)
-                              : done < f.used ? describe_round(done) : std::string("the plan's last local copies and kernels")));
+        fail<TimeoutError>(stalled(f.native        ? "in " + native_name(setup_.job.req.coll)
+                                   : done < f.used ? describe_round(done)
+                                                   : std::string("the plan's last local copies and kernels")));
       }
     }
     f.active = false;
@@ -445,11 +446,12 @@ class NcclBackend final : public Backend {
     return "rank " + std::to_string(world_.rank()) + ": no progress for " + t + " s: " + what;
   }
 
+  template <class E = SystemError>
   [[noreturn]] void fail(const std::string& message) {
     (void)ncclCommAbort(comm_);
     comm_ = nullptr;
     for (Flight& f : flights_) f.active = false;
-    throw SystemError(message);
+    throw E(message);
   }
 
   std::uint64_t fixed_bytes(const Setup& s) const {
