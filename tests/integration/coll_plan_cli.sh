@@ -144,6 +144,10 @@ json.dump(j, open(sys.argv[2], "w"))
 PY
 expect_fail 2 "coll-plan: error: $TMP/sg1-bad.json: synth: plan parameter trees: tree 0 does not lead rank 1 to its root 0" \
   "$plan" synth-info "$TMP/sg1-bad.json"
+python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j["params"]["lp_gbps"] = "fast"; json.dump(j, open(sys.argv[2], "w"))' \
+  "$TMP/a2a.json" "$TMP/a2a-bad.json"
+expect_fail 2 "coll-plan: error: $TMP/a2a-bad.json: plan parameter lp_gbps=\"fast\": expected a positive number" \
+  "$plan" synth-info "$TMP/a2a-bad.json"
 
 # Bad input: one line, exit 2 (or 3 for a missing file).
 rc=0; "$plan" generate --nranks 2 --algo spiral >/dev/null 2>"$TMP/err" || rc=$?

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "algorithms/common.h"
 #include "algorithms/synth_read.h"
 #include "bounds_internal.h"
 #include "collkit/core/error.h"
@@ -70,8 +71,8 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
   if (info.req.coll == Collective::AlltoAll) {
     SynthRelays r = read_synth_relays(info);
     s.chunks = r.m;
-    if (auto it = info.params.find("lp_gbps"); it != info.params.end()) s.lp_gbps = std::stod(it->second);
-    if (auto it = info.params.find("lp_us"); it != info.params.end()) s.lp_us = std::stod(it->second);
+    s.lp_gbps = algo::param_positive(info, "lp_gbps", 0);
+    s.lp_us = algo::param_positive(info, "lp_us", 0);
     std::set<int> via;
     for (const SynthRelay& h : r.relays) {
       via.insert(h.via);
