@@ -22,6 +22,7 @@
 #include "collkit/plan/io.h"
 #include "collkit/plan/planner.h"
 #include "collkit/plan/show.h"
+#include "collkit/plan/synth_info.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/io.h"
 #include "shell.h"
@@ -297,6 +298,20 @@ int run_show(const Options& o) {
   return 0;
 }
 
+int run_synth_info(const Options& o) {
+  auto p = plan::load(o.plan_file);
+  std::optional<topo::Topology> t;
+  if (!o.topo_file.empty()) t = topo::load(o.topo_file);
+  plan::SynthInfo info;
+  try {
+    info = plan::synth_info(*p, t ? &*t : nullptr, sim_options(o));
+  } catch (const collkit::InputError& e) {
+    throw collkit::InputError(o.plan_file + ": " + e.what());
+  }
+  std::cout << plan::describe_synth_info(info);
+  return 0;
+}
+
 }  // namespace
 
 int run_compare(const Options& o) {
@@ -404,6 +419,12 @@ int main(int argc, char** argv) {
   shell->add_option("--topo", o.shell_topos, "topology files or node presets to start with (the last one stays loaded)");
   shell->add_flag("--strict", o.strict, "script mode: stop at the first failing command, with its exit code");
   shell->add_option("--history", o.history, "history file (default ~/.coll-plan_history)");
+  auto* sinfo = app.add_subcommand("synth-info",
+                                   "a synthesised plan's trees (k, depth, fan-out, chunks) or flow LP; with --topo its "
+                                   "simulated time against the bound and the optimal rate");
+  sinfo->add_option("plan", o.plan_file, "plan file (made by --algo synth)")->required();
+  sinfo->add_option("--topo", o.topo_file, "simulate on this topology and compute the optimal rates");
+  add_sim_knobs(sinfo);
 
   return collkit::app::run<Options>(app, argc, argv, o,
                                     {{gen, run_generate},
@@ -412,6 +433,7 @@ int main(int argc, char** argv) {
                                      {swp, run_sweep},
                                      {exp, run_export},
                                      {show, run_show},
+                                     {sinfo, run_synth_info},
                                      {cmp, run_compare},
                                      {shell, run_shell}});
 }

@@ -107,6 +107,48 @@ expect_eq "$(python3 -c 'import sys,xml.etree.ElementTree as E; a = E.parse(sys.
 "$plan" generate --topo "$TMP/a100.json" --coll allgather --size 1M --algo synth --pipeline 64 -o "$TMP/sg.json"
 expect_fail 2 "coll-plan: error: rank 0 threadblock 0 needs 65 steps, MSCCL allows 64" "$plan" export --format msccl-xml "$TMP/sg.json"
 
+# synth-info: a synthesised plan's trees or flow LP; with --topo, the simulated time beside the
+# bound and the optimal rates (dgx-a100 x1: the optimum over every link counts GPUs relaying over
+# PCIe, 47.36 GB/s a root, which routed sends cannot, 42.86).
+"$plan" synth-info "$TMP/sb.json" >"$TMP/si.txt"
+expect_eq "$(sed -n 2p "$TMP/si.txt")" "  trees: k = 7 from root 3 (7 in all); depth deepest 2, mean 2.00; fan-out most 6, mean 3.50" \
+  "synth-info: broadcast's trees"
+expect_eq "$(sed -n 3p "$TMP/si.txt")" "  pipeline: 4 chunks per tree" "synth-info: broadcast's pipeline"
+"$plan" generate --topo "$TMP/a100.json" --coll allgather --size 1M --algo synth -o "$TMP/sg1.json" >/dev/null
+"$plan" synth-info "$TMP/sg1.json" --topo "$TMP/a100.json" >"$TMP/si.txt"
+expect_eq "$(sed -n 2p "$TMP/si.txt")" "  trees: k = 1 per rank (8 in all); depth deepest 1, mean 1.00; fan-out most 7, mean 7.00" \
+  "synth-info: allgather's trees"
+expect_eq "$(grep -c '^on dgx-a100: simulated [0-9.]* us  bound 2.77 us  gap ' "$TMP/si.txt")" 1 "synth-info: time and bound"
+expect_eq "$(grep -c '^    optimal over every link: *47.36 GB/s *2.77 us  simulated ' "$TMP/si.txt")" 1 "synth-info: optimum"
+expect_eq "$(grep -c '^    optimal over the routed links: *42.86 GB/s *3.06 us  simulated ' "$TMP/si.txt")" 1 "synth-info: routed optimum"
+expect_eq "$(grep -c '^    packed, k = 1: *42.86 GB/s' "$TMP/si.txt")" 1 "synth-info: packed rate"
+"$plan" generate --topo "$TMP/a100.json" --coll allreduce --size 1M --algo synth -o "$TMP/sr1.json" >/dev/null
+expect_eq "$("$plan" synth-info "$TMP/sr1.json" | sed -n 2p)" "  allreduce as rs-ag (ReduceScatter up every rank's trees, AllGather down them)" \
+  "synth-info: allreduce's form"
+"$plan" synth-info "$TMP/a2a.json" --topo "$TMP/t.json" >"$TMP/si.txt"
+expect_eq "$(sed -n 2,3p "$TMP/si.txt")" "  LP optimum 6.25 GB/s per pair over the ranks' routes: 10737.42 us
+  relays: 0 paths through 0 ranks, 0 of 15360 chunks (0.0%); 64 chunks per block" "synth-info: alltoall's LP"
+expect_eq "$(grep -c '^  over the LP optimum (10737.42 us): 1.0[0-9]* x$' "$TMP/si.txt")" 1 "synth-info: alltoall over its LP"
+expect_fail 2 "coll-plan: error: $TMP/r4.json: not a synthesised plan (algorithm ring); synth-info reads plans made by --algo synth" \
+  "$plan" synth-info "$TMP/r4.json"
+expect_fail 3 "coll-plan: error: $TMP/none.json: cannot open: No such file or directory" "$plan" synth-info "$TMP/none.json"
+expect_fail 2 "coll-plan: error: $TMP/a2a.json: simulate: the plan has 16 ranks but topology \"dgx-a100\" maps 8" \
+  "$plan" synth-info "$TMP/a2a.json" --topo "$TMP/a100.json"
+python3 - "$TMP/sg1.json" "$TMP/sg1-bad.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+trees = j["params"]["trees"].split(";")
+trees[0] = "-1,1,0,0,0,0,0,0"  # rank 1's parent is itself: it never reaches root 0
+j["params"]["trees"] = ";".join(trees)
+json.dump(j, open(sys.argv[2], "w"))
+PY
+expect_fail 2 "coll-plan: error: $TMP/sg1-bad.json: synth: plan parameter trees: tree 0 does not lead rank 1 to its root 0" \
+  "$plan" synth-info "$TMP/sg1-bad.json"
+python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j["params"]["lp_gbps"] = "fast"; json.dump(j, open(sys.argv[2], "w"))' \
+  "$TMP/a2a.json" "$TMP/a2a-bad.json"
+expect_fail 2 "coll-plan: error: $TMP/a2a-bad.json: plan parameter lp_gbps=\"fast\": expected a positive number" \
+  "$plan" synth-info "$TMP/a2a-bad.json"
+
 # Bad input: one line, exit 2 (or 3 for a missing file).
 rc=0; "$plan" generate --nranks 2 --algo spiral >/dev/null 2>"$TMP/err" || rc=$?
 [ "$rc" = 2 ] && grep -q '^coll-plan: error: unknown algorithm "spiral" (known: ring, .*)$' "$TMP/err" && ok "unknown algorithm" || bad "unknown algorithm: $rc $(cat "$TMP/err")"

@@ -1,6 +1,7 @@
 #include "common.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "collkit/core/error.h"
 
@@ -13,6 +14,16 @@ int param_int(const PlanInfo& info, const std::string& key, int fallback) {
   auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
   if (ec != std::errc() || p != it->second.data() + it->second.size())
     throw InputError("plan parameter " + key + "=\"" + it->second + "\": expected an integer");
+  return v;
+}
+
+double param_positive(const PlanInfo& info, const std::string& key, double fallback) {
+  auto it = info.params.find(key);
+  if (it == info.params.end()) return fallback;
+  double v = 0;
+  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || p != it->second.data() + it->second.size() || !std::isfinite(v) || v <= 0)
+    throw InputError("plan parameter " + key + "=\"" + it->second + "\": expected a positive number");
   return v;
 }
 

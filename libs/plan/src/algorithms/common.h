@@ -65,6 +65,8 @@ inline ChunkRef scratch(std::uint32_t c) { return {Buf::Scratch, c}; }
 
 /// An integer parameter of a PlanInfo, with a default; InputError naming the key when malformed.
 int param_int(const PlanInfo& info, const std::string& key, int fallback);
+/// A positive number parameter (a rate, a time), with a default; InputError naming the key when malformed.
+double param_positive(const PlanInfo& info, const std::string& key, double fallback);
 /// A rank permutation stored as "3,1,0,2"; empty or absent = identity of `n`. Checks it is one.
 std::vector<int> param_order(const PlanInfo& info, const std::string& key, int n);
 std::string format_order(const std::vector<int>& order);

@@ -29,6 +29,7 @@
 #include "synth/routed.h"
 #include "synth/split.h"
 #include "synth/trees.h"
+#include "synth_read.h"
 
 namespace collkit::plan {
 
@@ -172,6 +173,30 @@ Shape shape(const Request& req, std::string_view allreduce, int allreduce_root, 
   return s;
 }
 
+/// The plan's parameters checked as its programs need them, with the trees (none for one rank)
+/// and the shape they give.
+SynthTrees read_params(const PlanInfo& info, Shape& sh) {
+  const Request& req = info.req;
+  int p = req.nranks;
+  SynthTrees st;
+  st.k = param_int(info, "channels", 1);
+  st.m = param_int(info, "pipeline", kDefaultPipeline);
+  std::string allreduce = info.params.count("allreduce") ? info.params.at("allreduce") : std::string(kRsAg);
+  if (req.coll == Collective::AllReduce && allreduce != kRsAg && allreduce != kReduceBcast)
+    throw InputError("synth: plan parameter allreduce is \"" + allreduce + "\", expected " + std::string(kRsAg) + " or " +
+                     std::string(kReduceBcast));
+  int root_param = param_int(info, "root", 0);
+  if (root_param < 0 || root_param >= p) throw InputError("synth: plan parameter root " + std::to_string(root_param) + " is not a rank");
+  sh = shape(req, allreduce, root_param, std::max(st.k, 1), std::max(st.m, 1));
+  if (st.k < 1 || st.m < 1 || info.in_chunks != sh.in_chunks || info.out_chunks != sh.out_chunks)
+    throw InputError("synth: plan parameters channels=" + std::to_string(st.k) + ", pipeline=" + std::to_string(st.m) + " do not match " +
+                     std::to_string(info.in_chunks) + " input chunks");
+  if (req.coll == Collective::AllReduce) st.allreduce = allreduce;
+  st.root = sh.root;
+  if (p > 1) st.trees = parse_trees(info, p, st.k, sh.root);
+  return st;
+}
+
 class SynthAlgorithm final : public Algorithm {
  public:
   std::string_view name() const override { return "synth"; }
@@ -227,24 +252,15 @@ class SynthAlgorithm final : public Algorithm {
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
     const Request& req = info.req;
     int p = req.nranks;
-    int k = param_int(info, "channels", 1);
-    int m = param_int(info, "pipeline", kDefaultPipeline);
-    std::string allreduce = info.params.count("allreduce") ? info.params.at("allreduce") : std::string(kRsAg);
-    if (req.coll == Collective::AllReduce && allreduce != kRsAg && allreduce != kReduceBcast)
-      throw InputError("synth: plan parameter allreduce is \"" + allreduce + "\", expected " + std::string(kRsAg) + " or " +
-                       std::string(kReduceBcast));
-    int root_param = param_int(info, "root", 0);
-    if (root_param < 0 || root_param >= p) throw InputError("synth: plan parameter root " + std::to_string(root_param) + " is not a rank");
-    Shape sh = shape(req, allreduce, root_param, std::max(k, 1), std::max(m, 1));
-    if (k < 1 || m < 1 || info.in_chunks != sh.in_chunks || info.out_chunks != sh.out_chunks)
-      throw InputError("synth: plan parameters channels=" + std::to_string(k) + ", pipeline=" + std::to_string(m) + " do not match " +
-                       std::to_string(info.in_chunks) + " input chunks");
+    Shape sh;
+    SynthTrees st = read_params(info, sh);
+    int k = st.k, m = st.m;
     std::vector<Op> ops;
     if (p == 1) {
       ops.push_back(copy(in(0), out(0), info.out_chunks, 0));
       return ops;
     }
-    std::vector<std::vector<int>> trees = parse_trees(info, p, k, sh.root);
+    std::vector<std::vector<int>> trees = std::move(st.trees);
     int slots = fanout(trees);
     int tree_channels = static_cast<int>(trees.size()) * slots;
     auto um = static_cast<std::uint32_t>(m), unit = static_cast<std::uint32_t>(k * m);
@@ -452,6 +468,11 @@ class SynthAlgorithm final : public Algorithm {
 };
 
 }  // namespace
+
+SynthTrees read_synth_trees(const PlanInfo& info) {
+  Shape sh;
+  return read_params(info, sh);
+}
 
 const Algorithm* make_synth() {
   static const SynthAlgorithm a;

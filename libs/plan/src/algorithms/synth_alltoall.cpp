@@ -32,6 +32,7 @@
 #include "collkit/topo/routing.h"
 #include "common.h"
 #include "synth/mcf.h"
+#include "synth_read.h"
 
 namespace collkit::plan {
 
@@ -277,12 +278,19 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
   return info;
 }
 
-std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
+/// Chunks per block (param pipeline), checked against the plan's chunks.
+int block_chunks(const PlanInfo& info) {
   int p = info.req.nranks;
   int m = param_int(info, "pipeline", 1);
   if (m < 1 || info.in_chunks != static_cast<std::uint32_t>(p * m) || info.out_chunks != info.in_chunks)
     throw InputError("synth: plan parameter pipeline=" + std::to_string(m) + " does not match " + std::to_string(info.in_chunks) +
                      " input chunks of " + std::to_string(p) + " blocks");
+  return m;
+}
+
+std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
+  int p = info.req.nranks;
+  int m = block_chunks(info);
   std::vector<Hop> hops = parse_hops(info, p, m);
   auto [slot, slots] = scratch_slots(hops, p);
   if (info.scratch_chunks < static_cast<std::uint32_t>(slots * m))
@@ -434,6 +442,13 @@ class SynthFront final : public Algorithm {
 };
 
 }  // namespace
+
+SynthRelays read_synth_relays(const PlanInfo& info) {
+  SynthRelays r;
+  r.m = block_chunks(info);
+  for (const Hop& h : parse_hops(info, info.req.nranks, r.m)) r.relays.push_back({h.s, h.via, h.d, h.count});
+  return r;
+}
 
 const Algorithm* make_synth_front() {
   static const SynthFront a;

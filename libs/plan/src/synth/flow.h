@@ -1,8 +1,9 @@
 #pragma once
 // A small directed max-flow network on whole-number capacities for the synthesizer's graphs
 // (split.h, trees.h), which are directed and change arc by arc, unlike bounds::FlowNet's fixed
-// full-duplex topology. Boost.Graph's push-relabel; the graph is rebuilt per query, which costs
-// about what one flow does on these graphs of tens of vertices.
+// full-duplex topology. Boost.Graph's push-relabel on a graph kept between queries (per thread,
+// per network size): a query sets capacities on it instead of building it again, which cost
+// about what one flow does on these graphs of tens of vertices (flow.cpp).
 
 #include <cstdint>
 #include <vector>

@@ -1,0 +1,54 @@
+#pragma once
+// What a synthesised plan (--algo synth, docs/synth.md) is made of, for `coll-plan synth-info`:
+// its trees (k per root, depth, fan-out, chunks, the AllReduce form) or, for AlltoAll, its flow
+// LP's optimum and relays; on a topology, the simulated time beside the bound and the optimum.
+
+#include <string>
+
+#include "collkit/plan/bounds.h"
+#include "collkit/plan/plan.h"
+#include "collkit/plan/simulate.h"
+#include "collkit/topo/topology.h"
+
+namespace collkit::plan {
+
+struct SynthInfo {
+  Request req;
+  std::string topo_name;  ///< the topology the plan was made for (as recorded in it)
+  // Trees (every collective but AlltoAll).
+  int trees_per_root = 0;  ///< k
+  int root = -1;           ///< the one root of every tree (Broadcast, Reduce, AllReduce as reduce-bcast); -1: k per rank
+  int trees = 0;           ///< all of them
+  int depth_max = 0;       ///< the deepest tree's depth (hops from its root to its farthest rank)
+  double depth_mean = 0;   ///< the trees' depths, averaged
+  int fanout_max = 0;      ///< the most children a rank has in one tree
+  double fanout_mean = 0;  ///< children per rank with any, averaged over trees and such ranks
+  int chunks = 0;          ///< chunks per tree (pipeline); AlltoAll: chunks per block
+  std::string allreduce;   ///< AllReduce: "rs-ag" or "reduce-bcast"
+  // AlltoAll: the flow LP.
+  double lp_gbps = 0;      ///< lambda*, per pair over the ranks' routes (0: not recorded)
+  double lp_us = 0;        ///< a block over lambda*
+  int relayed_paths = 0;   ///< (source, relay, destination) paths with chunks on them
+  int relay_ranks = 0;     ///< distinct ranks that relay
+  int relayed_chunks = 0;  ///< of all pairs' chunks, p (p - 1) m
+  // On a topology (`topo` given).
+  bool on_topology = false;
+  std::string sim_topo_name;
+  double time_us = 0;  ///< simulated
+  Bound bound;
+  /// Trees: a root's rate (AllGather and ReduceScatter: each root's at once; Broadcast and Reduce:
+  /// the root's; AllReduce: a phase's) over every link (ForestColl's optimum, the bound's cut),
+  /// over the links sends are routed on (the best routed sends can do), and what the plan's k
+  /// trees were packed at; with the time a phase takes at each.
+  double optimal_gbps = 0, routed_gbps = 0, packed_gbps = 0;
+  double optimal_us = 0, routed_us = 0, packed_us = 0;
+};
+
+/// Reads a synthesised plan's parameters (checked as its programs check them) and, with a
+/// topology, simulates it and computes its rates. Throws InputError for any other plan.
+SynthInfo synth_info(const Plan& plan, const topo::Topology* topo, const SimOptions& opt);
+
+/// synth_info() as `coll-plan synth-info` prints it, a few lines.
+std::string describe_synth_info(const SynthInfo& info);
+
+}  // namespace collkit::plan

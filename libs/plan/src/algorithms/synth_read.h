@@ -1,0 +1,34 @@
+#pragma once
+// A synthesised plan's parameters read back and checked as its programs read them (synth.cpp,
+// synth_alltoall.cpp), for what `coll-plan synth-info` says about it (synth_info.cpp).
+
+#include <string>
+#include <vector>
+
+#include "collkit/plan/plan.h"
+
+namespace collkit::plan {
+
+/// A plan of trees (every collective but AlltoAll).
+struct SynthTrees {
+  int k = 1;              ///< trees per root (param channels)
+  int m = 1;              ///< chunks per tree (param pipeline)
+  std::string allreduce;  ///< AllReduce: "rs-ag" or "reduce-bcast"; empty otherwise
+  int root = -1;          ///< the one root of every tree; -1: k trees per rank
+  /// Per tree (by root rank, k each), every rank's parent rank, -1 at the root; none on one rank.
+  std::vector<std::vector<int>> trees;
+};
+SynthTrees read_synth_trees(const PlanInfo& info);
+
+/// An AlltoAll's relayed paths (param relays): commodity src -> dst sends `chunks` of its block's
+/// m chunks through rank via, the rest straight.
+struct SynthRelay {
+  int src, via, dst, chunks;
+};
+struct SynthRelays {
+  int m = 1;  ///< chunks per block (param pipeline)
+  std::vector<SynthRelay> relays;
+};
+SynthRelays read_synth_relays(const PlanInfo& info);
+
+}  // namespace collkit::plan
