@@ -62,6 +62,8 @@ expect_fail 2 'coll-topo: error: cpu-host.json: /ranks/for: "r in 0..2*ranks_per
   timeout 20 "$topo" synth --node cpu-host:ranks_per_socket=10000000
 expect_fail 2 "coll-topo: error: --nodes 1000000000: 1000000000 nodes of 27 vertices exceed the limit of 1048576 vertices in a topology" \
   timeout 20 "$topo" synth --nodes 1000000000
+expect_fail 2 "coll-topo: error: ranks per host must be at most 65536 (the limit on ranks per host), got 1000000000" \
+  timeout 20 "$topo" discover --ranks-per-host 1000000000 --no-measure
 rc=0; "$topo" synth --node dgx-z900 >/dev/null 2>"$TMP/err" || rc=$?
 [ $rc = 2 ] && grep -q '^coll-topo: error: unknown node preset "dgx-z900" (known: .*dgx-h100' "$TMP/err" && ok "unknown preset" || bad "unknown preset: $rc $(cat "$TMP/err")"
 rc=0; "$topo" synth --nodes 0 >/dev/null 2>&1 || rc=$?
