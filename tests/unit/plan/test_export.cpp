@@ -181,6 +181,22 @@ TEST_CASE("msccl export: refusals") {
                        InputError);
 }
 
+TEST_CASE("msccl export: ops past their buffers are refused as verify refuses them") {
+  using namespace algo;
+  PlanInfo info;
+  info.req = Request{Collective::AllReduce, 8 * 4, 2, 0};
+  info.algorithm = "explicit";
+  info.in_chunks = info.out_chunks = 4;
+  info.channels = 1;
+  // A count of 4294967295 once split into steps without end; a chunk past the buffer was written out.
+  ExplicitPlan huge(info, {{send(1, in(0), 0xffffffffu, 0)}, {recv(0, out(0), 0xffffffffu, 0)}});
+  CHECK_THROWS_WITH_AS(to_msccl_xml(huge, {}),
+                       "rank 0 op 0 (send to 1 ch 0): input chunks 0-4294967294 are out of range (input has 4 chunks)", InputError);
+  ExplicitPlan past(info, {{send(1, in(3), 1, 0)}, {recv(0, out(4), 1, 0)}});
+  CHECK_THROWS_WITH_AS(to_msccl_xml(past, {}), "rank 1 op 0 (recv from 0 ch 0): output chunk 4 is out of range (output has 4 chunks)",
+                       InputError);
+}
+
 TEST_CASE("msccl export: show plan lists ops") {
   auto plan = generate("ring", Request{Collective::AllReduce, 4096, 4, 0}, nullptr);
   std::string text = describe_plan(*plan, 1, 1);
