@@ -132,5 +132,7 @@ expect_fail 2 "coll-plan: error: --max-memory must be more than 0 bytes" "$plan"
 expect_fail 2 "coll-plan: error: invalid size \"lots\": expected a number with an optional K, M, G or T suffix" "$plan" verify "$TMP/ring8.json" --max-memory lots
 expect_fail 2 "coll-plan: error: unknown link model \"fluid\" (expected queue or maxmin)" \
   "$plan" simulate "$TMP/r4.json" --topo "$TMP/t.json" --model fluid
+expect_fail 2 "coll-plan: error: simulate: the per-message overhead must be a finite number >= 0 (us), got nan" \
+  timeout 20 "$plan" simulate "$TMP/r4.json" --topo "$TMP/t.json" --per-message-us nan
 
 finish
