@@ -5,23 +5,47 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "collkit/core/error.h"
+#include "collkit/core/limits.h"
 
 namespace collkit {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SystemError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw SystemError(path + ": read failed");
-  return ss.str();
+std::string read_file(const std::string& path) { return read_file(path, limits::kInputFileBytes); }
+
+std::string read_file(const std::string& path, std::uint64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw SystemError(path + ": cannot open: " + std::strerror(errno));
+  auto too_large = [&] {
+    ::close(fd);
+    const std::string limit = max_bytes % (1 << 30) == 0 ? std::to_string(max_bytes >> 30) + " GiB" : std::to_string(max_bytes) + " bytes";
+    return InputError(path + ": larger than " + limit + " (the limit on input files)");
+  };
+  // A regular file is refused by its size before anything is read; a device or a pipe (/dev/zero)
+  // as soon as what it gave passes the limit.
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_bytes) throw too_large();
+  std::string out;
+  if (S_ISREG(st.st_mode)) out.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw SystemError(path + ": read failed: " + std::strerror(err));
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<std::uint64_t>(n) > max_bytes) throw too_large();
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {

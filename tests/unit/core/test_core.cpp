@@ -55,6 +55,11 @@ TEST_CASE("files are written atomically and errors name the path") {
   CHECK(files == 1);  // no temporary left behind
   CHECK_THROWS_WITH_AS(read_file((dir / "missing.json").string()), ((dir / "missing.json").string() + ": cannot open: No such file or directory").c_str(), SystemError);
   CHECK_THROWS_AS(write_file_atomic((dir / "no-such-dir" / "x.json").string(), "x"), SystemError);
+  // An input file past the limit: a regular one by its size, a device as it is read (/dev/zero
+  // once read forever). The 1 GiB limit itself is the same code with another number.
+  CHECK_THROWS_WITH_AS(read_file(path, 5), (path + ": larger than 5 bytes (the limit on input files)").c_str(), InputError);
+  CHECK(read_file(path, 6) == "second");
+  CHECK_THROWS_WITH_AS(read_file("/dev/zero", 1 << 20), "/dev/zero: larger than 1048576 bytes (the limit on input files)", InputError);
   std::filesystem::remove_all(dir);
 }
 
