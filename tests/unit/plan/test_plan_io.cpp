@@ -89,6 +89,10 @@ TEST_CASE("malformed plan files get one precise line each") {
         "chunks, scratch_bytes, channels, topology, predicted_us, bound_us, programs)");
   CHECK(err(with(good, "\"input\": 4", "\"input\": 0")) == "p.json: /chunks/input: must be >= 1, got 0");
 
+  // A root past int once narrowed to a rank: 4294967297 verified as root 1.
+  std::string bcast = to_json(*generate("ring", {Collective::Broadcast, 4096, 4, 1}, nullptr));
+  CHECK(err(with(bcast, "\"root\": 1", "\"root\": 4294967297")) == "p.json: /root: root 4294967297 is not a rank of 4");
+  CHECK(err(with(bcast, "\"root\": 1", "\"root\": -1")) == "p.json: /root: root -1 is not a rank of 4");
   std::string ex = to_json(materialize(*generate("ring", {Collective::AllReduce, 4096, 2, 0}, nullptr)));
   CHECK(err(with(ex, "\"peer\":1", "\"peer\":7")) == "p.json: /programs/0/0/peer: peer 7 is not a rank of 2");
   CHECK(err(with(ex, "\"op\":\"send\"", "\"op\":\"put\"")) ==
