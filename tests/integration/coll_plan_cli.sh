@@ -121,6 +121,16 @@ expect_fail 2 "coll-plan: error: allreduce: size 6 is less than 8 bytes, the lea
   "$plan" generate --nranks 3 --size 6 --elem-bytes 8 --algo ring
 expect_fail 2 "coll-plan: error: invalid size \"12Q\": unknown suffix (use K, M, G or T, 1024-based)" \
   "$plan" generate --nranks 3 --size 12Q --algo ring
+# What a plan file cannot hold is refused by generate, not written for the loader to refuse.
+expect_fail 2 "coll-plan: error: channels must be between 0 (the algorithm's) and 65535 (what a plan holds), got 65536" \
+  "$plan" generate --nranks 4 --algo ring --channels 65536 -o "$TMP/never.json"
+expect_fail 2 "coll-plan: error: allreduce: the number of ranks must be at most 16777216 (what a plan holds), got 16777217" \
+  "$plan" generate --nranks 16777217 --algo ring -o "$TMP/never.json"
+expect_fail 2 "coll-plan: error: allreduce: the size must be at most 9223372036854775807 bytes (what a plan holds), got 9223372036854775808" \
+  "$plan" generate --nranks 4 --size 9223372036854775808 --algo ring -o "$TMP/never.json"
+expect_fail 2 "coll-plan: error: 1 channels x 8 ranks x pipeline 1000000000 make more than 4294967295 chunks (what a plan holds)" \
+  "$plan" generate --nranks 8 --algo ring --pipeline 1000000000 -o "$TMP/never.json"
+[ ! -e "$TMP/never.json" ] && ok "nothing written past the limits" || bad "a plan past the limits was written"
 expect_fail 2 "coll-plan: error: $TMP/t.json: /schema: expected \"collkit.plan/1\", got \"collkit.topology/1\"" "$plan" verify "$TMP/t.json"
 expect_fail 3 "coll-plan: error: $TMP/none.json: cannot open: No such file or directory" "$plan" verify "$TMP/none.json"
 expect_fail 3 "coll-plan: error: $TMP/none.json: cannot open: No such file or directory" "$plan" compare --results "$TMP/none.json"

@@ -111,3 +111,27 @@ TEST_CASE("the registry names every algorithm and refuses unknown ones") {
   CHECK_THROWS_WITH_AS(generate("ring", {Collective::AlltoAll, 64, 4, 0}, nullptr),
                        "algorithm ring cannot do alltoall on 4 ranks: a ring does not do AlltoAll (use pairwise, bruck or direct)", InputError);
 }
+
+TEST_CASE("generate refuses what a plan file cannot hold, so every plan it makes loads") {
+  auto opts = [](int channels, int pipeline) {
+    AlgoOptions o;
+    o.channels = channels;
+    o.pipeline = pipeline;
+    return o;
+  };
+  // --channels 65536 was once written as "channels": 0; the others as plans the loader refuses.
+  CHECK_THROWS_WITH_AS(generate("ring", {Collective::AllReduce, 1024, 4, 0}, nullptr, opts(65536, 0)),
+                       "channels must be between 0 (the algorithm's) and 65535 (what a plan holds), got 65536", InputError);
+  CHECK_THROWS_WITH_AS(generate("ring", {Collective::AllReduce, 1024, 16777217, 0}, nullptr),
+                       "allreduce: the number of ranks must be at most 16777216 (what a plan holds), got 16777217", InputError);
+  CHECK_THROWS_WITH_AS(generate("ring", {Collective::AllReduce, std::uint64_t{1} << 63, 4, 0}, nullptr),
+                       "allreduce: the size must be at most 9223372036854775807 bytes (what a plan holds), got 9223372036854775808",
+                       InputError);
+  CHECK_THROWS_WITH_AS(generate("ring", {Collective::AllReduce, 1024, 8, 0}, nullptr, opts(0, 1000000000)),
+                       "1 channels x 8 ranks x pipeline 1000000000 make more than 4294967295 chunks (what a plan holds)", InputError);
+  CHECK_THROWS_WITH_AS(generate("ring", {Collective::AllReduce, 1024, 65538, 0}, nullptr, opts(65535, 0)),
+                       "65535 channels x 65538 ranks x pipeline 1 make more than 4294967295 chunks (what a plan holds)", InputError);
+  // At the limits a plan still round-trips.
+  auto edge = generate("ring", {Collective::AllReduce, 1u << 20, 4, 0}, nullptr, opts(65535, 1));
+  CHECK(from_json(to_json(*edge), "edge.json")->info().channels == 65535);
+}
