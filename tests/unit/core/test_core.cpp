@@ -38,6 +38,9 @@ TEST_CASE("the JSON cursor names file and pointer in every error") {
   CHECK(json::Cursor(file, big).at("m").integer() == INT64_MAX);
   CHECK_THROWS_WITH_AS(json::Cursor(file, big).at("n").integer(),
                        "x.json: /n: integer 18446744073709551615 is out of range (at most 9223372036854775807)", InputError);
+  // A NUL byte once ended nlohmann's input: the file was accepted with anything after it unread.
+  CHECK_THROWS_WITH_AS(json::parse(file, std::string("{\"a\": 1}\n\0", 10)), "x.json:2:1: invalid JSON: a NUL byte", InputError);
+  CHECK_THROWS_WITH_AS(json::parse(file, std::string("{\"a\": 1}\0junk", 13)), "x.json:1:9: invalid JSON: a NUL byte", InputError);
   CHECK_THROWS_WITH_AS(json::parse(file, "{\n  \"a\": 1,\n  oops\n}"),
                        "x.json:3:3: invalid JSON: syntax error while parsing object key - invalid literal; expected string literal",
                        InputError);
