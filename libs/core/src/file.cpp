@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "collkit/core/error.h"
@@ -48,40 +49,74 @@ std::string read_file(const std::string& path, std::uint64_t max_bytes) {
   return out;
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  if (path == "-") {
+namespace {
+
+// Writes all of `content` to fd; returns 0 or the errno of the failed write.
+int write_all(int fd, const std::string& content) {
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+// A FIFO, a device node or a socket is written through, as a shell's `>` does: renaming a
+// temporary file over it would replace it (as root, -o /dev/null once replaced /dev/null).
+void write_through(const std::string& path, const std::string& content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw SystemError(path + ": cannot open: " + std::strerror(errno));
+  const int err = write_all(fd, content);
+  if (::close(fd) != 0 && err == 0) throw SystemError(path + ": write failed: " + std::strerror(errno));
+  if (err != 0) throw SystemError(path + ": write failed: " + std::strerror(err));
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& given, const std::string& content) {
+  if (given == "-") {
     std::cout << content;
     std::cout.flush();
     return;
   }
+  // A symbolic link stays one: its target is what gets replaced.
+  std::string path = given;
+  struct stat st {};
+  if (::lstat(given.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::weakly_canonical(given, ec);
+    if (ec) throw SystemError(given + ": cannot resolve the symbolic link: " + ec.message());
+    path = target.string();
+  }
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw SystemError(given + ": is a directory");
+    if (!S_ISREG(st.st_mode)) return write_through(path, content);
+  }
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = mkstemp(tmp.data());
-  if (fd < 0) throw SystemError(path + ": cannot create a temporary file beside it: " + std::strerror(errno));
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw SystemError(path + ": write failed: " + std::strerror(err));
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+  if (fd < 0) throw SystemError(given + ": cannot create a temporary file beside it: " + std::strerror(errno));
+  if (const int err = write_all(fd, content); err != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw SystemError(given + ": write failed: " + std::strerror(err));
   }
   // mkstemp creates 0600; artifacts are meant to be shared like any file the user writes.
   ::fchmod(fd, 0644);
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw SystemError(path + ": flush failed: " + std::strerror(err));
+    throw SystemError(given + ": flush failed: " + std::strerror(err));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw SystemError(path + ": cannot rename the temporary file into place: " + std::strerror(err));
+    throw SystemError(given + ": cannot rename the temporary file into place: " + std::strerror(err));
   }
 }
 

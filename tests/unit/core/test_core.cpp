@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
@@ -71,4 +75,34 @@ TEST_CASE("exit codes follow the error kind") {
   CHECK(exit_code_for(SystemError("x")) == 3);
   CHECK(exit_code_for(UnsupportedError("x")) == 4);
   CHECK(exit_code_for(std::runtime_error("x")) == 1);
+}
+
+TEST_CASE("an output onto a FIFO, a device or a symbolic link is written through, never replaced") {
+  auto dir = std::filesystem::temp_directory_path() / "collkit-core-special";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // A symbolic link stays a link; its target gets the content.
+  const auto target = dir / "real.json", link = dir / "link.json";
+  write_file_atomic(target.string(), "old");
+  std::filesystem::create_symlink(target, link);
+  write_file_atomic(link.string(), "new");
+  CHECK(std::filesystem::is_symlink(link));
+  CHECK(read_file(target.string()) == "new");
+  // A FIFO stays a FIFO; its reader gets the content. A device node takes the same path (as root,
+  // -o /dev/null once replaced /dev/null; not tried here, where a failure would do it again).
+  const auto fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  write_file_atomic(fifo.string(), "through");
+  CHECK(std::filesystem::is_fifo(fifo));
+  char buf[16] = {};
+  CHECK(::read(reader, buf, sizeof buf) == 7);
+  CHECK(std::string(buf) == "through");
+  ::close(reader);
+  std::size_t files = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  CHECK(files == 3);  // no temporary left behind
+  CHECK_THROWS_WITH_AS(write_file_atomic(dir.string(), "x"), (dir.string() + ": is a directory").c_str(), SystemError);
+  std::filesystem::remove_all(dir);
 }
