@@ -131,6 +131,15 @@ expect_fail 2 "coll-plan: error: allreduce: the size must be at most 92233720368
 expect_fail 2 "coll-plan: error: 1 channels x 8 ranks x pipeline 1000000000 make more than 4294967295 chunks (what a plan holds)" \
   "$plan" generate --nranks 8 --algo ring --pipeline 1000000000 -o "$TMP/never.json"
 [ ! -e "$TMP/never.json" ] && ok "nothing written past the limits" || bad "a plan past the limits was written"
+# An output that is an input is refused before any work, and the input stays as it was.
+cp "$TMP/ring8.json" "$TMP/same.json"
+expect_fail 2 "coll-plan: error: $TMP/same.json: the output would overwrite the input $TMP/same.json; write it elsewhere" \
+  "$plan" export --format msccl-xml "$TMP/same.json" -o "$TMP/same.json"
+cmp -s "$TMP/ring8.json" "$TMP/same.json" && ok "export left its input alone" || bad "export overwrote its input"
+expect_fail 2 "coll-plan: error: $TMP/./t.json: the output would overwrite the input $TMP/t.json; write it elsewhere" \
+  "$plan" generate --topo "$TMP/t.json" --algo ring -o "$TMP/./t.json"
+expect_fail 2 "coll-plan: error: $TMP/t.json: the output would overwrite the input $TMP/t.json; write it elsewhere" \
+  "$plan" sweep --topo "$TMP/t.json" --json "$TMP/t.json"
 expect_fail 2 "coll-plan: error: $TMP/t.json: /schema: expected \"collkit.plan/1\", got \"collkit.topology/1\"" "$plan" verify "$TMP/t.json"
 expect_fail 3 "coll-plan: error: $TMP/none.json: cannot open: No such file or directory" "$plan" verify "$TMP/none.json"
 expect_fail 3 "coll-plan: error: $TMP/none.json: cannot open: No such file or directory" "$plan" compare --results "$TMP/none.json"

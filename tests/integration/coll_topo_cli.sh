@@ -64,6 +64,10 @@ expect_fail 2 "coll-topo: error: --nodes 1000000000: 1000000000 nodes of 27 vert
   timeout 20 "$topo" synth --nodes 1000000000
 expect_fail 2 "coll-topo: error: ranks per host must be at most 65536 (the limit on ranks per host), got 1000000000" \
   timeout 20 "$topo" discover --ranks-per-host 1000000000 --no-measure
+cp "$COLLKIT_FIXTURES/nccl-xml/dgx-h100.xml" "$TMP/dump.xml"
+expect_fail 2 "coll-topo: error: $TMP/dump.xml: the output would overwrite the input $TMP/dump.xml; write it elsewhere" \
+  "$topo" import --nccl-xml "$TMP/dump.xml" -o "$TMP/dump.xml"
+cmp -s "$COLLKIT_FIXTURES/nccl-xml/dgx-h100.xml" "$TMP/dump.xml" && ok "import left its input alone" || bad "import overwrote its input"
 rc=0; "$topo" synth --node dgx-z900 >/dev/null 2>"$TMP/err" || rc=$?
 [ $rc = 2 ] && grep -q '^coll-topo: error: unknown node preset "dgx-z900" (known: .*dgx-h100' "$TMP/err" && ok "unknown preset" || bad "unknown preset: $rc $(cat "$TMP/err")"
 rc=0; "$topo" synth --nodes 0 >/dev/null 2>&1 || rc=$?

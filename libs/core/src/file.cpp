@@ -120,4 +120,14 @@ void write_file_atomic(const std::string& given, const std::string& content) {
   }
 }
 
+void check_output_not_input(const std::string& output, std::initializer_list<std::string> inputs) {
+  if (output.empty() || output == "-") return;
+  for (const std::string& input : inputs) {
+    if (input.empty() || input == "-") continue;
+    std::error_code ec;
+    if (std::filesystem::equivalent(output, input, ec))
+      throw InputError(output + ": the output would overwrite the input " + input + "; write it elsewhere");
+  }
+}
+
 }  // namespace collkit

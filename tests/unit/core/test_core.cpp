@@ -106,3 +106,21 @@ TEST_CASE("an output onto a FIFO, a device or a symbolic link is written through
   CHECK_THROWS_WITH_AS(write_file_atomic(dir.string(), "x"), (dir.string() + ": is a directory").c_str(), SystemError);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("an output that is also an input is refused, by any path to it") {
+  auto dir = std::filesystem::temp_directory_path() / "collkit-core-inout";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string in = (dir / "plan.json").string(), other = (dir / "other.json").string();
+  write_file_atomic(in, "{}");
+  std::filesystem::create_symlink(in, dir / "alias.json");
+  CHECK_THROWS_WITH_AS(check_output_not_input(in, {other, in}),
+                       (in + ": the output would overwrite the input " + in + "; write it elsewhere").c_str(), InputError);
+  const std::string dotted = (dir / "." / "plan.json").string(), alias = (dir / "alias.json").string();
+  CHECK_THROWS_AS(check_output_not_input(dotted, {in}), InputError);
+  CHECK_THROWS_AS(check_output_not_input(alias, {in}), InputError);
+  CHECK_NOTHROW(check_output_not_input(other, {in}));  // not there yet: cannot be the input
+  CHECK_NOTHROW(check_output_not_input("-", {"-"}));
+  CHECK_NOTHROW(check_output_not_input("", {in}));
+  std::filesystem::remove_all(dir);
+}
