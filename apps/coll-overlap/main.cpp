@@ -66,6 +66,7 @@ std::string knobs(const ov::StrategyResult& r) {
 
 int run_overlap(const Options& o) {
   if (o.model.empty()) throw collkit::InputError("give --model (one of configs/models/, or a collkit.model/1 file)");
+  for (const std::string& out : {o.json_out, o.trace_out}) collkit::check_output_not_input(out, {o.topo, o.model});
   ov::Model model = ov::load_model(o.model);
   topo::Topology t = topology(o);
   ov::Layout l = o.layout;

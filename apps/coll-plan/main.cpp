@@ -156,6 +156,7 @@ void print_rs_ag(const plan::Bound& b) {
 }
 
 int run_generate(const Options& o) {
+  collkit::check_output_not_input(o.output, {o.topo_file});
   std::unique_ptr<topo::Topology> t;
   if (!o.topo_file.empty()) t = std::make_unique<topo::Topology>(topo::load(o.topo_file));
   int nranks = o.nranks > 0 ? o.nranks : (t ? static_cast<int>(t->num_ranks()) : 0);
@@ -246,6 +247,7 @@ int run_simulate(const Options& o) {
 }
 
 int run_sweep(const Options& o) {
+  collkit::check_output_not_input(o.json_out, {o.topo_file});
   topo::Topology t = topo::load(o.topo_file);
   int nranks = o.nranks > 0 ? o.nranks : static_cast<int>(t.num_ranks());
   auto coll = collective(o.coll);
@@ -282,6 +284,7 @@ int run_sweep(const Options& o) {
 }
 
 int run_export(const Options& o) {
+  collkit::check_output_not_input(o.output, {o.plan_file});
   auto p = plan::load(o.plan_file);
   if (o.format != "msccl-xml") throw collkit::InputError("unknown export format \"" + o.format + "\" (expected msccl-xml)");
   plan::MscclOptions mo;

@@ -225,6 +225,7 @@ exec::RunOptions options(const Flags& f, const CLI::App& app) {
   if (!(f.timeout_s > 0)) throw collkit::InputError("--timeout: must be more than 0 seconds");
   if (!f.plan_file.empty() && (app.count("--coll") > 0 || app.count("--algo") > 0))
     throw collkit::InputError("--plan runs the plan file's collective and algorithm: drop --coll and --algo");
+  collkit::check_output_not_input(f.json_out, {f.plan_file, f.topo_file});
   return o;
 }
 

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "collkit/core/error.h"
+#include "collkit/core/file.h"
 #include "collkit/topo/discover.h"
 #include "collkit/topo/import.h"
 #include "collkit/topo/io.h"
@@ -77,6 +78,7 @@ int run_synth(const Options& o) {
 }
 
 int run_import(const Options& o) {
+  collkit::check_output_not_input(o.output, {o.nccl_xml});
   emit(topo::import_nccl_xml_file(o.nccl_xml), o.output);
   return 0;
 }

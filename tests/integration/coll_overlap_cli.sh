@@ -53,4 +53,14 @@ expect_fail 2 "coll-overlap: error: node0/gpu0 (Tesla V100-SXM2-32GB) has no \"p
 expect_fail 2 "coll-overlap: error: --strategy moe-pipeline does not apply: the model has no MoE layer" \
   "$ov" --model llama3-8b --tp 8 --strategy moe-pipeline
 expect_fail 2 "coll-overlap: error: give --model (one of configs/models/, or a collkit.model/1 file)" "$ov"
+"$COLLKIT_BIN/coll-topo" synth --node dgx-h100 -o "$TMP/node.json" 2>/dev/null
+expect_fail 2 "coll-overlap: error: $TMP/node.json: the output would overwrite the input $TMP/node.json; write it elsewhere" \
+  "$ov" --topo "$TMP/node.json" --model llama3-8b --tp 8 --json "$TMP/node.json"
+# Counts that once ran without end or into bad_alloc: refused at their limit (docs/errors.md).
+expect_fail 2 "coll-overlap: error: --microbatches must be at most 1024 (the limit on micro-batches per step), got 1000000000" \
+  timeout 20 "$ov" --model llama3-8b --microbatches 1000000000
+expect_fail 2 "coll-overlap: error: --nodes 100000: 100000 nodes of 27 vertices exceed the limit of 1048576 vertices in a topology" \
+  timeout 20 "$ov" --model llama3-8b --nodes 100000
+expect_fail 2 "coll-overlap: error: tp-decompose: the knob must be at most 1024 (the limit on a strategy's knob), got 1000000" \
+  timeout 20 "$ov" --model llama3-8b --tp 8 --tp-chunks 1000000
 finish

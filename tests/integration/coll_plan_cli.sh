@@ -163,6 +163,25 @@ expect_fail 2 "coll-plan: error: allreduce: size 6 is less than 8 bytes, the lea
   "$plan" generate --nranks 3 --size 6 --elem-bytes 8 --algo ring
 expect_fail 2 "coll-plan: error: invalid size \"12Q\": unknown suffix (use K, M, G or T, 1024-based)" \
   "$plan" generate --nranks 3 --size 12Q --algo ring
+# What a plan file cannot hold is refused by generate, not written for the loader to refuse.
+expect_fail 2 "coll-plan: error: channels must be between 0 (the algorithm's) and 65535 (what a plan holds), got 65536" \
+  "$plan" generate --nranks 4 --algo ring --channels 65536 -o "$TMP/never.json"
+expect_fail 2 "coll-plan: error: allreduce: the number of ranks must be at most 16777216 (what a plan holds), got 16777217" \
+  "$plan" generate --nranks 16777217 --algo ring -o "$TMP/never.json"
+expect_fail 2 "coll-plan: error: allreduce: the size must be at most 9223372036854775807 bytes (what a plan holds), got 9223372036854775808" \
+  "$plan" generate --nranks 4 --size 9223372036854775808 --algo ring -o "$TMP/never.json"
+expect_fail 2 "coll-plan: error: 1 channels x 8 ranks x pipeline 1000000000 make more than 4294967295 chunks (what a plan holds)" \
+  "$plan" generate --nranks 8 --algo ring --pipeline 1000000000 -o "$TMP/never.json"
+[ ! -e "$TMP/never.json" ] && ok "nothing written past the limits" || bad "a plan past the limits was written"
+# An output that is an input is refused before any work, and the input stays as it was.
+cp "$TMP/ring8.json" "$TMP/same.json"
+expect_fail 2 "coll-plan: error: $TMP/same.json: the output would overwrite the input $TMP/same.json; write it elsewhere" \
+  "$plan" export --format msccl-xml "$TMP/same.json" -o "$TMP/same.json"
+cmp -s "$TMP/ring8.json" "$TMP/same.json" && ok "export left its input alone" || bad "export overwrote its input"
+expect_fail 2 "coll-plan: error: $TMP/./t.json: the output would overwrite the input $TMP/t.json; write it elsewhere" \
+  "$plan" generate --topo "$TMP/t.json" --algo ring -o "$TMP/./t.json"
+expect_fail 2 "coll-plan: error: $TMP/t.json: the output would overwrite the input $TMP/t.json; write it elsewhere" \
+  "$plan" sweep --topo "$TMP/t.json" --json "$TMP/t.json"
 expect_fail 2 "coll-plan: error: $TMP/t.json: /schema: expected \"collkit.plan/1\", got \"collkit.topology/1\"" "$plan" verify "$TMP/t.json"
 expect_fail 3 "coll-plan: error: $TMP/none.json: cannot open: No such file or directory" "$plan" verify "$TMP/none.json"
 expect_fail 3 "coll-plan: error: $TMP/none.json: cannot open: No such file or directory" "$plan" compare --results "$TMP/none.json"
@@ -174,5 +193,7 @@ expect_fail 2 "coll-plan: error: --max-memory must be more than 0 bytes" "$plan"
 expect_fail 2 "coll-plan: error: invalid size \"lots\": expected a number with an optional K, M, G or T suffix" "$plan" verify "$TMP/ring8.json" --max-memory lots
 expect_fail 2 "coll-plan: error: unknown link model \"fluid\" (expected queue or maxmin)" \
   "$plan" simulate "$TMP/r4.json" --topo "$TMP/t.json" --model fluid
+expect_fail 2 "coll-plan: error: simulate: the per-message overhead must be a finite number >= 0 (us), got nan" \
+  timeout 20 "$plan" simulate "$TMP/r4.json" --topo "$TMP/t.json" --per-message-us nan
 
 finish

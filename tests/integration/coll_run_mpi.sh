@@ -155,6 +155,10 @@ expect_fail 2 "coll-run: error: --json: $TMP/no/such/dir/r.json: cannot create a
   "$run" --coll allreduce --algo ring -b 1K -e 1K --no-discover --json "$TMP/no/such/dir/r.json"
 expect_fail 2 'coll-run: error: --plan runs the plan file'"'"'s collective and algorithm: drop --coll and --algo' \
   "$run" --plan "$TMP/bruck.json" --coll allreduce
+cp "$TMP/bruck.json" "$TMP/same.json"
+expect_fail 2 "coll-run: error: $TMP/same.json: the output would overwrite the input $TMP/same.json; write it elsewhere" \
+  "$run" --plan "$TMP/same.json" --no-discover --json "$TMP/same.json"
+cmp -s "$TMP/bruck.json" "$TMP/same.json" && ok "--json left the plan alone" || bad "--json overwrote the plan"
 got=$(mpi 2 "$run" --algo ring -b 1T -e 1T --no-discover 2>&1 >/dev/null | grep "^coll-run") && rc=0 || rc=$?
 [[ $rc = 2 && $got == "coll-run: error: size 1T does not fit: mpi buffers need "*" available; lower -e" ]] &&
   ok "a size that does not fit is refused up front" || bad "1T: exit $rc: $got"

@@ -51,6 +51,23 @@ expect_fail 2 "coll-topo: error: fabric torus: dims=2x2 holds 4 hosts, the clust
   "$topo" synth --node dgx-h100 --nodes 6 --fabric torus:dims=2x2
 expect_fail 2 "coll-topo: error: pcie-8gpu.json: parameter gpus=x: expected an integer" \
   "$topo" synth --node pcie-8gpu:gpus=x
+# Parameters and counts that once hung or ran out of memory: refused at their limit (docs/errors.md).
+expect_fail 2 'coll-topo: error: pcie-8gpu.json: /vertices/2/for: in "gpus-1": integer overflow (values are 64-bit)' \
+  timeout 20 "$topo" synth --node pcie-8gpu:gpus=-9223372036854775808
+expect_fail 2 'coll-topo: error: pcie-8gpu.json: /vertices/2/for: "i in 0..gpus-1" makes more than 65536 bindings (the limit on one entry'"'"'s loops)' \
+  timeout 20 "$topo" synth --node pcie-8gpu:gpus=9223372036854775807
+expect_fail 2 'coll-topo: error: pcie-8gpu.json: /vertices/2/for: "i in 0..gpus-1" makes more than 65536 bindings (the limit on one entry'"'"'s loops)' \
+  timeout 20 "$topo" synth --node pcie-8gpu:gpus=1000000000
+expect_fail 2 'coll-topo: error: cpu-host.json: /ranks/for: "r in 0..2*ranks_per_socket-1" makes more than 65536 bindings (the limit on one entry'"'"'s loops)' \
+  timeout 20 "$topo" synth --node cpu-host:ranks_per_socket=10000000
+expect_fail 2 "coll-topo: error: --nodes 1000000000: 1000000000 nodes of 27 vertices exceed the limit of 1048576 vertices in a topology" \
+  timeout 20 "$topo" synth --nodes 1000000000
+expect_fail 2 "coll-topo: error: ranks per host must be at most 65536 (the limit on ranks per host), got 1000000000" \
+  timeout 20 "$topo" discover --ranks-per-host 1000000000 --no-measure
+cp "$COLLKIT_FIXTURES/nccl-xml/dgx-h100.xml" "$TMP/dump.xml"
+expect_fail 2 "coll-topo: error: $TMP/dump.xml: the output would overwrite the input $TMP/dump.xml; write it elsewhere" \
+  "$topo" import --nccl-xml "$TMP/dump.xml" -o "$TMP/dump.xml"
+cmp -s "$COLLKIT_FIXTURES/nccl-xml/dgx-h100.xml" "$TMP/dump.xml" && ok "import left its input alone" || bad "import overwrote its input"
 rc=0; "$topo" synth --node dgx-z900 >/dev/null 2>"$TMP/err" || rc=$?
 [ $rc = 2 ] && grep -q '^coll-topo: error: unknown node preset "dgx-z900" (known: .*dgx-h100' "$TMP/err" && ok "unknown preset" || bad "unknown preset: $rc $(cat "$TMP/err")"
 rc=0; "$topo" synth --nodes 0 >/dev/null 2>&1 || rc=$?

@@ -1,5 +1,6 @@
 #include "collkit/core/json_cursor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -20,18 +21,31 @@ std::string escape_token(std::string_view key) {
   return out;
 }
 
+// "FILE:LINE:COL" of the byte at `offset`, as an editor shows it.
+std::string place(const std::string& file, const std::string& text, std::size_t offset) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < std::min(offset, text.size()); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return file + ":" + std::to_string(line) + ":" + std::to_string(col);
+}
+
 }  // namespace
 
 nlohmann::json parse(const std::string& file, const std::string& text) {
+  // nlohmann's lexer takes a NUL byte for the end of input and would accept what follows it
+  // unread; JSON allows none anywhere.
+  if (auto nul = text.find('\0'); nul != std::string::npos) throw InputError(place(file, text, nul) + ": invalid JSON: a NUL byte");
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is 1-based; turn it into the line and column an editor shows.
-    std::size_t line = 1, col = 1;
-    std::size_t end = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    for (std::size_t i = 0; i < end; ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
-    }
+    // e.byte is 1-based.
+    const std::size_t end = e.byte == 0 ? 0 : e.byte - 1;
     std::string what = e.what();
     // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ...";
     // keep only the part after the position.
@@ -42,7 +56,7 @@ nlohmann::json parse(const std::string& file, const std::string& text) {
       auto close = detail.find("'; ", lr + 14);
       detail.erase(lr, close == std::string::npos ? std::string::npos : close + 1 - lr);
     }
-    throw InputError(file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": invalid JSON: " + detail);
+    throw InputError(place(file, text, end) + ": invalid JSON: " + detail);
   }
 }
 

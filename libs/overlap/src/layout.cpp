@@ -81,6 +81,10 @@ void check_layout(const Layout& l, const Model& m, const topo::Topology& t) {
   positive(l.ep, "--ep");
   positive(l.pp, "--pp");
   positive(l.microbatches, "--microbatches");
+  // --microbatches 1000000000 once built segments until the host ran out of time and memory.
+  if (l.microbatches > kMaxMicrobatches)
+    throw InputError(
+        fmt::format("--microbatches must be at most {} (the limit on micro-batches per step), got {}", kMaxMicrobatches, l.microbatches));
   positive(l.micro_batch, "--micro-batch");
   if (l.seq_len < 1) throw InputError(fmt::format("--seq-len must be >= 1, got {}", l.seq_len));
   dtype_bytes(l.dtype);

@@ -33,6 +33,10 @@ StrategyResult evaluate(const Workload& w, ComputeModel& cm, CommModel& comm, co
   std::vector<std::pair<const Strategy*, int>> active;
   for (const Choice& c : choices) {
     if (c.knob < 1) throw InputError(c.strategy + ": the knob must be >= 1, got " + std::to_string(c.knob));
+    // --tp-chunks 1000000 once emitted tasks until bad_alloc.
+    if (c.knob > kMaxKnob)
+      throw InputError(c.strategy + ": the knob must be at most " + std::to_string(kMaxKnob) + " (the limit on a strategy's knob), got " +
+                       std::to_string(c.knob));
     active.emplace_back(&strategy(c.strategy), c.knob);
   }
   StrategyResult r;

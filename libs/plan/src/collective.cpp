@@ -71,6 +71,12 @@ std::string elements(const Request& r) { return r.elem_bytes == 1 ? "elements" :
 void check_shape(const Request& r) {
   std::string what = std::string(to_string(r.coll));
   if (r.nranks < 1) throw InputError(what + ": the number of ranks must be >= 1, got " + std::to_string(r.nranks));
+  if (r.nranks > kMaxPlanRanks)
+    throw InputError(what + ": the number of ranks must be at most " + std::to_string(kMaxPlanRanks) + " (what a plan holds), got " +
+                     std::to_string(r.nranks));
+  if (r.bytes > kMaxPlanBytes)
+    throw InputError(what + ": the size must be at most " + std::to_string(kMaxPlanBytes) + " bytes (what a plan holds), got " +
+                     std::to_string(r.bytes));
   if (r.elem_bytes < 1) throw InputError(what + ": the element size must be >= 1 byte, got 0");
   if (facts(r.coll).has_root && (r.root < 0 || r.root >= r.nranks))
     throw InputError(what + ": root " + std::to_string(r.root) + " is not a rank of " + std::to_string(r.nranks));

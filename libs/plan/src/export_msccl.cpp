@@ -24,6 +24,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/plan/export.h"
+#include "collkit/plan/matched.h"
 
 namespace collkit::plan {
 
@@ -250,8 +251,13 @@ std::string to_msccl_xml(const Plan& plan, const MscclOptions& opt) {
   const PlanInfo& info = plan.info();
   check_chunk_sizes(info);
   int p = plan.nranks();
+  // Through the one matched-plan pass, as verify reads it: an op's chunk range past its buffer
+  // (once written out as is) or a count of 4294967295 (once split into steps without end) is
+  // refused naming the op before any step is made.
   std::vector<std::vector<Op>> programs;
-  for (int r = 0; r < p; ++r) programs.push_back(plan.program(r));
+  MatchVisitor keep;
+  keep.program = [&](int, std::uint32_t, const std::vector<Op>& ops) { programs.push_back(ops); };
+  match_plan(plan, keep);
   std::vector<int> chan_of = msccl_channels(info, programs, opt);
   std::vector<std::vector<Tb>> gpus;
   int nchannels = 1;

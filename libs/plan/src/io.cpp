@@ -149,9 +149,15 @@ std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file
   if (bytes.integer() < 0) bytes.fail("must be >= 0");
   info.req.bytes = static_cast<std::uint64_t>(bytes.integer());
   auto nranks = root.at("nranks");
-  if (nranks.integer() < 1 || nranks.integer() > 1 << 24) nranks.fail("must be between 1 and 16777216, got " + std::to_string(nranks.integer()));
+  if (nranks.integer() < 1 || nranks.integer() > kMaxPlanRanks)
+    nranks.fail("must be between 1 and " + std::to_string(kMaxPlanRanks) + ", got " + std::to_string(nranks.integer()));
   info.req.nranks = static_cast<int>(nranks.integer());
-  if (auto r = root.find("root")) info.req.root = static_cast<int>(r->integer());
+  if (auto r = root.find("root")) {
+    // Checked before the narrowing to int: 4294967297 once verified as root 1.
+    if (r->integer() < 0 || r->integer() >= info.req.nranks)
+      r->fail("root " + std::to_string(r->integer()) + " is not a rank of " + std::to_string(info.req.nranks));
+    info.req.root = static_cast<int>(r->integer());
+  }
   if (auto e = root.find("elem_bytes")) {
     if (e->integer() < 1 || e->integer() > 1 << 16) e->fail("must be between 1 and 65536, got " + std::to_string(e->integer()));
     info.req.elem_bytes = static_cast<std::uint32_t>(e->integer());
@@ -179,7 +185,7 @@ std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file
               "-byte elements");
   }
   auto ch = root.at("channels");
-  if (ch.integer() < 1 || ch.integer() > 0xffff) ch.fail("must be between 1 and 65535");
+  if (ch.integer() < 1 || ch.integer() > kMaxPlanChannels) ch.fail("must be between 1 and " + std::to_string(kMaxPlanChannels));
   info.channels = static_cast<std::uint16_t>(ch.integer());
   if (auto t = root.find("topology")) {
     t->expect_keys({"name", "fingerprint"});

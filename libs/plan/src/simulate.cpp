@@ -32,6 +32,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -695,6 +696,13 @@ class Simulator {
 namespace sim {
 
 SimResult simulate_folded(const Plan& plan, const topo::Topology& topo, const SimOptions& given, const std::optional<Fold>& fold) {
+  // A NaN overhead once made every event time NaN, and the event loop never ended.
+  auto check = [](double v, const char* what, const char* unit) {
+    if (!std::isfinite(v) || v < 0)
+      throw InputError(std::string("simulate: the ") + what + " must be a finite number >= 0 (" + unit + "), got " + fmt::format("{}", v));
+  };
+  check(given.per_message_us, "per-message overhead", "us");
+  check(given.reduce_gbps, "reduction rate", "GB/s");
   // A calibrated topology states the software overhead and the reduction rate it measured; the
   // options' own figures, when set, win.
   SimOptions opt = given;

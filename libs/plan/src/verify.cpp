@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 #include <vector>
 
 #include "cells.h"
@@ -288,13 +289,18 @@ double estimate_ops(const Plan& plan) {
   if (n < 1) return 0;
   double sum = 0;
   int sampled = 0;
-  try {
-    for (int r : {0, n / 2, n - 1}) {
+  for (int r : {0, n / 2, n - 1}) {
+    try {
       sum += static_cast<double>(plan.program(r).size());
       ++sampled;
+    } catch (const Error&) {
+      return 0;
+    } catch (const std::bad_alloc&) {
+      // A compact plan's few lines can describe a program bigger than the host (a ring over
+      // 16777216 ranks): said here, once, rather than as a bare std::bad_alloc.
+      throw InputError("verify: rank " + std::to_string(r) + "'s program alone does not fit in the memory this host has; verify the same " +
+                       "algorithm on fewer ranks or channels");
     }
-  } catch (const Error&) {
-    return 0;
   }
   return sum / sampled * n;
 }

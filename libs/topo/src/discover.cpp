@@ -11,6 +11,7 @@
 #include <set>
 
 #include "collkit/core/error.h"
+#include "collkit/core/limits.h"
 #include "discover_internal.h"
 #include "hw_rates.h"
 
@@ -277,13 +278,20 @@ class Assembler {
 
 }  // namespace
 
+// Before any scan: --ranks-per-host 1e9 once ran into bad_alloc making the ranks.
+void check_options(const DiscoverOptions& opt) {
+  if (opt.ranks_per_host < 0) throw InputError("ranks per host must be >= 0, got " + std::to_string(opt.ranks_per_host));
+  if (opt.ranks_per_host > limits::kRanksPerHost)
+    throw InputError("ranks per host must be at most " + std::to_string(limits::kRanksPerHost) + " (the limit on ranks per host), got " +
+                     std::to_string(opt.ranks_per_host));
+}
+
 Topology assemble_host(HostScan host, const GpuScan& gpus, const NicScan& nics, const DiscoverOptions& opt) {
   return assemble_host(std::move(host), gpus, nics, NetdevScan{}, opt);
 }
 
 Topology assemble_host(HostScan host, const GpuScan& gpus, const NicScan& nics, const NetdevScan& netdevs, const DiscoverOptions& opt) {
-  if (opt.ranks_per_host < 0)
-    throw InputError("ranks per host must be >= 0, got " + std::to_string(opt.ranks_per_host));
+  check_options(opt);
   Assembler a(host, opt);
   a.add_gpus(gpus);
   a.add_nics(nics);
@@ -322,8 +330,7 @@ int launcher_local_rank() {
 }  // namespace
 
 Topology discover_local(const DiscoverOptions& opt) {
-  if (opt.ranks_per_host < 0)
-    throw InputError("ranks per host must be >= 0, got " + std::to_string(opt.ranks_per_host));
+  detail::check_options(opt);
   Topology t = detail::assemble_host(detail::scan_hwloc(), detail::scan_gpus(), detail::scan_rdma(), detail::scan_netdevs(), opt);
   // Under a launcher the host's first rank supplies its vertices (merge_hosts): it alone measures,
   // so that the host's other ranks do not share its memory bandwidth while it does.

@@ -122,6 +122,9 @@ NicScan scan_rdma();
 /// vertices by bus id or hung under their nearest PCI ancestor, then ranks: one per CUDA GPU in
 /// CUDA order (or opt.ranks_per_host spread over them), else one per core (or opt.ranks_per_host)
 /// on the core's CPU vertex. Pure: reads nothing from the machine.
+/// Checks the options against their bounds (limits::kRanksPerHost) before anything is scanned.
+void check_options(const DiscoverOptions& opt);
+
 Topology assemble_host(HostScan host, const GpuScan& gpus, const NicScan& nics, const DiscoverOptions& opt);
 
 // ---- measuring ---------------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
+#include "collkit/core/limits.h"
 #include "collkit/topo/import.h"
 #include "hw_rates.h"
 
@@ -253,6 +254,63 @@ class Reader {
 
   // --- first pass
 
+  // What XML forbids and pugixml lets through: control bytes other than tab, newline and carriage
+  // return, and bytes that are not UTF-8 (overlong forms, surrogates and code points past
+  // U+10FFFF included).
+  void check_bytes() const {
+    const auto* p = reinterpret_cast<const unsigned char*>(text_.data());
+    const std::size_t n = text_.size();
+    for (std::size_t i = 0; i < n;) {
+      const unsigned char c = p[i];
+      if (c < 0x80) {
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+          fail_at(line_at(static_cast<std::ptrdiff_t>(i)),
+                  fmt::format("control byte 0x{:02x} (XML allows only tab, newline and carriage return)", c));
+        ++i;
+        continue;
+      }
+      // The second byte's range rules out overlong forms, surrogates and code points past U+10FFFF.
+      std::size_t len = 0;
+      unsigned char lo = 0x80, hi = 0xbf;
+      if (c >= 0xc2 && c <= 0xdf) len = 2;
+      else if (c >= 0xe0 && c <= 0xef) len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+      else if (c >= 0xf0 && c <= 0xf4) len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+      bool ok = len != 0 && i + len <= n && p[i + 1] >= lo && p[i + 1] <= hi;
+      for (std::size_t k = 2; ok && k < len; ++k) ok = p[i + k] >= 0x80 && p[i + k] <= 0xbf;
+      if (!ok) fail_at(line_at(static_cast<std::ptrdiff_t>(i)), fmt::format("invalid UTF-8 (byte 0x{:02x})", c));
+      i += len;
+    }
+  }
+
+  // What pugixml accepts and NCCL's format does not: more than one root element, an attribute
+  // given twice in one element, elements nested past limits::kXmlDepth (read_children recurses).
+  // Walked without recursion, so a deep file cannot exhaust the stack here either.
+  void check_tree() const {
+    int depth = 0;
+    int roots = 0;
+    pugi::xml_node n = doc_.first_child();
+    while (n) {
+      if (n.type() == pugi::node_element) {
+        if (depth == 0 && ++roots == 2) fail(n, "a second root element " + tag(n) + ": the file holds one <system>");
+        if (depth >= limits::kXmlDepth)
+          fail(n, "elements nested deeper than " + std::to_string(limits::kXmlDepth) + " levels (the limit on XML depth)");
+        std::set<std::string_view> names;
+        for (pugi::xml_attribute a : n.attributes())
+          if (!names.insert(a.name()).second) fail(n, tag(n) + " has the attribute \"" + a.name() + "\" twice");
+      }
+      if (n.first_child()) {
+        n = n.first_child();
+        ++depth;
+        continue;
+      }
+      while (n && !n.next_sibling()) {
+        n = n.parent();
+        --depth;
+      }
+      if (n) n = n.next_sibling();
+    }
+  }
+
   struct Ctx {
     std::string parent;
     std::size_t cpu;
@@ -261,8 +319,10 @@ class Reader {
   };
 
   void read() {
+    check_bytes();
     pugi::xml_parse_result r = doc_.load_buffer(text_.data(), text_.size(), pugi::parse_default, pugi::encoding_utf8);
     if (!r) fail_at(line_at(r.offset), std::string("malformed XML: ") + r.description());
+    check_tree();
     pugi::xml_node sys = doc_.document_element();
     if (std::string_view(sys.name()) != "system")
       fail(sys, "the root element is " + tag(sys) + ", expected <system>");

@@ -1,7 +1,11 @@
 // coll-topo synth: node presets placed N times and joined by a fabric.
 
-#include "collkit/core/error.h"
 #include "collkit/topo/synth.h"
+
+#include <cstdint>
+
+#include "collkit/core/error.h"
+#include "collkit/core/limits.h"
 
 namespace collkit::topo {
 
@@ -25,6 +29,11 @@ void place_node(Topology& t, const Topology& node, const std::string& host) {
 Topology synth(const SynthRequest& req) {
   if (req.nodes < 1) throw InputError("--nodes must be >= 1, got " + std::to_string(req.nodes));
   NodePreset preset = load_node_preset(req.node);
+  // Checked before any node is placed: --nodes 1000000000 once ran until memory ran out.
+  const auto per_node = static_cast<std::int64_t>(preset.node.num_vertices());
+  if (static_cast<std::int64_t>(req.nodes) * per_node > limits::kTopologyVertices)
+    throw InputError("--nodes " + std::to_string(req.nodes) + ": " + std::to_string(req.nodes) + " nodes of " + std::to_string(per_node) +
+                     " vertices exceed the limit of " + std::to_string(limits::kTopologyVertices) + " vertices in a topology");
   Topology t;
   t.source = "synth";
   t.name = preset.name + (req.nodes > 1 ? "x" + std::to_string(req.nodes) : "");

@@ -1,13 +1,18 @@
 #include "template.h"
 
 #include <cctype>
+#include <cstdint>
 #include <stdexcept>
+
+#include "collkit/core/limits.h"
 
 namespace collkit::topo::tmpl {
 
 namespace {
 
 // Recursive descent, lowest precedence first: || && (== !=) (< <= > >=) (+ -) (* / %) unary.
+// Arithmetic is checked: an overflow (INT64_MIN / -1 included) is an error, never undefined
+// behaviour, and nesting stops at limits::kTemplateDepth before the recursion can exhaust the stack.
 class Parser {
  public:
   Parser(std::string_view s, const Env& env) : s_(s), env_(env) {}
@@ -65,8 +70,8 @@ class Parser {
   std::int64_t additive() {
     std::int64_t v = multiplicative();
     for (;;) {
-      if (eat("+")) v += multiplicative();
-      else if (eat("-")) v -= multiplicative();
+      if (eat("+")) v = add(v, multiplicative());
+      else if (eat("-")) v = sub(v, multiplicative());
       else return v;
     }
   }
@@ -74,19 +79,21 @@ class Parser {
     std::int64_t v = unary();
     for (;;) {
       if (eat("*")) {
-        v *= unary();
+        v = mul(v, unary());
       } else if (eat("/") || eat("%")) {
         bool div = s_[pos_ - 1] == '/';
         std::int64_t r = unary();
         if (r == 0) fail("division by zero");
-        v = div ? v / r : v % r;
+        if (r == -1) v = div ? sub(0, v) : 0;  // INT64_MIN / -1 overflows, INT64_MIN % -1 traps
+        else v = div ? v / r : v % r;
       } else {
         return v;
       }
     }
   }
   std::int64_t unary() {
-    if (eat("-")) return -unary();
+    Nest nest(*this);
+    if (eat("-")) return sub(0, unary());
     if (eat("!")) return unary() == 0 ? 1 : 0;
     return primary();
   }
@@ -99,7 +106,9 @@ class Parser {
     }
     if (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
       std::int64_t v = 0;
-      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) v = v * 10 + (s_[pos_++] - '0');
+      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+        v = add(mul(v, 10), s_[pos_++] - '0');
+      }
       return v;
     }
     std::size_t start = pos_;
@@ -111,9 +120,39 @@ class Parser {
     return it->second;
   }
 
+  std::int64_t add(std::int64_t a, std::int64_t b) const {
+    std::int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) overflow();
+    return r;
+  }
+  std::int64_t sub(std::int64_t a, std::int64_t b) const {
+    std::int64_t r = 0;
+    if (__builtin_sub_overflow(a, b, &r)) overflow();
+    return r;
+  }
+  std::int64_t mul(std::int64_t a, std::int64_t b) const {
+    std::int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) overflow();
+    return r;
+  }
+  [[noreturn]] void overflow() const { fail("integer overflow (values are 64-bit)"); }
+
+  // Counts the nesting of unary() (every parenthesis and unary operator passes through it).
+  struct Nest {
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.depth_ > limits::kTemplateDepth)
+        p_.fail("nested deeper than " + std::to_string(limits::kTemplateDepth) + " levels (the limit on expression depth)");
+    }
+    ~Nest() { --p_.depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+    Parser& p_;
+  };
+
   std::string_view s_;
   const Env& env_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 std::string_view trim(std::string_view s) {
@@ -170,11 +209,19 @@ std::vector<Env> bindings(const std::vector<Loop>& loops, const Env& env) {
   for (const Loop& l : loops) {
     std::vector<Env> next;
     for (const Env& e : out) {
-      std::int64_t from = eval(l.from, e), to = eval(l.to, e);
-      for (std::int64_t v = from; v <= to; ++v) {
+      const std::int64_t from = eval(l.from, e), to = eval(l.to, e);
+      if (to < from) continue;
+      // to - from + 1 bindings, counted in unsigned so that no range overflows, checked before
+      // any is made.
+      const std::uint64_t span = static_cast<std::uint64_t>(to) - static_cast<std::uint64_t>(from);
+      if (span >= static_cast<std::uint64_t>(limits::kTemplateBindings) - next.size())
+        throw std::invalid_argument("\"" + l.var + " in " + l.from + ".." + l.to + "\" makes more than " +
+                                    std::to_string(limits::kTemplateBindings) + " bindings (the limit on one entry's loops)");
+      for (std::int64_t v = from;; ++v) {
         Env x = e;
         x[l.var] = v;
         next.push_back(std::move(x));
+        if (v == to) break;
       }
     }
     out = std::move(next);

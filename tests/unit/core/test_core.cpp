@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
@@ -38,6 +42,9 @@ TEST_CASE("the JSON cursor names file and pointer in every error") {
   CHECK(json::Cursor(file, big).at("m").integer() == INT64_MAX);
   CHECK_THROWS_WITH_AS(json::Cursor(file, big).at("n").integer(),
                        "x.json: /n: integer 18446744073709551615 is out of range (at most 9223372036854775807)", InputError);
+  // A NUL byte once ended nlohmann's input: the file was accepted with anything after it unread.
+  CHECK_THROWS_WITH_AS(json::parse(file, std::string("{\"a\": 1}\n\0", 10)), "x.json:2:1: invalid JSON: a NUL byte", InputError);
+  CHECK_THROWS_WITH_AS(json::parse(file, std::string("{\"a\": 1}\0junk", 13)), "x.json:1:9: invalid JSON: a NUL byte", InputError);
   CHECK_THROWS_WITH_AS(json::parse(file, "{\n  \"a\": 1,\n  oops\n}"),
                        "x.json:3:3: invalid JSON: syntax error while parsing object key - invalid literal; expected string literal",
                        InputError);
@@ -55,6 +62,11 @@ TEST_CASE("files are written atomically and errors name the path") {
   CHECK(files == 1);  // no temporary left behind
   CHECK_THROWS_WITH_AS(read_file((dir / "missing.json").string()), ((dir / "missing.json").string() + ": cannot open: No such file or directory").c_str(), SystemError);
   CHECK_THROWS_AS(write_file_atomic((dir / "no-such-dir" / "x.json").string(), "x"), SystemError);
+  // An input file past the limit: a regular one by its size, a device as it is read (/dev/zero
+  // once read forever). The 1 GiB limit itself is the same code with another number.
+  CHECK_THROWS_WITH_AS(read_file(path, 5), (path + ": larger than 5 bytes (the limit on input files)").c_str(), InputError);
+  CHECK(read_file(path, 6) == "second");
+  CHECK_THROWS_WITH_AS(read_file("/dev/zero", 1 << 20), "/dev/zero: larger than 1048576 bytes (the limit on input files)", InputError);
   std::filesystem::remove_all(dir);
 }
 
@@ -63,4 +75,52 @@ TEST_CASE("exit codes follow the error kind") {
   CHECK(exit_code_for(SystemError("x")) == 3);
   CHECK(exit_code_for(UnsupportedError("x")) == 4);
   CHECK(exit_code_for(std::runtime_error("x")) == 1);
+}
+
+TEST_CASE("an output onto a FIFO, a device or a symbolic link is written through, never replaced") {
+  auto dir = std::filesystem::temp_directory_path() / "collkit-core-special";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // A symbolic link stays a link; its target gets the content.
+  const auto target = dir / "real.json", link = dir / "link.json";
+  write_file_atomic(target.string(), "old");
+  std::filesystem::create_symlink(target, link);
+  write_file_atomic(link.string(), "new");
+  CHECK(std::filesystem::is_symlink(link));
+  CHECK(read_file(target.string()) == "new");
+  // A FIFO stays a FIFO; its reader gets the content. A device node takes the same path (as root,
+  // -o /dev/null once replaced /dev/null; not tried here, where a failure would do it again).
+  const auto fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  write_file_atomic(fifo.string(), "through");
+  CHECK(std::filesystem::is_fifo(fifo));
+  char buf[16] = {};
+  CHECK(::read(reader, buf, sizeof buf) == 7);
+  CHECK(std::string(buf) == "through");
+  ::close(reader);
+  std::size_t files = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  CHECK(files == 3);  // no temporary left behind
+  CHECK_THROWS_WITH_AS(write_file_atomic(dir.string(), "x"), (dir.string() + ": is a directory").c_str(), SystemError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an output that is also an input is refused, by any path to it") {
+  auto dir = std::filesystem::temp_directory_path() / "collkit-core-inout";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string in = (dir / "plan.json").string(), other = (dir / "other.json").string();
+  write_file_atomic(in, "{}");
+  std::filesystem::create_symlink(in, dir / "alias.json");
+  CHECK_THROWS_WITH_AS(check_output_not_input(in, {other, in}),
+                       (in + ": the output would overwrite the input " + in + "; write it elsewhere").c_str(), InputError);
+  const std::string dotted = (dir / "." / "plan.json").string(), alias = (dir / "alias.json").string();
+  CHECK_THROWS_AS(check_output_not_input(dotted, {in}), InputError);
+  CHECK_THROWS_AS(check_output_not_input(alias, {in}), InputError);
+  CHECK_NOTHROW(check_output_not_input(other, {in}));  // not there yet: cannot be the input
+  CHECK_NOTHROW(check_output_not_input("-", {"-"}));
+  CHECK_NOTHROW(check_output_not_input("", {in}));
+  std::filesystem::remove_all(dir);
 }

@@ -115,7 +115,10 @@ TEST_CASE("layout errors: one line each, naming the flag and the figure") {
                        collkit::InputError);
   l.dp = 2, l.ep = 2;
   CHECK_THROWS_WITH_AS(check_layout(l, m, t), "--ep 2 needs a mixture-of-experts model; llama3-70b is dense", collkit::InputError);
-  l.ep = 1, l.zero = 4;
+  l.ep = 1, l.microbatches = 1000000000;  // once built segments without end
+  CHECK_THROWS_WITH_AS(check_layout(l, m, t), "--microbatches must be at most 1024 (the limit on micro-batches per step), got 1000000000",
+                       collkit::InputError);
+  l.microbatches = 1, l.zero = 4;
   CHECK_THROWS_WITH_AS(check_layout(l, m, t), "--zero must be 0, 1, 2 or 3, got 4", collkit::InputError);
   l.zero = 0, l.dtype = "int4";
   CHECK_THROWS_WITH_AS(check_layout(l, m, t), "unknown dtype \"int4\" (expected bf16, fp16 or fp8)", collkit::InputError);

@@ -20,6 +20,16 @@ using namespace collkit::plan;
 
 namespace {
 
+// An explicit AllReduce over 2 ranks of `chunks` 8-byte chunks on `channels` channels.
+PlanInfo two_rank_allreduce(std::uint32_t chunks, std::uint16_t channels) {
+  PlanInfo info;
+  info.req = Request{Collective::AllReduce, 8 * std::uint64_t{chunks}, 2, 0};
+  info.algorithm = "explicit";
+  info.in_chunks = info.out_chunks = chunks;
+  info.channels = channels;
+  return info;
+}
+
 // Structural checks every exported file must pass; returns (gpus, tbs, steps).
 std::tuple<int, int, int> check_structure(const std::string& xml, int max_steps = 64) {
   pugi::xml_document doc;
@@ -130,11 +140,7 @@ TEST_CASE("msccl export: other collectives and algorithms keep their structure")
 
 TEST_CASE("msccl export: several dependencies go through nop steps, big counts are split") {
   using namespace algo;
-  PlanInfo info;
-  info.req = Request{Collective::AllReduce, 8 * 128, 2, 0};
-  info.algorithm = "explicit";
-  info.in_chunks = info.out_chunks = 128;
-  info.channels = 3;
+  PlanInfo info = two_rank_allreduce(128, 3);
   std::vector<Op> r0{send(1, in(0), 100, 0), send(1, in(100), 28, 1), copy(in(0), out(0), 1, 2)};
   r0[2].depend_on(0);
   r0[2].depend_on(1);
@@ -178,6 +184,18 @@ TEST_CASE("msccl export: refusals") {
   ExplicitPlan odd(info, {{}, {}});
   CHECK_THROWS_WITH_AS(to_msccl_xml(odd, {}),
                        "MSCCL needs one chunk size for all buffers: input chunks hold 256 bytes, output chunks 512",
+                       InputError);
+}
+
+TEST_CASE("msccl export: ops past their buffers are refused as verify refuses them") {
+  using namespace algo;
+  PlanInfo info = two_rank_allreduce(4, 1);
+  // A count of 4294967295 once split into steps without end; a chunk past the buffer was written out.
+  ExplicitPlan huge(info, {{send(1, in(0), 0xffffffffu, 0)}, {recv(0, out(0), 0xffffffffu, 0)}});
+  CHECK_THROWS_WITH_AS(to_msccl_xml(huge, {}),
+                       "rank 0 op 0 (send to 1 ch 0): input chunks 0-4294967294 are out of range (input has 4 chunks)", InputError);
+  ExplicitPlan past(info, {{send(1, in(3), 1, 0)}, {recv(0, out(4), 1, 0)}});
+  CHECK_THROWS_WITH_AS(to_msccl_xml(past, {}), "rank 1 op 0 (recv from 0 ch 0): output chunk 4 is out of range (output has 4 chunks)",
                        InputError);
 }
 

@@ -89,6 +89,10 @@ TEST_CASE("malformed plan files get one precise line each") {
         "chunks, scratch_bytes, channels, topology, predicted_us, bound_us, programs)");
   CHECK(err(with(good, "\"input\": 4", "\"input\": 0")) == "p.json: /chunks/input: must be >= 1, got 0");
 
+  // A root past int once narrowed to a rank: 4294967297 verified as root 1.
+  std::string bcast = to_json(*generate("ring", {Collective::Broadcast, 4096, 4, 1}, nullptr));
+  CHECK(err(with(bcast, "\"root\": 1", "\"root\": 4294967297")) == "p.json: /root: root 4294967297 is not a rank of 4");
+  CHECK(err(with(bcast, "\"root\": 1", "\"root\": -1")) == "p.json: /root: root -1 is not a rank of 4");
   std::string ex = to_json(materialize(*generate("ring", {Collective::AllReduce, 4096, 2, 0}, nullptr)));
   CHECK(err(with(ex, "\"peer\":1", "\"peer\":7")) == "p.json: /programs/0/0/peer: peer 7 is not a rank of 2");
   CHECK(err(with(ex, "\"op\":\"send\"", "\"op\":\"put\"")) ==
@@ -106,4 +110,28 @@ TEST_CASE("the registry names every algorithm and refuses unknown ones") {
   CHECK_THROWS_AS(algorithm("spiral"), InputError);
   CHECK_THROWS_WITH_AS(generate("ring", {Collective::AlltoAll, 64, 4, 0}, nullptr),
                        "algorithm ring cannot do alltoall on 4 ranks: a ring does not do AlltoAll (use pairwise, bruck or direct)", InputError);
+}
+
+TEST_CASE("generate refuses what a plan file cannot hold, so every plan it makes loads") {
+  auto opts = [](int channels, int pipeline) {
+    AlgoOptions o;
+    o.channels = channels;
+    o.pipeline = pipeline;
+    return o;
+  };
+  // --channels 65536 was once written as "channels": 0; the others as plans the loader refuses.
+  CHECK_THROWS_WITH_AS(generate("ring", {Collective::AllReduce, 1024, 4, 0}, nullptr, opts(65536, 0)),
+                       "channels must be between 0 (the algorithm's) and 65535 (what a plan holds), got 65536", InputError);
+  CHECK_THROWS_WITH_AS(generate("ring", {Collective::AllReduce, 1024, 16777217, 0}, nullptr),
+                       "allreduce: the number of ranks must be at most 16777216 (what a plan holds), got 16777217", InputError);
+  CHECK_THROWS_WITH_AS(generate("ring", {Collective::AllReduce, std::uint64_t{1} << 63, 4, 0}, nullptr),
+                       "allreduce: the size must be at most 9223372036854775807 bytes (what a plan holds), got 9223372036854775808",
+                       InputError);
+  CHECK_THROWS_WITH_AS(generate("ring", {Collective::AllReduce, 1024, 8, 0}, nullptr, opts(0, 1000000000)),
+                       "1 channels x 8 ranks x pipeline 1000000000 make more than 4294967295 chunks (what a plan holds)", InputError);
+  CHECK_THROWS_WITH_AS(generate("ring", {Collective::AllReduce, 1024, 65538, 0}, nullptr, opts(65535, 0)),
+                       "65535 channels x 65538 ranks x pipeline 1 make more than 4294967295 chunks (what a plan holds)", InputError);
+  // At the limits a plan still round-trips.
+  auto edge = generate("ring", {Collective::AllReduce, 1u << 20, 4, 0}, nullptr, opts(65535, 1));
+  CHECK(from_json(to_json(*edge), "edge.json")->info().channels == 65535);
 }

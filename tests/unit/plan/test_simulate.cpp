@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "algorithms/common.h"
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
@@ -263,4 +265,21 @@ TEST_CASE("simulate reports its progress to whoever asks") {
   REQUIRE(heard.size() == 1);
   CHECK(heard[0].first >= 65536u);
   CHECK(heard[0].second == 129024u);
+}
+
+TEST_CASE("simulate: a per-message overhead or reduction rate that is not a finite number >= 0 is refused") {
+  auto t = uniform(4, 100, 0.5);
+  auto ar = generate("ring", {Collective::AllReduce, 1u << 20, 4, 0}, nullptr);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin}) {
+    // NaN once made every event time NaN and the simulation never ended.
+    CHECK_THROWS_WITH_AS(simulate(*ar, t, with(model, nan)),
+                         "simulate: the per-message overhead must be a finite number >= 0 (us), got nan", InputError);
+    CHECK_THROWS_WITH_AS(simulate(*ar, t, with(model, inf)),
+                         "simulate: the per-message overhead must be a finite number >= 0 (us), got inf", InputError);
+    CHECK_THROWS_WITH_AS(simulate(*ar, t, with(model, -1)), "simulate: the per-message overhead must be a finite number >= 0 (us), got -1",
+                         InputError);
+    CHECK_THROWS_WITH_AS(simulate(*ar, t, with(model, 0, nan)), "simulate: the reduction rate must be a finite number >= 0 (GB/s), got nan",
+                         InputError);
+  }
 }

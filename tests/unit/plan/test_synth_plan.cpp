@@ -291,7 +291,7 @@ TEST_CASE("synth plan: one root's stored trees are checked") {
   AlgoOptions many;
   many.channels = 70000;
   CHECK_THROWS_WITH_AS(generate("synth", {Collective::Reduce, 1 << 20, 4, 0}, &star, many),
-                       "synth: 70000 trees from the root need at least 70000 channels, more than a plan holds (65535)",
+                       "channels must be between 0 (the algorithm's) and 65535 (what a plan holds), got 70000",
                        collkit::InputError);
 }
 

@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <new>
+#include <utility>
+#include <vector>
 
 #include "algorithms/common.h"
 #include "collkit/core/error.h"
@@ -340,4 +343,29 @@ TEST_CASE("verify refuses, up front, a plan whose execution would not fit in mem
   // Channel 0 is all that runs: 8 rings fit where channel 0 does, though all of them would not.
   CHECK(refusal(*eight, 8'000'000) == "(verified)");
   CHECK(refusal(*one, 8'000'000) == "(verified)");
+}
+
+namespace {
+
+// A compact plan whose programs outgrow the host, as a ring over 16777216 ranks does: its
+// program() fails to allocate.
+class Oversized final : public Plan {
+ public:
+  explicit Oversized(PlanInfo info) : Plan(std::move(info)) {}
+  std::vector<Op> program(int) const override { throw std::bad_alloc(); }
+  bool is_explicit() const override { return false; }
+};
+
+}  // namespace
+
+TEST_CASE("verify says so when one rank's program alone does not fit in memory") {
+  PlanInfo info;
+  info.req = {Collective::AllReduce, 1024, 16, 0};
+  info.in_chunks = info.out_chunks = 16;
+  Oversized plan(info);
+  // Once a bare "std::bad_alloc", from code that never said what it was allocating.
+  CHECK_THROWS_WITH_AS((void)verify(plan, ChunkStore::Auto, {}, 0),
+                       "verify: rank 0's program alone does not fit in the memory this host has; verify the same algorithm on fewer ranks "
+                       "or channels",
+                       collkit::InputError);
 }

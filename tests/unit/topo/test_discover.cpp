@@ -135,6 +135,9 @@ TEST_CASE("discover: this machine") {
     CHECK(any_note(three, {"CPU ranks, 3 as asked"}));
   }
   CHECK_THROWS_WITH_AS(discover_local({-1, ""}), "ranks per host must be >= 0, got -1", InputError);
+  // Once bad_alloc making the ranks; refused before any scan.
+  CHECK_THROWS_WITH_AS(discover_local({1000000000, ""}),
+                       "ranks per host must be at most 65536 (the limit on ranks per host), got 1000000000", InputError);
 }
 
 TEST_CASE("discover: hwloc walk of a two-socket GPU host") {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collkit/core/error.h"
@@ -451,4 +452,30 @@ TEST_CASE("nccl xml: other errors") {
   CHECK_THROWS_WITH_AS(
       import_nccl_xml(one_cpu(gpu_pci("0000:01:00.0", "dev=\"0\" sm=\"90\"", "        <c2c count=\"10\"/>\n")), "c2c.xml"),
       "c2c.xml: line 5: <c2c> has no \"bw\" attribute", collkit::InputError);
+}
+
+TEST_CASE("nccl xml: what pugixml accepts and the format does not") {
+  // 10,000 nested switches once overflowed the stack of the recursive walk.
+  std::string deep;
+  for (int i = 0; i < 10000; ++i) deep += "<pci busid=\"0000:00:00." + std::to_string(i) + "\">";
+  for (int i = 0; i < 10000; ++i) deep += "</pci>";
+  CHECK_THROWS_WITH_AS(import_nccl_xml(one_cpu(deep + "\n"), "deep.xml"),
+                       "deep.xml: line 3: elements nested deeper than 64 levels (the limit on XML depth)", collkit::InputError);
+  CHECK_THROWS_WITH_AS(import_nccl_xml(one_cpu("    <pci busid=\"0000:01:00.0\" busid=\"0000:02:00.0\"/>\n"), "attr.xml"),
+                       "attr.xml: line 3: <pci> has the attribute \"busid\" twice", collkit::InputError);
+  CHECK_THROWS_WITH_AS(import_nccl_xml(one_cpu("") + "<system version=\"1\"/>\n", "roots.xml"),
+                       "roots.xml: line 5: a second root element <system>: the file holds one <system>", collkit::InputError);
+  CHECK_THROWS_WITH_AS(import_nccl_xml(one_cpu("    <!-- \x01 -->\n"), "ctl.xml"),
+                       "ctl.xml: line 3: control byte 0x01 (XML allows only tab, newline and carriage return)", collkit::InputError);
+  CHECK_THROWS_WITH_AS(import_nccl_xml(one_cpu("") + std::string(1, '\0'), "nul.xml"),
+                       "nul.xml: line 5: control byte 0x00 (XML allows only tab, newline and carriage return)", collkit::InputError);
+  // A stray byte, an overlong "/", a surrogate, past U+10FFFF, a truncated sequence.
+  const std::pair<std::string, std::string> bad_utf8[] = {
+      {"\xff", "ff"}, {"\xc0\xaf", "c0"}, {"\xed\xa0\x80", "ed"}, {"\xf4\x90\x80\x80", "f4"}, {"\xe2\x82 ", "e2"}};
+  for (const auto& [bytes, first] : bad_utf8)
+    CHECK_THROWS_WITH_AS(import_nccl_xml(one_cpu("    <!-- " + bytes + " -->\n"), "utf8.xml"),
+                         ("utf8.xml: line 3: invalid UTF-8 (byte 0x" + first + ")").c_str(), collkit::InputError);
+  // Valid UTF-8 in a comment still imports.
+  CHECK_NOTHROW(import_nccl_xml(one_cpu(gpu_pci("0000:01:00.0", "dev=\"0\"") + "    <!-- caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 -->\n"),
+                                "ok.xml"));
 }

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "collkit/core/error.h"
 #include "fixtures.h"
@@ -33,6 +35,36 @@ TEST_CASE("template loops") {
   CHECK(b[3].at("i") == 1);
   CHECK(b[3].at("j") == 1);
   CHECK_THROWS_WITH_AS(tmpl::parse_loops("i from 0"), "expected \"VAR in A..B\", got \"i from 0\"", std::invalid_argument);
+}
+
+TEST_CASE("template arithmetic is checked: overflow, depth and loop bounds are errors") {
+  tmpl::Env env{{"min", INT64_MIN}, {"max", INT64_MAX}};
+  const char* overflow = ": integer overflow (values are 64-bit)";
+  for (const char* expr : {"(min)/(-1)", "max+1", "min-1", "max*2", "-min", "9223372036854775808"})
+    CHECK_THROWS_WITH_AS(tmpl::eval(expr, env), ("in \"" + std::string(expr) + "\"" + overflow).c_str(), std::invalid_argument);
+  CHECK(tmpl::eval("(min)%(-1)", env) == 0);  // once SIGFPE
+  CHECK(tmpl::eval("7/(-1)", env) == -7);
+  CHECK(tmpl::eval("9223372036854775807", env) == INT64_MAX);
+  CHECK(tmpl::eval("-9223372036854775807-1", env) == INT64_MIN);
+  // 100,000 nested parentheses once overflowed the stack.
+  const std::string deep = std::string(100000, '(') + "1" + std::string(100000, ')');
+  CHECK_THROWS_WITH_AS(tmpl::eval(deep, env), ("in \"" + deep + "\": nested deeper than 64 levels (the limit on expression depth)").c_str(),
+                       std::invalid_argument);
+  CHECK(tmpl::eval(std::string(60, '(') + "1" + std::string(60, ')'), env) == 1);
+  CHECK(tmpl::eval(std::string(60, '-') + "1", env) == 1);
+
+  // Loops that once hung: a huge range, one reaching INT64_MAX, and nested 10^4 x 10^4.
+  CHECK_THROWS_WITH_AS(tmpl::bindings(tmpl::parse_loops("s in 0..99999999"), env),
+                       "\"s in 0..99999999\" makes more than 65536 bindings (the limit on one entry's loops)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tmpl::bindings(tmpl::parse_loops("s in 0..max"), env),
+                       "\"s in 0..max\" makes more than 65536 bindings (the limit on one entry's loops)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tmpl::bindings(tmpl::parse_loops("s in min..max"), env),
+                       "\"s in min..max\" makes more than 65536 bindings (the limit on one entry's loops)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tmpl::bindings(tmpl::parse_loops("i in 0..9999, j in 0..9999"), env),
+                       "\"j in 0..9999\" makes more than 65536 bindings (the limit on one entry's loops)", std::invalid_argument);
+  CHECK(tmpl::bindings(tmpl::parse_loops("s in 0..65535"), env).size() == 65536);
+  CHECK(tmpl::bindings(tmpl::parse_loops("s in max..max"), env).size() == 1);
+  CHECK(tmpl::bindings(tmpl::parse_loops("s in 1..0"), env).empty());
 }
 
 TEST_CASE("node presets expand their templates and take parameters") {

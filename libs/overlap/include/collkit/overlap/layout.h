@@ -20,6 +20,10 @@ Mode parse_mode(std::string_view text);
 /// Bytes per element of "bf16", "fp16", "fp8"; throws InputError for anything else.
 int dtype_bytes(std::string_view dtype);
 
+/// The most micro-batches per step (docs/errors.md, "Limits"): the workload holds segments for
+/// every micro-batch and layer; pipeline schedules use a few times pp, so 1024 is far above any.
+inline constexpr int kMaxMicrobatches = 1024;
+
 struct Layout {
   int tp = 1;
   bool sp = false;          ///< sequence parallel: TP AllReduce becomes AllGather + ReduceScatter

@@ -47,6 +47,11 @@ struct StrategyResult {
   std::vector<Task> tasks;      ///< the schedule
 };
 
+/// The largest knob a strategy takes (docs/errors.md, "Limits"): chunks per GEMM or per expert
+/// step, a bucket's MB, a prefetch depth. Each unit of a knob is a task per segment; past a few
+/// dozen chunks launches cost more than they hide, and no bucket needs to pass 1 GiB.
+inline constexpr int kMaxKnob = 1024;
+
 struct Request {
   std::vector<std::string> strategies = {"auto"};  ///< several combine; "auto" searches all
   std::vector<Choice> fixed;    ///< knob values given by the user (not searched)

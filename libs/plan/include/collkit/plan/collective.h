@@ -46,8 +46,15 @@ double busbw_factor(Collective c, int nranks);
 /// algbw in GB/s for `bytes` moved in `time_us` (nccl-tests: size / time).
 double algbw_gbps(std::uint64_t bytes, double time_us);
 
-/// Checks a request (ranks >= 1, root in range, every rank's buffers whole elements); throws
-/// InputError with the reason.
+/// What a plan file holds (docs/errors.md, "Limits"): the loader reads no more, and generate()
+/// refuses a request or options past them, so that every plan made is a plan that loads.
+inline constexpr int kMaxPlanRanks = 1 << 24;
+inline constexpr std::uint64_t kMaxPlanBytes = 0x7fffffffffffffffull;  ///< a JSON integer (int64)
+inline constexpr int kMaxPlanChannels = 0xffff;                        ///< Op::channel is 16 bits
+inline constexpr std::uint64_t kMaxPlanChunks = 0xffffffffull;         ///< chunk indices are 32 bits
+
+/// Checks a request (1 <= ranks <= kMaxPlanRanks, bytes <= kMaxPlanBytes, root in range, every
+/// rank's buffers whole elements); throws InputError with the reason.
 void check(const Request& r);
 
 /// A request made valid the way nccl-tests and NCCL make it: bytes rounded down to whole
