@@ -452,10 +452,12 @@ void Session::add(const Args& a) {
   topo::SynthRequest r = *synth_;
   r.nodes += n;
   topo::Topology grown = topo::synth(r);
+  // The grown cluster is the new base (diff compares against it); the questions asked stay.
   synth_ = r;
-  push(fmt::format("add {} host(s): {} x {}", n, r.nodes, r.node), std::move(grown));
-  stack_.erase(stack_.begin());  // the grown cluster is the new base: diff compares against it
-  stack_.front().what.clear();
+  stack_.clear();
+  stack_.push_back({"", std::move(grown), nullptr, {}});
+  plan_.reset();
+  out_ << fmt::format("added {} host(s): {}, {} ranks (the new base for diff and undo)\n", n, topology().name, topology().num_ranks());
 }
 
 void Session::edits(const Args& a) {
@@ -561,7 +563,9 @@ std::vector<std::string> Session::completions(const Args& before, const std::str
                ((before.size() >= 2 && before[1] == "link" && at == 4) || (before.size() >= 2 && before[1] == "type" && at == 3))) {
       pool = {"bw", "lat"};
     } else if (c == "scale" && at == 2) {
-      pool = {"nvlink", "pcie", "infiniband", "ethernet", "xgmi", "nvswitch", "cpu"};
+      for (topo::LinkType lt : {topo::LinkType::NvLink, topo::LinkType::Pcie, topo::LinkType::Xgmi, topo::LinkType::C2c,
+                                topo::LinkType::Smp, topo::LinkType::InfiniBand, topo::LinkType::Ethernet})
+        pool.emplace_back(topo::to_string(lt));
     } else if (c == "remove" && at == 1) {
       pool = {"rank"};
     } else if (c == "add" && at == 1) {

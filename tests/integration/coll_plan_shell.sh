@@ -52,6 +52,12 @@ expect_eq "$(grep -c '^undone: ' "$TMP/w.out")" 2 "two edits undone"
 grep -q "^no edits: dgx-h100x2-fat-tree as loaded$" "$TMP/w.out" && ok "back to the topology as loaded" || bad "undo: $(cat "$TMP/w.out")"
 grep -q "^edit 1: remove rank 15 " "$TMP/w.out" && ok "a rank removed" || bad "remove rank: $(cat "$TMP/w.out")"
 
+printf 'synth dgx-h100 2\ncompare allgather 1M\nadd hosts 2\nscale link node0/nic0 fabric/leaf0.0 bw 0.25\ndiff\n' |
+  "$plan" shell --strict >"$TMP/add.out" 2>&1 && ok "hosts added" || bad "add hosts: $(cat "$TMP/add.out")"
+grep -q "^added 2 host(s): dgx-h100x4-fat-tree, 32 ranks (the new base for diff and undo)$" "$TMP/add.out" && ok "the grown cluster has 32 ranks" ||
+  bad "add hosts: $(cat "$TMP/add.out")"
+grep -Eq "^  allgather +1M " "$TMP/add.out" && ok "diff answers the earlier question on the grown cluster" || bad "diff after add: $(cat "$TMP/add.out")"
+
 one() { printf '%s\n' "$@" | "$plan" shell --strict 2>&1 >/dev/null; }
 expect_eq "$(one 'plan allreduce 1M')" "coll-plan shell: line 1: no topology: load FILE or synth NODE first" "a question before a topology"
 expect_eq "$(one frobnicate)" 'coll-plan shell: line 1: unknown command "frobnicate" (help lists them)' "an unknown command"
