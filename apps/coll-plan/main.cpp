@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -141,12 +143,18 @@ void print_prediction(const plan::PlanInfo& i) {
 
 // A synthesised AlltoAll's flow LP optimum (param lp_us), beside the cut bound printed before it:
 // the best any plan of sends over the topology's routes can do.
-void print_flow_lp(const plan::PlanInfo& i, double time_us) {
+// `file`: the plan's, for the error a malformed parameter gives.
+void print_flow_lp(const plan::PlanInfo& i, double time_us, const std::string& file) {
   auto it = i.params.find("lp_us");
   if (it == i.params.end()) return;
-  double lp = std::stod(it->second);
+  double lp = 0;
+  const std::string& text = it->second;
+  auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), lp);
+  if (err != std::errc() || end != text.data() + text.size() || !(lp > 0) || !std::isfinite(lp))
+    throw collkit::InputError(file + ": plan parameter lp_us=\"" + text + "\": expected a positive number");
+  auto gbps = i.params.find("lp_gbps");
   std::cout << fmt::format("  flow LP optimum {} us ({} GB/s per pair over the ranks' routes)  gap {:.1f}%\n", us(lp),
-                           i.params.at("lp_gbps"), 100.0 * (time_us - lp) / lp);
+                           gbps == i.params.end() ? "?" : gbps->second, 100.0 * (time_us - lp) / lp);
 }
 
 // AllReduce's bound for plans shaped as a ReduceScatter then an AllGather, beside the bound that
@@ -183,7 +191,7 @@ int run_generate(const Options& o) {
     std::cout << fmt::format("{} {} of {} on {} ranks: {} channel(s), wrote {}\n", out->info().algorithm, plan::to_string(req.coll),
                              collkit::format_size_bytes(req.bytes), nranks, out->info().channels, o.output);
     print_prediction(out->info());
-    if (out->info().predicted_us > 0) print_flow_lp(out->info(), out->info().predicted_us);
+    if (out->info().predicted_us > 0) print_flow_lp(out->info(), out->info().predicted_us, o.output);
     if (t && out->info().predicted_us > 0) print_rs_ag(plan::lower_bound(req, *t));
     if (!why.empty()) std::cout << "  auto chose " << why << "\n";
   }
@@ -225,7 +233,7 @@ int run_simulate(const Options& o) {
                            r.events);
   std::cout << fmt::format("  bound {} us (bandwidth {} us, latency {} us)  gap {:.1f}%\n", us(b.time_us()), us(b.bandwidth_us),
                            us(b.latency_us), plan::gap_percent(r.time_us, b));
-  print_flow_lp(p->info(), r.time_us);
+  print_flow_lp(p->info(), r.time_us, o.plan_file);
   print_rs_ag(b);
   if (!b.witness.empty()) std::cout << "  bound witness: " << b.witness << "\n";
   if (!r.busiest.empty()) {

@@ -148,6 +148,10 @@ python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j["params"]["lp_
   "$TMP/a2a.json" "$TMP/a2a-bad.json"
 expect_fail 2 "coll-plan: error: $TMP/a2a-bad.json: plan parameter lp_gbps=\"fast\": expected a positive number" \
   "$plan" synth-info "$TMP/a2a-bad.json"
+python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j["params"]["lp_us"] = "1e400"; json.dump(j, open(sys.argv[2], "w"))' \
+  "$TMP/a2a.json" "$TMP/a2a-bad2.json"
+expect_fail 2 "coll-plan: error: $TMP/a2a-bad2.json: plan parameter lp_us=\"1e400\": expected a positive number" \
+  "$plan" simulate "$TMP/a2a-bad2.json" --topo "$TMP/t.json"
 
 # Bad input: one line, exit 2 (or 3 for a missing file).
 rc=0; "$plan" generate --nranks 2 --algo spiral >/dev/null 2>"$TMP/err" || rc=$?
