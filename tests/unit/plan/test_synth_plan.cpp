@@ -29,9 +29,9 @@ int deepest(const PlanInfo& info) {
   }
   int most = 0;
   for (const std::vector<int>& parent : trees)
-    for (int r : parent) {
+    for (std::size_t r = 0; r < parent.size(); ++r) {  // every rank, up to its tree's root
       int d = 0;
-      for (int up = r; parent[static_cast<std::size_t>(up)] >= 0; up = parent[static_cast<std::size_t>(up)]) ++d;
+      for (std::size_t up = r; parent[up] >= 0; up = static_cast<std::size_t>(parent[up])) ++d;
       most = std::max(most, d);
     }
   return most;
