@@ -664,8 +664,8 @@ int run_shell(const std::vector<std::string>& topo_files, bool strict, const std
   }
   g_session = &s;
   rl_attempted_completion_function = complete;
-  // Ctrl-C: a command stops at its next check (interruptible_search); at the prompt the line is
-  // dropped. Not SA_RESTART, so that a read at the prompt returns.
+  // Ctrl-C: the handler only sets the flag; a command stops at its next check
+  // (interruptible_search), and at the prompt read_key drops the line.
   struct sigaction sa {};
   sa.sa_handler = [](int) { g_interrupted = true; };
   sigemptyset(&sa.sa_mask);
