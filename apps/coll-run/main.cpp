@@ -24,6 +24,7 @@
 #include "collkit/plan/collective.h"
 #include "collkit/plan/tuning.h"
 #include "collkit/topo/io.h"
+#include "subcommands.h"
 
 namespace exec = collkit::exec;
 namespace plan = collkit::plan;
@@ -284,7 +285,7 @@ int run_benchmark(const Flags& f, const CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"coll-run: run a collective plan under mpirun, check it and compare it with the native collective"};
+  CLI::App app{"coll-run: run a collective plan under mpirun, check it and compare it with the native collective", "coll-run"};
   Flags f;
   app.add_option("--plan", f.plan_file, "collkit.plan/1 file to run (default: plan on the fly with --coll/--algo)");
   app.add_option("--coll", f.colls, "collective(s) to plan: allreduce, reducescatter, allgather, alltoall, broadcast, reduce, all (comma list)");
@@ -342,6 +343,7 @@ int main(int argc, char** argv) {
   cal->add_flag("--quick", f.quick, "3 sizes, 5 repetitions: seconds instead of a minute");
   cal->add_option("-o,--output", f.cal_out, "calibrated topology to write (default: stdout)");
   cal->add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
+  collkit::app::add_version(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

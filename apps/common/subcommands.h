@@ -8,9 +8,15 @@
 #include <iostream>
 #include <string>
 
+#include "collkit/config.h"
 #include "collkit/core/error.h"
 
 namespace collkit::app {
+
+/// `--version` on a tool: "coll-plan (collkit 0.1.0)".
+inline void add_version(CLI::App& app) {
+  app.set_version_flag("--version", app.get_name() + " (collkit " COLLKIT_VERSION ")", "print the tool's and collkit's version and exit");
+}
 
 template <class Options>
 struct Command {
@@ -22,6 +28,7 @@ struct Command {
 template <class Options>
 int run(CLI::App& app, int argc, char** argv, const Options& options, std::initializer_list<Command<Options>> commands,
         int (*fallback)(const Options&) = nullptr) {
+  add_version(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

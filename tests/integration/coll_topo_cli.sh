@@ -79,4 +79,9 @@ rc=0; "$topo" frobnicate >/dev/null 2>&1 || rc=$?
 "$topo" synth --node dgx-h100 --nodes 2 --fabric ring -o "$TMP/never.json" 2>/dev/null || true
 [ ! -e "$TMP/never.json" ] && [ -z "$(ls "$TMP" | grep '\.tmp\.' || true)" ] && ok "no partial file" || bad "partial file left"
 
+# --version on every tool (one place: apps/common/subcommands.h), exit 0.
+for tool in coll-topo coll-plan coll-run coll-overlap; do
+  got=$("$COLLKIT_BIN/$tool" --version 2>&1) && expect_eq "$got" "$tool (collkit 0.1.0)" "$tool --version" || bad "$tool --version failed: $got"
+done
+
 finish
