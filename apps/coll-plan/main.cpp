@@ -6,9 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -143,18 +141,19 @@ void print_prediction(const plan::PlanInfo& i) {
 
 // A synthesised AlltoAll's flow LP optimum (param lp_us), beside the cut bound printed before it:
 // the best any plan of sends over the topology's routes can do.
-// `file`: the plan's, for the error a malformed parameter gives.
-void print_flow_lp(const plan::PlanInfo& i, double time_us, const std::string& file) {
-  auto it = i.params.find("lp_us");
-  if (it == i.params.end()) return;
-  double lp = 0;
-  const std::string& text = it->second;
-  auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), lp);
-  if (err != std::errc() || end != text.data() + text.size() || !(lp > 0) || !std::isfinite(lp))
-    throw collkit::InputError(file + ": plan parameter lp_us=\"" + text + "\": expected a positive number");
-  auto gbps = i.params.find("lp_gbps");
-  std::cout << fmt::format("  flow LP optimum {} us ({} GB/s per pair over the ranks' routes)  gap {:.1f}%\n", us(lp),
-                           gbps == i.params.end() ? "?" : gbps->second, 100.0 * (time_us - lp) / lp);
+// A synthesised AlltoAll's flow LP optimum beside the time; its parameters read (and checked) as
+// synth-info reads them. `file`: the plan's, for the error a malformed parameter gives.
+void print_flow_lp(const plan::Plan& p, double time_us, const std::string& file) {
+  if (!p.info().params.count("lp_us")) return;
+  plan::SynthInfo s;
+  try {
+    s = plan::synth_info(p, nullptr, {});
+  } catch (const collkit::InputError& e) {
+    throw collkit::InputError(file + ": " + e.what());
+  }
+  if (!(s.lp_us > 0)) return;
+  std::cout << fmt::format("  flow LP optimum {} us ({} GB/s per pair over the ranks' routes)  gap {:.1f}%\n", us(s.lp_us),
+                           s.lp_gbps > 0 ? p.info().params.at("lp_gbps") : "?", 100.0 * (time_us - s.lp_us) / s.lp_us);
 }
 
 // AllReduce's bound for plans shaped as a ReduceScatter then an AllGather, beside the bound that
@@ -191,7 +190,7 @@ int run_generate(const Options& o) {
     std::cout << fmt::format("{} {} of {} on {} ranks: {} channel(s), wrote {}\n", out->info().algorithm, plan::to_string(req.coll),
                              collkit::format_size_bytes(req.bytes), nranks, out->info().channels, o.output);
     print_prediction(out->info());
-    if (out->info().predicted_us > 0) print_flow_lp(out->info(), out->info().predicted_us, o.output);
+    if (out->info().predicted_us > 0) print_flow_lp(*out, out->info().predicted_us, o.output);
     if (t && out->info().predicted_us > 0) print_rs_ag(plan::lower_bound(req, *t));
     if (!why.empty()) std::cout << "  auto chose " << why << "\n";
   }
@@ -233,7 +232,7 @@ int run_simulate(const Options& o) {
                            r.events);
   std::cout << fmt::format("  bound {} us (bandwidth {} us, latency {} us)  gap {:.1f}%\n", us(b.time_us()), us(b.bandwidth_us),
                            us(b.latency_us), plan::gap_percent(r.time_us, b));
-  print_flow_lp(p->info(), r.time_us, o.plan_file);
+  print_flow_lp(*p, r.time_us, o.plan_file);
   print_rs_ag(b);
   if (!b.witness.empty()) std::cout << "  bound witness: " << b.witness << "\n";
   if (!r.busiest.empty()) {
