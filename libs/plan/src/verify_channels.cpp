@@ -3,9 +3,14 @@
 // of channel 0 of rank r with every peer q read as g(q) and every chunk x read as s(x), where g is
 // a permutation of ranks and s renames a chunk's block (when a buffer holds a block per rank) by g
 // and shifts its place in the block by d, the same d for the input and the output. Then
-//  - the channels are independent: no dep crosses channels, messages match per channel, and no
-//    two channels touch one chunk (checked below), so any interleaving of them is an execution,
-//    and a race, deadlock or mismatch of the plan is one within a channel;
+//  - the channels are independent: messages match per channel, no two channels touch one chunk
+//    (checked below), and a dep that crosses channels points to a lower channel only (channel 0
+//    has none): channel 0 runs as it would alone, and by induction on the channel, channel c's
+//    deps on lower channels wait on ops that run whatever channel c does, so they only delay
+//    its ops (a program whose messages match in a fixed order ends the same whichever way its
+//    ops are delayed, as a Kahn network does) and order more accesses, which adds no race. So a
+//    race, deadlock or mismatch of the plan is one within a channel, and channel 0's are the
+//    plan's own;
 //  - channel c's execution is the image of channel 0's: input chunk x of rank r starts as
 //    {x, {r}} and its image, chunk s(x) of rank g(r), as {s(x), {g(r)}}; copies, transfers and
 //    unions of disjoint rank sets commute with renaming, and so do the engine's checks;
@@ -258,8 +263,10 @@ class Reducer {
     std::size_t n = o.num_deps();
     for (std::size_t k = n; k < kMaxDeps; ++k)
       if (o.deps[k] != kNoDep) return false;
+    // A dep may wait on an earlier op of its own channel or of a lower one (channels staggered,
+    // as hier's are), never of a higher one.
     for (std::size_t k = 0; k < n; ++k)
-      if (o.deps[k] >= index || sc.channel_of[o.deps[k]] != o.channel) return false;
+      if (o.deps[k] >= index || sc.channel_of[o.deps[k]] > o.channel) return false;
     return true;
   }
 
@@ -351,7 +358,11 @@ class Reducer {
       const std::vector<FrameOp>& frames = frames_[at(r0)];
       if (place >= frames.size()) return false;
       const FrameOp& f = frames[place];
-      if (o.type != f.type || o.count != f.count || o.num_deps() != f.deps) return false;
+      // Deps within the channel are the frame's; those on lower channels (none in channel 0,
+      // which has none lower) only hold the op back until ops that run regardless.
+      std::size_t own = 0, nd = o.num_deps();
+      for (std::size_t k = 0; k < nd; ++k) own += sc.channel_of[o.deps[k]] == o.channel ? 1 : 0;
+      if (o.type != f.type || o.count != f.count || own != f.deps) return false;
       if (is_transfer(o.type) && inv_[at(ch)][at(o.peer)] != f.peer) return false;
       if (reads_src(o.type) && (o.src.buf != f.src_buf || !same_chunk(ch, o.src.buf, o.src.chunk, f.src, sc))) return false;
       if (writes_dst(o.type) && (o.dst.buf != f.dst_buf || !same_chunk(ch, o.dst.buf, o.dst.chunk, f.dst, sc))) return false;
@@ -359,8 +370,10 @@ class Reducer {
       // a cursor per channel walks it.
       if (f.deps) {
         std::size_t& d = dep_at[at(ch)];
-        for (std::size_t k = 0; k < f.deps; ++k)
+        for (std::size_t k = 0; k < nd; ++k) {
+          if (sc.channel_of[o.deps[k]] != o.channel) continue;
           if (d >= deps_[at(r0)].size() || deps_[at(r0)][d++] != sc.place[o.deps[k]]) return false;
+        }
       }
     }
     for (int ch = 0; ch < nch_; ++ch)

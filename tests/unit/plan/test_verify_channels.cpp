@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "algorithms/common.h"
@@ -126,6 +127,61 @@ TEST_CASE("verify by channels: congruent channels on disjoint chunks pass; on sh
   CHECK_FALSE(l.ok);
   CHECK(l.error == lost_whole.error);
   CHECK(l.error == "rank 0 output chunk 0: holds {chunk 0 from rank 0} but should hold {chunk 0 from ranks 0-1}");
+}
+
+TEST_CASE("verify by channels: deps onto lower channels keep the reduction; onto a higher one, the whole plan runs") {
+  // Channel 1's first send waits on channel 0's last op, as hier staggers its channels: still
+  // channel 0's image, decided by channel 0.
+  Claimed apart = two_rank_allreduce([](std::uint16_t ch) { return std::uint32_t{ch}; });
+  std::vector<std::vector<Op>> progs = programs(apart);
+  progs[0][2].depend_on(1);
+  Claimed staggered(apart, progs);
+  VerifyResult r = verify(staggered), whole = verify_whole(staggered);
+  CHECK(r.ok);
+  CHECK(whole.ok);
+  CHECK(r.congruent_channels == 1);
+
+  // Channel 0 waiting on channel 1 (its ops first in the program) is not reduced.
+  std::vector<std::vector<Op>> swapped = programs(apart);
+  for (auto& prog : swapped) std::rotate(prog.begin(), prog.begin() + 2, prog.end());
+  swapped[0][2].depend_on(1);
+  Claimed upward(apart, swapped);
+  VerifyResult u = verify(upward), uw = verify_whole(upward);
+  CHECK(u.ok);
+  CHECK(uw.ok);
+  CHECK(u.congruent_channels == 0);
+
+  // On the other rank too: rank 1's channel 1 receive waits on its channel 0 send.
+  std::vector<std::vector<Op>> late = programs(apart);
+  late[1][2].depend_on(1);
+  Claimed later(apart, late);
+  VerifyResult l = verify(later), lw = verify_whole(later);
+  CHECK(l.ok);
+  CHECK(lw.ok);
+  CHECK(l.congruent_channels == 1);
+}
+
+TEST_CASE("verify by channels: hier's staggered AllReduce channels are decided by channel 0") {
+  std::size_t checked = 0;
+  topo::Topology t = topo::synth({"dgx-h100", 4, "fat-tree"});
+  auto p = static_cast<int>(t.num_ranks());
+  for (const char* inter : {"ring", "rhd"}) {
+    for (int channels : {2, 4}) {
+      AlgoOptions o;
+      o.channels = channels;
+      o.inter = inter;
+      auto plan = generate("hier", Request{Collective::AllReduce, std::uint64_t{1} << 22, p, 0}, &t, o);
+      INFO(describe_plan(plan->info()));
+      REQUIRE(plan->info().channels == channels);
+      VerifyResult fast = verify(*plan), whole = verify_whole(*plan);
+      CHECK(fast.ok);
+      CHECK(whole.ok);
+      CHECK(fast.ops == whole.ops);
+      CHECK(fast.congruent_channels == channels - 1);
+      ++checked;
+    }
+  }
+  CHECK(checked == 4);
 }
 
 TEST_CASE("verify by channels: a channel that is not channel 0's image is run whole") {

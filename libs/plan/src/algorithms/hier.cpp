@@ -21,6 +21,7 @@
 // comes from the topology at layout time, so program() needs none.
 
 #include <algorithm>
+#include <numeric>
 
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
@@ -184,6 +185,16 @@ class HierAlgorithm final : public Algorithm {
   // host along when the inter-host phase is a ring (ReduceScatter, AllGather and AlltoAll always;
   // AllReduce with inter=ring), or the inter-host algorithm's own symmetries (rd, rhd: h -> h xor
   // 2^j) lifted to hosts. Only with every chunk the same size, so image threads move equal bytes.
+  // AllReduce's channel c runs channel 0's phases on the same ranks, on its own chunks, its
+  // phases held back until channel c-1's have ended (Stagger): verify() checks that op for op
+  // and runs channel 0 alone (docs/plan.md, "Verifying by channels").
+  std::vector<std::vector<int>> channel_images(const PlanInfo& info) const override {
+    if (info.req.coll != Collective::AllReduce || info.channels < 2 || info.req.nranks < 1) return {};
+    std::vector<int> same(static_cast<std::size_t>(info.req.nranks));
+    std::iota(same.begin(), same.end(), 0);
+    return std::vector<std::vector<int>>(info.channels, same);
+  }
+
   std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
     int N = param_int(info, "hosts", 1), g = param_int(info, "local", 1), p = info.req.nranks;
     if (N * g != p || p < 2) return {};
