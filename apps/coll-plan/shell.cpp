@@ -348,7 +348,8 @@ void Session::compare(const Args& a, bool explain) {
     }
     out_ << fmt::format(" {}{:<20} {:>14.2f} {:>12.2f} {:>8.1f}", mark, c.algorithm, c.time_us, c.busbw_gbps,
                         plan::gap_percent(c.time_us, e.bound));
-    if (explain) out_ << fmt::format("  {} ({})", c.knobs.empty() ? "-" : c.knobs, c.tried);
+    if (explain && !c.not_searched.empty()) out_ << fmt::format("  knobs not searched: {} ({})", c.not_searched, c.tried);
+    else if (explain) out_ << fmt::format("  {} ({})", c.knobs.empty() ? "-" : c.knobs, c.tried);
     out_ << "\n";
   }
   if (explain) {

@@ -154,10 +154,15 @@ Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOp
                    [&](std::size_t x, std::size_t y) { return ev.candidates[x].time_us < ev.candidates[y].time_us; });
   if (order.size() > static_cast<std::size_t>(std::max(0, search.search_top)))
     order.resize(static_cast<std::size_t>(std::max(0, search.search_top)));
+  double first_best = order.empty() ? 0 : ev.candidates[order.front()].time_us;
   for (std::size_t i : order) {
     if (close()) break;
     Candidate& c = ev.candidates[i];
     const Algorithm& a = algorithm(c.algorithm);
+    if (first_best > 0 && c.time_us > first_best * search.search_within && !a.knobs(req, &topo).empty()) {
+      c.not_searched = num(c.time_us / first_best) + " x the best";
+      continue;
+    }
     AlgoOptions cur = opt;
     std::vector<std::pair<std::string, std::string>> chosen;
     for (const Knob& k : a.knobs(req, &topo)) {

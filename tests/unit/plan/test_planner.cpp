@@ -101,6 +101,39 @@ TEST_CASE("auto searches each promising algorithm's knobs and says why it chose"
   CHECK(flat.tried == applicable);
 }
 
+TEST_CASE("auto does not search the knobs of candidates far behind the best, and says so") {
+  topo::Topology t = topo::synth({"dgx-a100", 2, "fat-tree"});
+  Request req{Collective::AllReduce, 64 << 20, 16, 0};
+  SearchOptions strict;
+  strict.search_within = 1.0;  // only the best at the given options is searched
+  Evaluation ev = evaluate(req, t, {}, {}, strict);
+  REQUIRE(ev.best >= 0);
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < ev.candidates.size(); ++i)
+    if (ev.candidates[i].applicable) order.push_back(i);
+  int skipped = 0, searched = 0;
+  for (std::size_t i : order) {
+    const Candidate& c = ev.candidates[i];
+    CAPTURE(c.algorithm);
+    if (!c.not_searched.empty()) {
+      ++skipped;
+      CHECK(c.tried == 1);
+      CHECK(c.knobs.empty());
+      CHECK(c.not_searched.find(" x the best") != std::string::npos);
+    } else if (c.tried > 1) {
+      ++searched;
+    }
+  }
+  CHECK(skipped >= 1);
+  CHECK(searched <= 1);
+  // The default searches the same candidates when they are within 4 x.
+  Evaluation wide = evaluate(req, t);
+  int wide_searched = 0;
+  for (const Candidate& c : wide.candidates) wide_searched += c.tried > 1 ? 1 : 0;
+  CHECK(wide_searched > searched);
+  CHECK(wide.candidates[static_cast<std::size_t>(wide.best)].time_us <= ev.candidates[static_cast<std::size_t>(ev.best)].time_us);
+}
+
 TEST_CASE("knobs are set by name, as the command line's flags") {
   AlgoOptions o = with_knob(with_knob(with_knob({}, "channels", "4"), "inter", "rhd"), "bidirectional", "1");
   CHECK(o.channels == 4);

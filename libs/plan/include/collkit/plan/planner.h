@@ -21,17 +21,23 @@ struct Candidate {
   double time_us = 0;
   double busbw_gbps = 0;
   std::string knobs;  ///< the knobs searched and the values chosen, "channels=8 pipeline=4"; empty: none
+  std::string not_searched;  ///< why its knobs were not searched ("11.2 x the best"); empty: they were, or it has none
   int tried = 0;      ///< plans simulated for it
   std::unique_ptr<Plan> plan;
 };
 
 /// How `auto` searches: every algorithm at the given options, then the best `search_top` of
-/// them over their knobs (Algorithm::knobs, one knob at a time, keeping what helps), stopping
+/// them (those within `search_within` of the best) over their knobs (Algorithm::knobs, one knob at a time, keeping what helps), stopping
 /// once the best is within `close_enough` of the bound. `on_plan` (when set) hears of each plan
 /// simulated, for progress reports.
 struct SearchOptions {
   int search_top = 3;
   double close_enough = 0.01;
+  /// A candidate more than this many times the best at the given options is not searched over
+  /// its knobs (Candidate::not_searched says so): no knob of any algorithm here has moved a plan
+  /// by half that (results/plan_gaps.md), and at 16384 ranks a tree's pipeline search, 11 x the
+  /// best, took longer than everything else auto did.
+  double search_within = 4.0;
   std::function<void(int done)> on_plan;
 };
 
