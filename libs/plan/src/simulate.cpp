@@ -135,7 +135,7 @@ class Simulator {
       rank_begin_.push_back(base);
       if (std::size_t end = base + ops.size(); type_.capacity() < end) {
         // The per-op arrays are large: sized about once rather than grown (copies, page faults).
-        std::size_t room = ops_ahead(end, r, n);
+        std::size_t room = ops_ahead(end, r, n, type_.capacity());
         for (auto* v : {&match_, &route_, &next_}) v->reserve(room);
         type_.reserve(room);
         channel_.reserve(room);
@@ -334,9 +334,9 @@ class Simulator {
   // A resource as the folded simulation knows it: its orbit's representative.
   std::uint32_t folded(std::uint32_t res) const {
     if (!fold_) return res;
-    auto it = fold_->resource.find(res);
-    if (it == fold_->resource.end()) throw InputError("simulate: a route the symmetry check did not see");  // rerun unfolded
-    return it->second;
+    std::uint32_t rep = fold_->representative(res);
+    if (rep == sim::Fold::kNoResource) throw InputError("simulate: a route the symmetry check did not see");  // rerun unfolded
+    return rep;
   }
 
   void resolve_routes() {

@@ -24,8 +24,12 @@ struct Fold {
   std::vector<std::uint32_t> elem;  ///< per thread: the element that maps it to rep
   std::vector<int> ranks;           ///< ranks holding a representative thread, ascending
   /// Resource (Hop::channel(), or 2 * links + vertex for a vertex's local copies) -> the
-  /// representative of its orbit, for every resource the plan's routes use.
-  std::unordered_map<std::uint32_t, std::uint32_t> resource;
+  /// representative of its orbit, for every resource the plan's routes use; kNoResource for
+  /// the others. Indexed densely: 16384 ranks' fat-tree has 256 k resources, and following
+  /// their orbits through a hash map took most of a fold.
+  static constexpr std::uint32_t kNoResource = 0xffffffffu;
+  std::vector<std::uint32_t> resource;
+  std::uint32_t representative(std::uint32_t res) const { return res < resource.size() ? resource[res] : kNoResource; }
   std::size_t size() const { return rank.size(); }
   bool is_rep(std::uint32_t thread) const { return rep[thread] == thread; }
 };
