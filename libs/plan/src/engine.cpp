@@ -117,7 +117,7 @@ class Engine {
   void load(int r, const std::vector<Op>& prog) {
     RankState& R = rank(r);
     std::size_t first = ops_.size(), n = prog.size();
-    if (ops_.capacity() < first + n) ops_.reserve(ops_ahead(first + n, r, p_));
+    if (ops_.capacity() < first + n) ops_.reserve(ops_ahead(first + n, r, p_, ops_.capacity()));
     R.cursor.assign(channels_, static_cast<std::uint32_t>(n));
     for (std::size_t i = 0; i < n; ++i) {
       const Op& o = prog[i];

@@ -69,12 +69,14 @@ struct MatchVisitor {
   std::function<void(std::uint32_t send, std::uint32_t recv)> pair;
 };
 
-/// How many ops to make room for once ranks 0..r hold `ops`: as many again per rank for the
-/// ranks to come (all the same in most plans), so per-op arrays filled rank by rank are sized about
-/// once; never more than 64 M ops beyond `ops`.
-inline std::size_t ops_ahead(std::size_t ops, int r, int nranks) {
+/// How many ops to make room for once ranks 0..r hold `ops`, arrays that hold `capacity` now: as
+/// many again per rank for the ranks to come (all the same in most plans), so per-op arrays filled
+/// rank by rank are sized about once; never more than 64 M ops beyond `ops`, and at least half as
+/// much again as `capacity`, so that plans whose later ranks run more ops than the first ones (a
+/// tree's inner ranks after its leaves) grow their arrays a few times, not once per rank.
+inline std::size_t ops_ahead(std::size_t ops, int r, int nranks, std::size_t capacity) {
   std::size_t predicted = ops / static_cast<std::size_t>(r + 1) * static_cast<std::size_t>(nranks);
-  return std::max(ops, std::min(predicted, ops + (std::size_t{1} << 26)));
+  return std::max({ops, std::min(predicted, ops + (std::size_t{1} << 26)), capacity + capacity / 2});
 }
 
 /// Reads, checks and pairs every op of `plan`; throws PlanFault at the first op that breaks a
