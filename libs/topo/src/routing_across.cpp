@@ -356,18 +356,24 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
   // Back through the fabric: among the predecessors whose label plus the link
   // ties v's (the equal-cost choices), the one the destination's key picks at
   // this depth.
-  std::vector<std::pair<LinkId, VertexId>> tied;
+  if (lv.tied_known.empty()) {
+    lv.tied.resize(f_.fabric.size());
+    lv.tied_known.assign(f_.fabric.size(), 0);
+  }
   for (std::uint32_t depth = 0; f_.host[v] < 0 && v != src_; ++depth) {
-    const Label& want = lv.fabric.label[f_.pos[v]];
-    tied.clear();
-    for (const Adjacent& a : t_.adjacent(v)) {
-      const Link& l = t_.link(a.link);
-      if (!at_least(l.bw_gbps, lvl)) continue;
-      Label lu = from_label(lv, a.peer);
-      if (lu.reached() && ties(plus(lu, l), want)) tied.emplace_back(a.link, a.peer);
+    std::vector<std::pair<LinkId, VertexId>>& tied = lv.tied[f_.pos[v]];
+    if (!lv.tied_known[f_.pos[v]]) {
+      lv.tied_known[f_.pos[v]] = 1;
+      const Label& want = lv.fabric.label[f_.pos[v]];
+      for (const Adjacent& a : t_.adjacent(v)) {
+        const Link& l = t_.link(a.link);
+        if (!at_least(l.bw_gbps, lvl)) continue;
+        Label lu = from_label(lv, a.peer);
+        if (lu.reached() && ties(plus(lu, l), want)) tied.emplace_back(a.link, a.peer);
+      }
+      std::sort(tied.begin(), tied.end());
     }
     if (tied.empty()) throw Error("routing: no predecessor of " + t_.vertex(v).id + " ties its label (internal error)");
-    std::sort(tied.begin(), tied.end());
     auto [link, u] = tied[(key + depth) % tied.size()];
     p.hops.push_back(hop_from(t_, link, u));
     v = u;

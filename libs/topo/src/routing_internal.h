@@ -139,6 +139,10 @@ class AcrossHosts {
     double level;
     Local home, fabric;
     std::vector<std::vector<std::pair<int, Local>>> far;  // per far host: per entry set
+    // Per fabric vertex (by position), its equal-cost predecessors, sorted, once path() has
+    // needed them: the same for every destination, and a spine has a port per leaf to scan.
+    std::vector<std::vector<std::pair<LinkId, VertexId>>> tied;
+    std::vector<char> tied_known;
   };
   bool may_leave(VertexId u) const { return u == src_ || f_.fwd[u]; }
   // May the route leave the home host from x (to the fabric or straight into another host)?
