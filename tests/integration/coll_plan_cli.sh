@@ -200,4 +200,14 @@ expect_fail 2 "coll-plan: error: unknown link model \"fluid\" (expected queue or
 expect_fail 2 "coll-plan: error: simulate: the per-message overhead must be a finite number >= 0 (us), got nan" \
   timeout 20 "$plan" simulate "$TMP/r4.json" --topo "$TMP/t.json" --per-message-us nan
 
+# "-" reads standard input, for any one input file.
+"$plan" generate --topo - --algo ring --coll allreduce --size 1M -o "$TMP/stdin.json" <"$TMP/t.json" >/dev/null 2>&1 &&
+  ok "generate --topo - reads the topology from stdin" || bad "generate --topo - failed"
+out=$("$plan" generate --topo "$TMP/t.json" --algo ring --coll allreduce --size 1M -o - 2>/dev/null | "$plan" verify - 2>&1) || true
+case "$out" in "-: verified allreduce of 1M"*) ok "generate -o - | verify -" ;; *) bad "generate -o - | verify -: $out" ;; esac
+expect_fail 2 'coll-plan: error: -: standard input was already read for another input (only one can be "-")' \
+  "$plan" simulate - --topo - <"$TMP/stdin.json"
+printf '{\n  "schema": 1e309}\n' >"$TMP/huge.json"
+expect_fail 2 "coll-plan: error: $TMP/huge.json:2:13: invalid JSON: number out of range: 1e309" "$plan" verify "$TMP/huge.json"
+
 finish

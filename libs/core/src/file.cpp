@@ -19,7 +19,12 @@ namespace collkit {
 std::string read_file(const std::string& path) { return read_file(path, limits::kInputFileBytes); }
 
 std::string read_file(const std::string& path, std::uint64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // "-" is standard input, which can be read once: a second input named "-" would read nothing.
+  static bool stdin_read = false;
+  const bool from_stdin = path == "-";
+  if (from_stdin && stdin_read) throw InputError("-: standard input was already read for another input (only one can be \"-\")");
+  stdin_read = stdin_read || from_stdin;
+  const int fd = from_stdin ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw SystemError(path + ": cannot open: " + std::strerror(errno));
   auto too_large = [&] {
     ::close(fd);

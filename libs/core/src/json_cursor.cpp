@@ -57,6 +57,15 @@ nlohmann::json parse(const std::string& file, const std::string& text) {
       detail.erase(lr, close == std::string::npos ? std::string::npos : close + 1 - lr);
     }
     throw InputError(place(file, text, end) + ": invalid JSON: " + detail);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number no double holds (1e309): nlohmann says "number overflow parsing '1e309'" with no
+    // position, so the number is found in the text to give one.
+    std::string what = e.what();
+    std::string number;
+    if (auto q = what.find("parsing '"); q != std::string::npos) number = what.substr(q + 9, what.find('\'', q + 9) - q - 9);
+    std::size_t at = number.empty() ? std::string::npos : text.find(number);
+    throw InputError((at == std::string::npos ? file : place(file, text, at)) + ": invalid JSON: number out of range" +
+                     (number.empty() ? std::string() : ": " + number));
   }
 }
 

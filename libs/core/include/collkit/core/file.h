@@ -8,7 +8,8 @@
 namespace collkit {
 
 /// Reads a whole file; throws SystemError naming the path when it cannot, InputError when it holds
-/// more than limits::kInputFileBytes (a device such as /dev/zero is read only that far).
+/// more than limits::kInputFileBytes (a device such as /dev/zero is read only that far). "-" reads
+/// standard input, once per process (a second "-" is refused with InputError).
 std::string read_file(const std::string& path);
 /// The same with another limit, in bytes.
 std::string read_file(const std::string& path, std::uint64_t max_bytes);
