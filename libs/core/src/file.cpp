@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -82,7 +84,64 @@ void write_through(const std::string& path, const std::string& content) {
   if (err != 0) throw SystemError(path + ": write failed: " + std::strerror(err));
 }
 
+// The temporary file being written, for the signal handler: a killed writer (Ctrl-C, SIGTERM
+// from a scheduler) must not leave a `<target>.tmp.XXXXXX` of up to the whole artifact behind.
+// One at a time: write_file_atomic runs to the end before it returns.
+char g_tmp[4096];
+volatile std::sig_atomic_t g_tmp_set = 0;
+
+extern "C" void remove_tmp_and_die(int sig) {
+  if (g_tmp_set) ::unlink(g_tmp);  // async-signal-safe
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// Installed on the first write, for the signals whose default is to end the process, and only
+// where nobody else handles them (the shell's Ctrl-C, MPI's own handlers stay as they are).
+void install_tmp_cleanup() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa {};
+    sa.sa_handler = remove_tmp_and_die;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+// Temporaries beside `path` (`<name>.tmp.XXXXXX`) older than an hour: a writer killed by
+// SIGKILL or a crash left them, since no live writer takes that long. Errors are ignored.
+void sweep_stale_tmps(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const std::string prefix = path.filename().string() + ".tmp.";
+  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::error_code e2;
+    if (it->is_regular_file(e2) && fs::last_write_time(it->path(), e2) < cutoff && !e2) fs::remove(it->path(), e2);
+  }
+}
+
 }  // namespace
+
+namespace detail {
+
+TmpRegistration::TmpRegistration(const std::string& tmp) {
+  install_tmp_cleanup();
+  if (tmp.size() >= sizeof g_tmp) return;  // too long to keep: left to the sweep
+  std::memcpy(g_tmp, tmp.c_str(), tmp.size() + 1);
+  g_tmp_set = 1;
+}
+
+TmpRegistration::~TmpRegistration() { g_tmp_set = 0; }
+
+}  // namespace detail
 
 void write_file_atomic(const std::string& given, const std::string& content) {
   if (given == "-") {
@@ -103,9 +162,11 @@ void write_file_atomic(const std::string& given, const std::string& content) {
     if (S_ISDIR(st.st_mode)) throw SystemError(given + ": is a directory");
     if (!S_ISREG(st.st_mode)) return write_through(path, content);
   }
+  sweep_stale_tmps(path);
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = mkstemp(tmp.data());
   if (fd < 0) throw SystemError(given + ": cannot create a temporary file beside it: " + std::strerror(errno));
+  detail::TmpRegistration registered(tmp);
   if (const int err = write_all(fd, content); err != 0) {
     ::close(fd);
     ::unlink(tmp.c_str());

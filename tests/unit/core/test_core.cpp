@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -67,6 +70,47 @@ TEST_CASE("files are written atomically and errors name the path") {
   CHECK_THROWS_WITH_AS(read_file(path, 5), (path + ": larger than 5 bytes (the limit on input files)").c_str(), InputError);
   CHECK(read_file(path, 6) == "second");
   CHECK_THROWS_WITH_AS(read_file("/dev/zero", 1 << 20), "/dev/zero: larger than 1048576 bytes (the limit on input files)", InputError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a writer ended by SIGTERM or SIGINT removes its temporary file; stale ones are swept") {
+  auto dir = std::filesystem::temp_directory_path() / ("collkit-tmp-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  int checked = 0;
+  for (int sig : {SIGTERM, SIGINT}) {
+    auto tmp = (dir / ("out.json.tmp." + std::to_string(sig) + "xxxxx")).string();
+    std::ofstream(tmp) << "half an artifact";
+    REQUIRE(std::filesystem::exists(tmp));
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // As write_file_atomic holds it while it writes; the signal arrives mid-write.
+      detail::TmpRegistration registered(tmp);
+      ::raise(sig);
+      ::_exit(0);  // not reached: the signal ends the process
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    CHECK_FALSE(std::filesystem::exists(tmp));
+    ++checked;
+  }
+  CHECK(checked == 2);
+
+  // Left by a SIGKILL: an hour-old temporary of the target goes at the next write; a fresh one
+  // (another writer's, now) and other names stay.
+  auto target = (dir / "plan.json").string();
+  auto old_tmp = target + ".tmp.ABC123", fresh_tmp = target + ".tmp.DEF456", other = target + ".tmp.kept";
+  for (const auto& f : {old_tmp, fresh_tmp, other}) std::ofstream(f) << "x";
+  auto hours_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  std::filesystem::last_write_time(old_tmp, hours_ago);
+  std::filesystem::last_write_time(other, hours_ago);
+  write_file_atomic(target, "{}");
+  CHECK_FALSE(std::filesystem::exists(old_tmp));
+  CHECK(std::filesystem::exists(fresh_tmp));
+  CHECK(std::filesystem::exists(other));
+  CHECK(read_file(target) == "{}");
   std::filesystem::remove_all(dir);
 }
 
