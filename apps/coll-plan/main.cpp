@@ -266,12 +266,14 @@ int run_sweep(const Options& o) {
   }
   if (rows.empty()) throw collkit::InputError("sweep: no size in range");
   // Header: one time column per algorithm, then the winner and its gap to the bound.
+  // With --json - the JSON alone goes to stdout, the table to stderr.
+  std::ostream& out = o.json_out == "-" ? std::cerr : std::cout;
   const auto& first = rows.front().eval.candidates;
   std::string header = fmt::format("{:>12}", "size");
   for (const auto& c : first) header += fmt::format(" {:>12}", c.algorithm);
   header += fmt::format(" {:>10} {:>10} {:>10} {:>7}", "best", "busbw", "bound", "gap%");
-  std::cout << "# " << plan::to_string(coll) << " on " << nranks << " ranks of " << t.name << ": predicted time (us) per algorithm\n";
-  std::cout << header << "\n";
+  out << "# " << plan::to_string(coll) << " on " << nranks << " ranks of " << t.name << ": predicted time (us) per algorithm\n";
+  out << header << "\n";
   for (const auto& row : rows) {
     std::string line = fmt::format("{:>12}", collkit::format_size_bytes(row.bytes));
     for (const auto& c : row.eval.candidates) line += c.applicable ? fmt::format(" {:>12.2f}", c.time_us) : fmt::format(" {:>12}", "-");
@@ -281,11 +283,11 @@ int run_sweep(const Options& o) {
                           plan::gap_percent(b.time_us, row.eval.bound));
       if (!b.knobs.empty()) line += "  " + b.knobs;
     }
-    std::cout << line << "\n";
+    out << line << "\n";
   }
   if (!o.json_out.empty()) {
     collkit::write_file_atomic(o.json_out, plan::tuning_table_json(rows, coll, nranks, t));
-    std::cout << "wrote tuning table " << o.json_out << "\n";
+    if (o.json_out != "-") out << "wrote tuning table " << o.json_out << "\n";
   }
   return 0;
 }
@@ -405,7 +407,7 @@ int main(int argc, char** argv) {
   swp->add_option("-b,--minbytes", o.min_size, "smallest size (default 1K)");
   swp->add_option("-e,--maxbytes", o.max_size, "largest size (default 1G)");
   swp->add_option("-f,--stepfactor", o.factor, "size multiplication factor (default 4)");
-  swp->add_option("--json", o.json_out, "write the tuning table (collkit.tuning/1) to this file");
+  swp->add_option("--json", o.json_out, "write the tuning table (collkit.tuning/1) to this file (\"-\": stdout, the table then on stderr)");
   add_algo_knobs(swp);
   add_sim_knobs(swp);
 

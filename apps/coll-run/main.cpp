@@ -140,17 +140,18 @@ int run_autotune(const Flags& f, const CLI::App& sub) {
     exec::Results res = exec::run(opt, *backend, world, tables);
     if (world.rank() != 0) return 0;
     std::vector<exec::TunedSize> tuned = exec::tune_from(res);
-    std::cout << fmt::format("# autotune: {} on {} ranks, {} iterations per candidate; gain = the model's choice / the best measured\n",
-                             plan::to_string(opt.collectives[0]), res.nranks, opt.iters);
-    std::cout << fmt::format("# {:>10}  {:>16}  {:>10}  {:>16}  {:>10}  {:>6}\n", "size", "model's choice", "time(us)", "best measured",
-                             "time(us)", "gain");
+    std::ostream& out = f.json_out == "-" ? std::cerr : std::cout;  // --json -: the JSON alone on stdout
+    out << fmt::format("# autotune: {} on {} ranks, {} iterations per candidate; gain = the model's choice / the best measured\n",
+                       plan::to_string(opt.collectives[0]), res.nranks, opt.iters);
+    out << fmt::format("# {:>10}  {:>16}  {:>10}  {:>16}  {:>10}  {:>6}\n", "size", "model's choice", "time(us)", "best measured",
+                       "time(us)", "gain");
     for (const exec::TunedSize& t : tuned)
-      std::cout << fmt::format("  {:>10}  {:>16}  {:>10.1f}  {:>16}  {:>10.1f}  {:>6.2f}\n", collkit::format_size_bytes(t.bytes),
-                               t.model_choice, t.model_choice_us, t.best, t.best_us, t.gain());
+      out << fmt::format("  {:>10}  {:>16}  {:>10.1f}  {:>16}  {:>10.1f}  {:>6.2f}\n", collkit::format_size_bytes(t.bytes), t.model_choice,
+                         t.model_choice_us, t.best, t.best_us, t.gain());
     if (!f.json_out.empty()) {
       plan::TuningTable table = exec::tuning_table(tuned, opt.collectives[0], res.nranks, res.topology);
       collkit::write_file_atomic(f.json_out, plan::write_tuning_table(table));
-      std::cout << "wrote tuning table " << f.json_out << "\n";
+      if (f.json_out != "-") out << "wrote tuning table " << f.json_out << "\n";
     }
     return 0;
   });
@@ -247,7 +248,8 @@ int run_benchmark(const Flags& f, const CLI::App& app) {
     bo.ranks = f.ranks;
     auto backend = exec::make_backend(bo, world);
     if (!f.inject.empty()) backend->inject(exec::parse_injection(f.inject, world.size()));
-    if (!f.json_out.empty()) {
+    const bool json_stdout = f.json_out == "-";  // then the JSON alone on stdout, the table on stderr
+    if (!f.json_out.empty() && !json_stdout) {
       // An unwritable path fails now, on every rank alike, not after the whole benchmark; then
       // every row is kept as it is measured, so a run stopped by a failed peer still leaves what it
       // finished.
@@ -264,7 +266,7 @@ int run_benchmark(const Flags& f, const CLI::App& app) {
       cannot = world.broadcast(cannot, opt.timeout_s);
       if (!cannot.empty()) throw collkit::InputError("--json: " + cannot);
     }
-    if (world.rank() == 0 && !f.json_out.empty()) {
+    if (world.rank() == 0 && !f.json_out.empty() && !json_stdout) {
       // At most once a second: a matrix of hundreds of tables would otherwise rewrite the file per row.
       opt.on_row = [&, last = 0.0](const exec::Results& so_far) mutable {
         if (exec::World::now() - last < 1.0) return;
@@ -272,7 +274,7 @@ int run_benchmark(const Flags& f, const CLI::App& app) {
         last = exec::World::now();
       };
     }
-    exec::Results res = exec::run(opt, *backend, world, std::cout);
+    exec::Results res = exec::run(opt, *backend, world, json_stdout ? std::cerr : std::cout);
     if (world.rank() == 0 && !f.json_out.empty()) collkit::write_file_atomic(f.json_out, exec::to_json(res));
     if (res.total_wrong > 0) {
       if (world.rank() == 0) std::cerr << "coll-run: error: " << res.total_wrong << " wrong elements\n";
@@ -304,7 +306,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--op", f.ops, "reduction: sum, prod, min, max, avg, all (comma list)");
   app.add_option("-d,--datatype", f.types, "float32, float16, bfloat16, float64, int32, int8, uint8, all (comma list)");
   app.add_option("-r,--root", f.root, "root of broadcast and reduce");
-  app.add_option("--json", f.json_out, "write collkit.results/1 here");
+  app.add_option("--json", f.json_out, "write collkit.results/1 here (\"-\": stdout, the tables then on stderr)");
   app.add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
   app.add_flag("--no-baseline", f.no_baseline, "do not run the backend's native collective");
   app.add_option("--inject", f.inject,

@@ -210,4 +210,9 @@ expect_fail 2 'coll-plan: error: -: standard input was already read for another 
 printf '{\n  "schema": 1e309}\n' >"$TMP/huge.json"
 expect_fail 2 "coll-plan: error: $TMP/huge.json:2:13: invalid JSON: number out of range: 1e309" "$plan" verify "$TMP/huge.json"
 
+# sweep --json -: the tuning table alone on stdout, the human table on stderr.
+"$plan" sweep --topo "$TMP/t.json" -b 1K -e 4K --json - >"$TMP/sweep.json" 2>"$TMP/sweep.txt" &&
+  expect_eq "$(json_get "$TMP/sweep.json" 'j["schema"]')" "collkit.tuning/1" "sweep --json - on stdout" || bad "sweep --json - failed"
+grep -q "predicted time (us) per algorithm" "$TMP/sweep.txt" && ok "sweep --json -: the table on stderr" || bad "sweep --json -: no table on stderr"
+
 finish

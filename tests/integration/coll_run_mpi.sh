@@ -43,6 +43,12 @@ expect_eq "$(json_get "$TMP/all4.json" 'sum(r["native_out_of_place"]["wrong"] + 
 "$COLLKIT_BIN/coll-plan" compare --results "$TMP/all4.json" --topo "$TMP/t4.json" >"$TMP/cmp4t.txt" &&
   expect_eq "$(tail -1 "$TMP/cmp4t.txt" | sed 's/ (.*left out)//')" "$(tail -1 "$TMP/cmp4.txt" | sed 's/ (.*left out)//')" "compare re-simulated on the run's topology"
 
+# --json -: the JSON alone on stdout (one document, parseable), the tables on stderr.
+mpi 2 "$run" --coll allreduce --algo ring -b 1K -e 4K -n 1 -w 0 --no-discover --json - >"$TMP/stdout.json" 2>"$TMP/stderr.txt" &&
+  expect_eq "$(json_get "$TMP/stdout.json" 'j["schema"]')" "collkit.results/1" "coll-run --json - on stdout" ||
+  bad "coll-run --json -: $(tail -2 "$TMP/stderr.txt")"
+grep -q "^# coll-run: backend mpi" "$TMP/stderr.txt" && ok "coll-run --json -: the table on stderr" || bad "coll-run --json -: no table on stderr"
+
 # The two-phase algorithms' other variants: on one host (the discovered machine) their direct
 # phases, without a topology recursive doubling (4 ranks) and the rings.
 for np in 3 4; do
