@@ -13,9 +13,57 @@
 
 namespace collkit::app {
 
-/// `--version` on a tool: "coll-plan (collkit 0.1.0)".
+/// The flags (long and short) an app or subcommand takes, space-separated.
+inline std::string flag_words(const CLI::App& app) {
+  std::string words;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& n : o->get_lnames()) words += (words.empty() ? "--" : " --") + n;
+    for (const std::string& n : o->get_snames()) words += (words.empty() ? "-" : " -") + n;
+  }
+  return words;
+}
+
+/// A bash completion script for `app`, made from its CLI definition: subcommands, then each one's
+/// flags; anything else (files, values) falls back to bash's own completion of file names.
+inline std::string bash_completion(const CLI::App& app) {
+  std::string fn = "_collkit_" + app.get_name();
+  for (char& c : fn)
+    if (c == '-') c = '_';
+  std::string subs, cases;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    subs += (subs.empty() ? "" : " ") + sub->get_name();
+    cases += "    " + sub->get_name() + ") words=\"" + flag_words(*sub) + "\" ;;\n";
+  }
+  std::string s =
+      "# bash completion for " + app.get_name() + " (collkit " COLLKIT_VERSION "), made by `" + app.get_name() + " --completion bash`\n";
+  s += fn + "() {\n";
+  s += "  local cur=${COMP_WORDS[COMP_CWORD]} sub= words w\n";
+  s += "  for w in \"${COMP_WORDS[@]:1:COMP_CWORD-1}\"; do\n";
+  s += "    case \" " + subs + " \" in *\" $w \"*) sub=$w; break ;; esac\n";
+  s += "  done\n";
+  s += "  case $sub in\n" + cases;
+  s += "    *) words=\"" + subs + (subs.empty() ? "" : " ") + flag_words(app) + "\" ;;\n";
+  s += "  esac\n";
+  s += "  if [[ $cur == -* || ( -z $sub && -n \"" + subs + "\" ) ]]; then\n";
+  s += "    mapfile -t COMPREPLY < <(compgen -W \"$words\" -- \"$cur\")\n";
+  s += "  fi\n";
+  s += "}\n";
+  s += "complete -o default -o bashdefault -F " + fn + " " + app.get_name() + "\n";
+  return s;
+}
+
+/// `--version` on a tool: "coll-plan (collkit 0.1.0)"; and `--completion bash`, which prints the
+/// tool's bash completion script (cmake --install puts it where bash-completion finds it).
 inline void add_version(CLI::App& app) {
   app.set_version_flag("--version", app.get_name() + " (collkit " COLLKIT_VERSION ")", "print the tool's and collkit's version and exit");
+  app.add_option_function<std::string>(
+      "--completion",
+      [&app](const std::string& shell) {
+        if (shell != "bash") throw CLI::ValidationError("--completion", "only bash is supported, got \"" + shell + "\"");
+        std::cout << bash_completion(app);
+        throw CLI::Success();
+      },
+      "print a bash completion script for this tool and exit (e.g. source <(" + app.get_name() + " --completion bash))");
 }
 
 template <class Options>
