@@ -32,10 +32,10 @@ namespace plan = collkit::plan;
 namespace {
 
 struct Flags {
-  std::string plan_file, topo_file, backend = "mpi", json_out;
+  std::string plan_file, topo_file, backend = "mpi", json_out, csv_out;
   std::string colls = "allreduce", algos = "auto";
   std::string types = "float32", ops = "sum";
-  std::string min_bytes = "32M", max_bytes = "32M";
+  std::string min_bytes = "32M", max_bytes = "32M", step_bytes;
   std::uint64_t factor = 2;
   int iters = 20, warmup = 5, check = 1, root = 0, channels = 0, ranks = 0;
   double timeout_s = 60;
@@ -217,9 +217,16 @@ exec::RunOptions options(const Flags& f, const CLI::App& app) {
   o.max_bytes = collkit::parse_size_bytes(f.max_bytes);
   o.sizes_given = app.count("-b") > 0 || app.count("-e") > 0;
   o.factor = f.factor;
+  if (!f.step_bytes.empty()) {
+    if (app.count("-f") > 0) throw collkit::InputError("-i and -f both set the step between sizes: give one");
+    o.step_bytes = collkit::parse_size_bytes(f.step_bytes);
+    if (o.step_bytes == 0) throw collkit::InputError("-i: the step must be at least 1 byte");
+  }
   o.iters = f.iters;
   o.warmup = f.warmup;
+  if (f.check < 0) throw collkit::InputError("-c: expected checked runs >= 0 (0: no check), got " + std::to_string(f.check));
   o.check = f.check != 0;
+  o.check_runs = f.check;
   o.root = f.root;
   o.channels = f.channels;
   o.baseline = !f.no_baseline;
@@ -228,6 +235,8 @@ exec::RunOptions options(const Flags& f, const CLI::App& app) {
   if (!f.plan_file.empty() && (app.count("--coll") > 0 || app.count("--algo") > 0))
     throw collkit::InputError("--plan runs the plan file's collective and algorithm: drop --coll and --algo");
   collkit::check_output_not_input(f.json_out, {f.plan_file, f.topo_file});
+  collkit::check_output_not_input(f.csv_out, {f.plan_file, f.topo_file});
+  if (!f.csv_out.empty() && f.csv_out == f.json_out) throw collkit::InputError("--csv and --json name the same file " + f.csv_out);
   return o;
 }
 
@@ -248,8 +257,9 @@ int run_benchmark(const Flags& f, const CLI::App& app) {
     bo.ranks = f.ranks;
     auto backend = exec::make_backend(bo, world);
     if (!f.inject.empty()) backend->inject(exec::parse_injection(f.inject, world.size()));
-    const bool json_stdout = f.json_out == "-";  // then the JSON alone on stdout, the table on stderr
-    if (!f.json_out.empty() && !json_stdout) {
+    // --json - or --csv -: that alone on stdout, the tables on stderr.
+    const bool json_stdout = f.json_out == "-" || f.csv_out == "-";
+    if (!f.json_out.empty() && f.json_out != "-") {
       // An unwritable path fails now, on every rank alike, not after the whole benchmark; then
       // every row is kept as it is measured, so a run stopped by a failed peer still leaves what it
       // finished.
@@ -266,7 +276,7 @@ int run_benchmark(const Flags& f, const CLI::App& app) {
       cannot = world.broadcast(cannot, opt.timeout_s);
       if (!cannot.empty()) throw collkit::InputError("--json: " + cannot);
     }
-    if (world.rank() == 0 && !f.json_out.empty() && !json_stdout) {
+    if (world.rank() == 0 && !f.json_out.empty() && f.json_out != "-") {
       // At most once a second: a matrix of hundreds of tables would otherwise rewrite the file per row.
       opt.on_row = [&, last = 0.0](const exec::Results& so_far) mutable {
         if (exec::World::now() - last < 1.0) return;
@@ -276,6 +286,7 @@ int run_benchmark(const Flags& f, const CLI::App& app) {
     }
     exec::Results res = exec::run(opt, *backend, world, json_stdout ? std::cerr : std::cout);
     if (world.rank() == 0 && !f.json_out.empty()) collkit::write_file_atomic(f.json_out, exec::to_json(res));
+    if (world.rank() == 0 && !f.csv_out.empty()) collkit::write_file_atomic(f.csv_out, exec::to_csv(res));
     if (res.total_wrong > 0) {
       if (world.rank() == 0) std::cerr << "coll-run: error: " << res.total_wrong << " wrong elements\n";
       return 1;
@@ -300,14 +311,16 @@ int main(int argc, char** argv) {
   app.add_option("-b,--minbytes", f.min_bytes, "smallest size (K/M/G, 1024-based)");
   app.add_option("-e,--maxbytes", f.max_bytes, "largest size");
   app.add_option("-f,--stepfactor", f.factor, "multiply the size by this between rows");
+  app.add_option("-i,--stepbytes", f.step_bytes, "add this many bytes between rows instead (K/M/G; not with -f)");
   app.add_option("-n,--iters", f.iters, "timed iterations per size");
   app.add_option("-w,--warmup_iters", f.warmup, "untimed iterations before timing");
-  app.add_option("-c,--check", f.check, "check every element (1) or not (0)");
+  app.add_option("-c,--check", f.check, "checked runs per size, each on fresh inputs, every element checked (0: none)");
   app.add_option("-o,--op", f.ops, "reduction: sum, prod, min, max, avg, all (comma list)");
   app.add_option("-d,--datatype", f.types, "float32, float16, bfloat16, float64, int32, int8, uint8, all (comma list)");
   app.add_option("-r,--root", f.root, "root of broadcast and reduce");
   app.add_option("--json", f.json_out, "write collkit.results/1 here (\"-\": stdout, the tables then on stderr)");
-  app.add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
+  app.add_option("--csv", f.csv_out, "write the rows as CSV here (\"-\": stdout, the tables then on stderr)");
+  app.add_option("-T,--timeout", f.timeout_s, "seconds without progress before a rank gives up");
   app.add_flag("--no-baseline", f.no_baseline, "do not run the backend's native collective");
   app.add_option("--inject", f.inject,
                  "slow the plans' messages: slow-link=A-B:xF, slow-rank=R:xF (comma list; the native collective is not slowed)");

@@ -54,7 +54,20 @@ inline std::string bash_completion(const CLI::App& app) {
 
 /// `--version` on a tool: "coll-plan (collkit 0.1.0)"; and `--completion bash`, which prints the
 /// tool's bash completion script (cmake --install puts it where bash-completion finds it).
+// nccl-tests' and most tools' habits on every option of `app` and its subcommands: a flag given
+// twice takes its last value (a wrapper script's default, then the user's), and --help shows
+// each option's default where the bound variable has one.
+inline void conventional_options(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_expected_max() == 1 && o->get_type_size() == 1 && o->get_items_expected_max() == 1)
+      o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    if (o->get_expected_min() > 0 && o->get_default_str().empty()) o->capture_default_str();
+  }
+  for (CLI::App* sub : app.get_subcommands({})) conventional_options(*sub);
+}
+
 inline void add_version(CLI::App& app) {
+  conventional_options(app);
   app.set_version_flag("--version", app.get_name() + " (collkit " COLLKIT_VERSION ")", "print the tool's and collkit's version and exit");
   app.add_option_function<std::string>(
       "--completion",

@@ -215,4 +215,9 @@ expect_fail 2 "coll-plan: error: $TMP/huge.json:2:13: invalid JSON: number out o
   expect_eq "$(json_get "$TMP/sweep.json" 'j["schema"]')" "collkit.tuning/1" "sweep --json - on stdout" || bad "sweep --json - failed"
 grep -q "predicted time (us) per algorithm" "$TMP/sweep.txt" && ok "sweep --json -: the table on stderr" || bad "sweep --json -: no table on stderr"
 
+# A flag given twice takes its last value; --help shows defaults.
+"$plan" generate --nranks 4 --coll allreduce --size 1K --size 2K --algo ring -o "$TMP/twice.json" >/dev/null 2>&1
+expect_eq "$(json_get "$TMP/twice.json" 'j["bytes"]')" "2048" "--size 1K --size 2K takes the last"
+"$plan" generate --help | grep -q -- "--coll TEXT=allreduce" && ok "generate --help shows defaults" || bad "generate --help shows no defaults"
+
 finish

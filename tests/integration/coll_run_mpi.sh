@@ -49,6 +49,18 @@ mpi 2 "$run" --coll allreduce --algo ring -b 1K -e 4K -n 1 -w 0 --no-discover --
   bad "coll-run --json -: $(tail -2 "$TMP/stderr.txt")"
 grep -q "^# coll-run: backend mpi" "$TMP/stderr.txt" && ok "coll-run --json -: the table on stderr" || bad "coll-run --json -: no table on stderr"
 
+# nccl-tests' flags: -i linear steps from a fractional -b, -c checked runs, -T timeout, --csv.
+mpi 2 "$run" --coll allreduce --algo ring -b 1.5K -e 4.5K -i 1.5K -c 2 -T 30 -n 1 -w 0 --no-discover --csv "$TMP/rows.csv" \
+  >"$TMP/csv.txt" 2>&1 || bad "coll-run -i/-c/-T/--csv: $(tail -2 "$TMP/csv.txt")"
+expect_eq "$(cut -d, -f6 "$TMP/rows.csv" | tail -n +2 | tr '\n' ' ')" "1536 3072 4608 " "-b 1.5K -e 4.5K -i 1.5K sizes in the CSV"
+expect_eq "$(head -1 "$TMP/rows.csv" | cut -d, -f1-3)" "collective,algorithm,type" "CSV header"
+expect_eq "$(cut -d, -f11 "$TMP/rows.csv" | tail -n +2 | sort -u)" "0" "CSV wrong column after 2 checked runs"
+expect_fail 2 "coll-run: error: -i and -f both set the step between sizes: give one" \
+  mpi_said 2 "$run" -b 1K -e 4K -i 1K -f 4 --no-discover
+expect_fail 2 "coll-run: error: -i 1K from -b 1K to -e 1G makes more than 4096 sizes; use a larger step or -f" \
+  mpi_said 2 "$run" -b 1K -e 1G -i 1K --no-discover
+expect_fail 2 "coll-run: error: -c: expected checked runs >= 0 (0: no check), got -1" mpi_said 2 "$run" -c -1 --no-discover
+
 # The two-phase algorithms' other variants: on one host (the discovered machine) their direct
 # phases, without a topology recursive doubling (4 ranks) and the rings.
 for np in 3 4; do

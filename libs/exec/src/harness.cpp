@@ -22,8 +22,21 @@ std::vector<std::uint64_t> sizes(const RunOptions& opt, const Planner& planner) 
   if (opt.min_bytes == 0) throw InputError("-b: the smallest size must be at least 1 byte");
   if (opt.max_bytes < opt.min_bytes)
     throw InputError("-e " + format_size_bytes(opt.max_bytes) + " is smaller than -b " + format_size_bytes(opt.min_bytes));
-  if (opt.factor < 2 && opt.min_bytes != opt.max_bytes) throw InputError("-f: the factor must be at least 2");
   std::vector<std::uint64_t> out;
+  if (opt.step_bytes > 0) {
+    // nccl-tests' -i: b, b + i, b + 2i, ... up to e.
+    constexpr std::uint64_t kMaxRows = 4096;
+    if ((opt.max_bytes - opt.min_bytes) / opt.step_bytes >= kMaxRows)
+      throw InputError("-i " + format_size_bytes(opt.step_bytes) + " from -b " + format_size_bytes(opt.min_bytes) + " to -e " +
+                       format_size_bytes(opt.max_bytes) + " makes more than " + std::to_string(kMaxRows) +
+                       " sizes; use a larger step or -f");
+    for (std::uint64_t b = opt.min_bytes; b <= opt.max_bytes; b += opt.step_bytes) {
+      out.push_back(b);
+      if (opt.max_bytes - b < opt.step_bytes) break;
+    }
+    return out;
+  }
+  if (opt.factor < 2 && opt.min_bytes != opt.max_bytes) throw InputError("-f: the factor must be at least 2");
   for (std::uint64_t b = opt.min_bytes; b <= opt.max_bytes; b *= std::max<std::uint64_t>(opt.factor, 2)) {
     out.push_back(b);
     if (b > opt.max_bytes / std::max<std::uint64_t>(opt.factor, 2)) break;
@@ -115,10 +128,11 @@ std::pair<Timing, Timing> measure(Backend& b, World& world, const RunOptions& op
     t[s].time_us = world.max(seconds[s] / std::max(opt.iters, 1), opt.timeout_s) * 1e6;
     t[s].algbw_gbps = plan::algbw_gbps(job.req.bytes, t[s].time_us);
     t[s].busbw_gbps = t[s].algbw_gbps * plan::busbw_factor(job.req.coll, job.req.nranks);
-    if (opt.check) {
-      t[s].wrong = checked_run(b, world, opt, job, inputs, who[s], p);
-      t[s].checked = true;
-    }
+    if (opt.check)
+      for (int c = 0; c < std::max(opt.check_runs, 1); ++c) {
+        t[s].wrong += checked_run(b, world, opt, job, inputs, who[s], p);
+        t[s].checked = true;
+      }
   }
   return {t[0], t[1]};
 }

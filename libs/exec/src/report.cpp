@@ -176,4 +176,26 @@ std::string to_json(const Results& r) {
   return j.dump(2) + "\n";
 }
 
+std::string to_csv(const Results& r) {
+  std::string out =
+      "collective,algorithm,type,redop,root,bytes,count,"
+      "time_us,algbw_gbps,busbw_gbps,wrong,inplace_time_us,inplace_algbw_gbps,inplace_busbw_gbps,inplace_wrong,"
+      "native_time_us,native_busbw_gbps,native_wrong,ratio,predicted_us,bound_us\n";
+  // Empty where a placement did not run or was not checked (a spreadsheet's blank, not a 0).
+  auto num = [](bool have, double v) { return have ? fmt::format("{:.6g}", v) : std::string(); };
+  auto wrong = [](const Timing& t) { return t.checked ? std::to_string(t.wrong) : std::string(); };
+  for (const Table& t : r.tables)
+    for (const Row& row : t.rows) {
+      const Timing &o = row.out_of_place, &i = row.in_place, &n = row.native_out_of_place;
+      bool ratio = o.ran && n.ran && n.time_us > 0;
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", plan::to_string(t.coll), row.algorithm,
+                         to_string(t.type), plan::facts(t.coll).reduces ? to_string(t.op) : "", row.root, row.bytes, row.count,
+                         num(o.ran, o.time_us), num(o.ran, o.algbw_gbps), num(o.ran, o.busbw_gbps), wrong(o), num(i.ran, i.time_us),
+                         num(i.ran, i.algbw_gbps), num(i.ran, i.busbw_gbps), wrong(i), num(n.ran, n.time_us), num(n.ran, n.busbw_gbps),
+                         wrong(n), num(ratio, ratio ? o.time_us / n.time_us : 0), num(row.predicted_us > 0, row.predicted_us),
+                         num(row.bound_us > 0, row.bound_us));
+    }
+  return out;
+}
+
 }  // namespace collkit::exec

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "collkit/core/error.h"
@@ -29,6 +30,16 @@ TEST_CASE("sizes take nccl-tests' 1024-based suffixes") {
   CHECK_THROWS_WITH_AS(parse_size_bytes("12Q"), "invalid size \"12Q\": unknown suffix (use K, M, G or T, 1024-based)", InputError);
   CHECK_THROWS_WITH_AS(parse_size_bytes("big"), "invalid size \"big\": expected a number with an optional K, M, G or T suffix", InputError);
   CHECK_THROWS_WITH_AS(parse_size_bytes("99999999999T"), "invalid size \"99999999999T\": too large", InputError);
+  // Fractions, as nccl-tests takes them: whole bytes, rounded down.
+  CHECK(parse_size_bytes("1.5M") == 1572864);
+  CHECK(parse_size_bytes("0.5K") == 512);
+  CHECK(parse_size_bytes("1.1K") == 1126);
+  CHECK(parse_size_bytes("2.25G") == (9ull << 30) / 4);
+  CHECK(parse_size_bytes("16777215.999999999T") == std::numeric_limits<std::uint64_t>::max() - 1099);
+  CHECK_THROWS_WITH_AS(parse_size_bytes("1.5"), "invalid size \"1.5\": a fraction of a byte: give a K, M, G or T suffix (1.5M)",
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_size_bytes("1.M"), "invalid size \"1.M\": expected digits after the point", InputError);
+  CHECK_THROWS_WITH_AS(parse_size_bytes("16777216.5T"), "invalid size \"16777216.5T\": too large", InputError);
 }
 
 TEST_CASE("the JSON cursor names file and pointer in every error") {

@@ -31,9 +31,11 @@ struct RunOptions {
   int root = 0;
   std::uint64_t min_bytes = 32ull << 20, max_bytes = 32ull << 20;  ///< nccl-tests' defaults
   std::uint64_t factor = 2;
+  std::uint64_t step_bytes = 0;  ///< -i: add this between rows instead of multiplying by factor (0: -f)
   bool sizes_given = false;  ///< -b/-e given (with --plan: else the plan's own size)
   int iters = 20, warmup = 5;
   bool check = true;
+  int check_runs = 1;  ///< -c N: checked runs per placement, each on fresh inputs (check false: none)
   bool baseline = true;
   double timeout_s = 60;
   /// Rank 0 only: hears the results so far (the table being measured included, Results::complete
@@ -93,5 +95,7 @@ Results run(const RunOptions& opt, Backend& backend, World& world, std::ostream&
 
 /// collkit.results/1.
 std::string to_json(const Results& r);
+/// The same rows as CSV, one line per row and a header (`--csv`): for spreadsheets and plots.
+std::string to_csv(const Results& r);
 
 }  // namespace collkit::exec
