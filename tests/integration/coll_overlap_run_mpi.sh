@@ -73,16 +73,18 @@ expect_eq "$(json_get "$TMP/tpc.json" 'j["calibration"]["gemm_shapes"] > 0')" "T
 expect_eq "$(json_get "$TMP/tpc.json" '{c["algorithm"] for c in j["collectives"]}')" "{'measured'}" "calibrated collectives are measured ones"
 
 # Bad input: one line each, before any step.
-expect_fail 1 "coll-overlap: error: --scale must be a positive integer, got 0" "$ov" run --model llama3-8b --tp 2 --scale 0
-expect_fail 1 "coll-overlap: error: --scale must be a positive integer, got 0" "$ov" --model llama3-8b --tp 2 --scale 0
-expect_fail 1 "coll-overlap: error: the layout needs 2 ranks (tp 2 x dp 1 x pp 1) but the job has 1 (mpirun -np)" "$ov" run --model llama3-8b --tp 2 --scale 64
-expect_fail 1 "coll-overlap: error: coll-overlap run executes one pipeline stage's schedule on every rank: --pp must be 1" \
+expect_fail 2 "coll-overlap: error: --scale must be a positive integer, got 0" "$ov" run --model llama3-8b --tp 2 --scale 0
+expect_fail 2 "coll-overlap: error: --scale must be a positive integer, got 0" "$ov" --model llama3-8b --tp 2 --scale 0
+expect_fail 2 "coll-overlap: error: the layout needs 2 ranks (tp 2 x dp 1 x pp 1) but the job has 1 (mpirun -np)" "$ov" run --model llama3-8b --tp 2 --scale 64
+expect_fail 2 "coll-overlap: error: coll-overlap run executes one pipeline stage's schedule on every rank: --pp must be 1" \
   "$ov" run --model llama3-8b --pp 2 --scale 64
-expect_fail 1 "coll-overlap: error: unknown strategy \"bogus\" (known: none, dp-bucket, fsdp-prefetch, tp-decompose, moe-pipeline, auto)" \
+expect_fail 2 "coll-overlap: error: unknown strategy \"bogus\" (known: none, dp-bucket, fsdp-prefetch, tp-decompose, moe-pipeline, auto)" \
   "$ov" run --model llama3-8b --scale 64 --strategy bogus
-expect_fail 1 "coll-overlap: error: $TMP/nope.json: no such file" "$ov" run --model llama3-8b --scale 64 --calibration "$TMP/nope.json"
+expect_fail 3 "coll-overlap: error: $TMP/nope.json: cannot open: No such file or directory" "$ov" run --model llama3-8b --scale 64 --calibration "$TMP/nope.json"
 echo '{"schema": "collkit.overlap-calibration/2"}' >"$TMP/bad.json"
-expect_fail 1 "$(cd "$TMP" && "$ov" --model llama3-8b --scale 64 --calibration bad.json 2>&1 >/dev/null || true)" \
+expect_fail 2 "coll-overlap: error: $TMP/bad.json: /schema: unsupported version \"collkit.overlap-calibration/2\" (this collkit reads \"collkit.overlap-calibration/1\")" \
   "$ov" --model llama3-8b --scale 64 --calibration "$TMP/bad.json"
+# A calibration from another rank count is refused.
+expect_fail 2 "coll-overlap: error: $TMP/cal.json: calibrated on 2 ranks, this job has 1" "$ov" run --model llama3-8b --scale 64 --calibration "$TMP/cal.json"
 
 finish

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <exception>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -358,7 +359,14 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
     gemm_us[s] = median(times);
     cal.gemms.push_back({s, gemm_us[s]});
   }
-  // Each collective alone.
+  // The GEMM the last schedule spends most time in (the model's figures) stands for compute below.
+  std::optional<GemmShape> main_gemm;
+  if (!weight.empty())
+    main_gemm = std::max_element(weight.begin(), weight.end(), [](const auto& x, const auto& y) { return x.second < y.second; })->first;
+  // Each collective alone, back to back (REFERENCE Part C 1.2's T_comm). Timing each right after
+  // a GEMM instead, so that the ranks arrive as unevenly as in a step, was tried: on this loaded
+  // 2-core host it charged every collective the descheduling of a peer during its GEMM, and
+  // predicted the serial step at 2.7x its measured time.
   std::map<CommKey, double> comm_us;
   for (auto& [k, cm] : im.comms) {
     world.barrier(to, "collective calibration");
@@ -378,13 +386,14 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
   // thread while the compute thread runs the GEMM the schedule spends most time in, until the
   // collectives are done. The GEMM calls that ended before then, and every collective, against
   // their times alone.
-  if (!im.comms.empty() && !weight.empty()) {
+  if (!im.comms.empty() && main_gemm) {
     auto big = std::max_element(im.comms.begin(), im.comms.end(),
                                 [](const auto& x, const auto& y) { return std::get<2>(x.first) < std::get<2>(y.first); });
-    GemmShape s = std::max_element(weight.begin(), weight.end(), [](const auto& x, const auto& y) { return x.second < y.second; })->first;
+    const GemmShape s = *main_gemm;
     const double alone_comm = comm_us[big->first], alone_gemm = gemm_us[s];
-    // About 0.2 s of collectives, and at least 20 GEMM calls' worth.
-    int runs = static_cast<int>(world.max(std::clamp(std::ceil(std::max(200000.0, 20 * alone_gemm) / alone_comm), 10.0, 2000.0), to));
+    // About 50 ms of collectives alone, and at least 10 GEMM calls' worth; at most 50 runs, since
+    // beside compute on a loaded host one can take a hundred times longer.
+    int runs = static_cast<int>(world.max(std::clamp(std::ceil(std::max(50000.0, 10 * alone_gemm) / alone_comm), 5.0, 50.0), to));
     std::atomic<int> go{0}, finished{0};
     std::exception_ptr failed;
     double comm_total = 0;
