@@ -2,7 +2,8 @@
 # coll-overlap run against its own model (issue 16): on this machine, mpirun -np 2 and 4, scaled
 # Llama-3 8B / 70B TP and DP layouts and Mixtral EP. Per layout: a run with the uncalibrated model
 # (this CPU's nominal peak x the default efficiencies, the GPU contention figure, plans simulated
-# on the discovered host), `coll-overlap calibrate`, and a run with the calibrated model. Every run
+# on the discovered host), and a run that calibrates first (`run --calibrate`: coll-overlap
+# calibrate's measurements, in the same job) and predicts with the calibrated model. Every run
 # measures each strategy's schedule (the one the model in force chose) and prints the model's step
 # beside it; per run the |error| of every strategy, the median per layout and overall, and whether
 # the predicted ranking of strategies equals the measured one.
@@ -13,7 +14,7 @@ out=${2:-results/overlap_measured.md}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-iters=${COLLKIT_BENCH_ITERS:-3}
+iters=${COLLKIT_BENCH_ITERS:-5}
 start=$(date +%s)
 
 # name|ranks|flags
@@ -34,10 +35,10 @@ for entry in "${layouts[@]}"; do
   echo "$name (np $np)" >&2
   # shellcheck disable=SC2086
   mpirun --oversubscribe -np "$np" "$bin/coll-overlap" run $flags --iters "$iters" --json "$tmp/$i.before.json" >"$tmp/$i.before.txt"
+  # The calibration measured in the same job, right before its runs (run --calibrate: what
+  # coll-overlap calibrate measures), so that both meet the host's load of the same minute.
   # shellcheck disable=SC2086
-  mpirun --oversubscribe -np "$np" "$bin/coll-overlap" calibrate $flags -o "$tmp/$i.cal.json" >"$tmp/$i.cal.txt"
-  # shellcheck disable=SC2086
-  mpirun --oversubscribe -np "$np" "$bin/coll-overlap" run $flags --iters "$iters" --calibration "$tmp/$i.cal.json" \
+  mpirun --oversubscribe -np "$np" "$bin/coll-overlap" run $flags --iters "$iters" --calibrate --calibration-out "$tmp/$i.cal.json" \
     --json "$tmp/$i.after.json" >"$tmp/$i.after.txt"
   echo "$name|$np|$flags" >"$tmp/$i.name"
 done

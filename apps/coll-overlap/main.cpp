@@ -51,6 +51,7 @@ struct Options {
   int iters = 3;
   double timeout_s = 120;
   std::string trace_predicted, calibration_out;
+  bool run_calibrate = false;
 };
 
 // --topo: a collkit.topology/1 file, else a node preset placed --nodes times (coll-topo synth).
@@ -77,14 +78,16 @@ struct Prediction {
 
 // `job`: run and calibrate, on the job's own hosts (--topo, else discovered) with this CPU's
 // peak, and one communication stream as the executor has.
-std::unique_ptr<Prediction> predict(const Options& o, collkit::exec::World* job) {
+// `measured`: a calibration just measured (run --calibrate) instead of --calibration's file.
+std::unique_ptr<Prediction> predict(const Options& o, collkit::exec::World* job, const ov::Calibration* measured = nullptr) {
   if (o.model.empty()) throw collkit::InputError("give --model (one of configs/models/, or a collkit.model/1 file)");
   if (o.scale < 1) throw collkit::InputError("--scale must be a positive integer, got " + std::to_string(o.scale));
   auto p = std::make_unique<Prediction>();
   p->model = ov::scale_model(ov::load_model(o.model), o.scale);
   p->l = ov::scale_layout(o.layout, o.scale);
   p->l.mode = ov::parse_mode(o.mode);
-  if (!o.calibration.empty()) p->cal = ov::load_calibration(o.calibration);
+  if (measured) p->cal = *measured;
+  else if (!o.calibration.empty()) p->cal = ov::load_calibration(o.calibration);
   if (job) {
     if (std::string why = ov::cannot_execute(p->l, job->size()); !why.empty()) throw collkit::InputError(why);
     if (p->cal && p->cal->ranks != job->size())
@@ -220,11 +223,24 @@ std::string error_pct(double predicted, double measured) {
 }
 
 int run_measured(const Options& o) {
-  for (const std::string& out : {o.json_out, o.trace_out, o.trace_predicted})
+  for (const std::string& out : {o.json_out, o.trace_out, o.trace_predicted, o.calibration_out})
     collkit::check_output_not_input(out, {o.topo, o.model, o.calibration});
+  if (o.run_calibrate && !o.calibration.empty()) throw collkit::InputError("run: give --calibrate or --calibration FILE, not both");
   ov::ThreadedJob job;
   collkit::exec::World& world = job.world();
   auto pred = predict(o, &world);
+  ov::ExecOptions eo;
+  eo.iters = o.iters;
+  eo.timeout_s = o.timeout_s;
+  ov::Executor ex(world, pred->w, pred->t, eo);
+  // --calibrate: measure the uncalibrated model's schedules first, then predict with that.
+  std::unique_ptr<Prediction> uncalibrated;
+  if (o.run_calibrate) {
+    ov::Calibration cal = ex.calibrate(pred->rep.rows);
+    if (!o.calibration_out.empty() && world.rank() == 0) collkit::write_file_atomic(o.calibration_out, ov::to_json(cal));
+    uncalibrated = std::move(pred);
+    pred = predict(o, &world, &cal);
+  }
   const ov::Report& rep = pred->rep;
   const bool root = world.rank() == 0;
   const auto& pk = pred->cm->peak();
@@ -234,7 +250,8 @@ int run_measured(const Options& o) {
         o.scale, pred->model.layers, pred->model.hidden, pred->model.ffn, pred->l.micro_batch, pred->l.seq_len, pred->l.tp,
         pred->l.sp ? " (sp)" : "", pred->l.dp, pred->l.ep, pred->l.zero, world.size(), pred->t.name);
     std::cout << fmt::format(
-        "model: {}; {}\n", pred->cal ? "calibrated by " + o.calibration : "uncalibrated",
+        "model: {}; {}\n",
+        pred->cal ? "calibrated by " + (o.run_calibrate ? std::string("this job (--calibrate)") : o.calibration) : "uncalibrated",
         pred->cal
             ? fmt::format("compute slowdown {:.3f}, communication slowdown {:.3f}", pred->cal->compute_slowdown, pred->cal->comm_slowdown)
             : fmt::format("{} ({:.1f} GFLOP/s nominal), GEMM efficiency {}, contention {}, plans simulated on the topology", pk.label,
@@ -242,10 +259,6 @@ int run_measured(const Options& o) {
     std::cout << "\npredicted (one communication stream, as executed):";
     print_table(rep);
   }
-  ov::ExecOptions eo;
-  eo.iters = o.iters;
-  eo.timeout_s = o.timeout_s;
-  ov::Executor ex(world, pred->w, pred->t, eo);
   std::vector<ov::Measured> measured;
   for (const auto& row : rep.rows) measured.push_back(ex.run(row));
   if (!root) return 0;
@@ -270,7 +283,9 @@ int run_measured(const Options& o) {
       violations);
   ov::RunContext ctx{&pred->w, &pred->t, pred->cm.get(), pred->comm.get(), pred->req.contention};
   if (!o.json_out.empty()) {
-    collkit::write_file_atomic(o.json_out, ov::measured_json(rep, ctx, measured, pred->cal ? &*pred->cal : nullptr, o.calibration));
+    collkit::write_file_atomic(
+        o.json_out, ov::measured_json(rep, ctx, measured, pred->cal ? &*pred->cal : nullptr,
+                                      o.run_calibrate ? (o.calibration_out.empty() ? "(this job)" : o.calibration_out) : o.calibration));
     if (o.json_out != "-") std::cout << "wrote " << o.json_out << " (collkit.overlap/1 with \"measured\")\n";
   }
   if (!o.trace_out.empty()) {
@@ -365,6 +380,8 @@ int main(int argc, char** argv) {
                                  "backend on a communication thread) and print the measurement beside the prediction");
   run->add_option("--iters", o.iters, "timed steps per strategy and mode (default 3)")->check(CLI::PositiveNumber);
   run->add_option("--timeout", o.timeout_s, "seconds a collective may make no progress (default 120)")->check(CLI::PositiveNumber);
+  run->add_flag("--calibrate", o.run_calibrate, "measure a calibration in this job first (as coll-overlap calibrate) and predict with it");
+  run->add_option("--calibration-out", o.calibration_out, "with --calibrate: also write the calibration to this file");
   run->add_option("--trace-predicted", o.trace_predicted,
                   "write the predicted timeline of the last strategy (--trace gets the measured one)");
   auto* calibrate = app.add_subcommand("calibrate",

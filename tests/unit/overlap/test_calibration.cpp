@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "collkit/core/error.h"
+#include "collkit/core/file.h"
 #include "collkit/overlap/calibration.h"
 #include "collkit/overlap/timeline.h"
 #include "overlap_testing.h"
@@ -183,4 +184,15 @@ TEST_CASE("calibration fed to the model: measured GEMM times and collectives rep
   CommEstimate e = comm.estimate(Group::Tp, collkit::plan::Collective::AllGather, 2097152);
   CHECK(e.algorithm == "measured");
   CHECK(e.time_us == doctest::Approx(77));
+}
+
+TEST_CASE("calibration: the example in docs/overlap.md parses") {
+  std::string doc = collkit::read_file(std::string(COLLKIT_DOCS_DIR) + "/overlap.md");
+  auto at = doc.find("{\"schema\": \"collkit.overlap-calibration/1\"");
+  REQUIRE(at != std::string::npos);
+  std::string text = doc.substr(at, doc.find("```", at) - at);
+  Calibration c = parse_calibration(text, "docs/overlap.md");
+  CHECK(c.ranks == 2);
+  CHECK(c.gemms.size() == 1);
+  CHECK(c.collectives.size() == 1);
 }

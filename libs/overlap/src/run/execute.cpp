@@ -316,16 +316,6 @@ Measured Executor::run(const StrategyResult& row) {
   return m;
 }
 
-namespace {
-
-// Repetitions every rank agrees on: enough for `target_us` at the first call's time, 5 to `most`.
-int agreed_reps(exec::World& world, double first_us, int most, double timeout_s) {
-  double want = std::clamp(std::ceil(20000.0 / std::max(first_us, 1.0)), 5.0, static_cast<double>(most));
-  return static_cast<int>(world.max(want, timeout_s));
-}
-
-}  // namespace
-
 Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
   Impl& im = *impl_;
   exec::World& world = im.world;
@@ -342,23 +332,37 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
         if (&row == &rows.back()) weight[exec_shape(t.op, t.fraction)] += t.work_us;
       }
   }
-  // Each GEMM shape with every rank computing at once, as in a step: the median call.
-  std::map<GemmShape, double> gemm_us;
-  for (const GemmShape& s : shapes) {
-    world.barrier(to, "GEMM calibration");
+  // Each GEMM shape (one product: repetitions scale it) with every rank computing at once, as in
+  // a step. The shapes take turns, round after round, so that each meets the same share of
+  // whatever else the host runs (measured one after another, the same shape once came out at
+  // 46 and 142 GFLOP/s on this loaded host); each keeps its median call.
+  std::map<GemmShape, std::vector<double>> gemm_calls;
+  for (GemmShape s : shapes) {
+    s.reps = 1;
+    gemm_calls[s];
+  }
+  double round_us = 0;
+  for (auto& [s, v] : gemm_calls) {
     auto t0 = Clock::now();
     im.gemm(s);
-    int reps = agreed_reps(world, since_us(t0), 200, to);
-    world.barrier(to, "GEMM calibration");
-    std::vector<double> times;
-    for (int i = 0; i < reps; ++i) {
-      t0 = Clock::now();
-      im.gemm(s);
-      times.push_back(since_us(t0));
-    }
-    gemm_us[s] = median(times);
-    cal.gemms.push_back({s, gemm_us[s]});
+    round_us += since_us(t0);
   }
+  // About 0.3 s in all, 5 to 30 rounds, the same number on every rank.
+  const int rounds = static_cast<int>(world.max(std::clamp(std::ceil(300000.0 / std::max(round_us, 1.0)), 5.0, 30.0), to));
+  world.barrier(to, "GEMM calibration");
+  for (int r = 0; r < rounds; ++r)
+    for (auto& [s, v] : gemm_calls) {
+      auto t0 = Clock::now();
+      im.gemm(s);
+      v.push_back(since_us(t0));
+    }
+  std::map<GemmShape, double> gemm_us;
+  for (const GemmShape& s : shapes) {
+    GemmShape one = s;
+    one.reps = 1;
+    gemm_us[s] = median(gemm_calls[one]) * s.reps;
+  }
+  for (const auto& [s, v] : gemm_calls) cal.gemms.push_back({s, median(v)});
   // The GEMM the last schedule spends most time in (the model's figures) stands for compute below.
   std::optional<GemmShape> main_gemm;
   if (!weight.empty())
@@ -367,19 +371,25 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
   // a GEMM instead, so that the ranks arrive as unevenly as in a step, was tried: on this loaded
   // 2-core host it charged every collective the descheduling of a peer during its GEMM, and
   // predicted the serial step at 2.7x its measured time.
+  // They take turns round after round too, as the GEMMs do.
   std::map<CommKey, double> comm_us;
+  std::map<CommKey, std::vector<double>> runs_of;
+  world.barrier(to, "collective calibration");
+  double comm_round_us = 0;
   for (auto& [k, cm] : im.comms) {
-    world.barrier(to, "collective calibration");
     auto t0 = Clock::now();
     im.collective(cm, false);
-    int reps = agreed_reps(world, world.max(since_us(t0), to), 100, to);
-    std::vector<double> times;
-    for (int i = 0; i < reps; ++i) {
-      t0 = Clock::now();
+    comm_round_us += since_us(t0);
+  }
+  const int comm_rounds = static_cast<int>(world.max(std::clamp(std::ceil(100000.0 / std::max(comm_round_us, 1.0)), 5.0, 50.0), to));
+  for (int r = 0; r < comm_rounds; ++r)
+    for (auto& [k, cm] : im.comms) {
+      auto t0 = Clock::now();
       im.collective(cm, false);
-      times.push_back(since_us(t0));
+      runs_of[k].push_back(since_us(t0));
     }
-    comm_us[k] = median(times);
+  for (auto& [k, v] : runs_of) {
+    comm_us[k] = median(v);
     cal.collectives.push_back({static_cast<plan::Collective>(std::get<0>(k)), std::get<1>(k), std::get<2>(k), comm_us[k]});
   }
   // Both at once: the collective that moves the most bytes back to back on the communication
