@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -103,7 +104,12 @@ std::unique_ptr<Prediction> predict(const Options& o, collkit::exec::World* job,
     int here = 0;
     for (const auto& h : job->hosts()) here += h == job->host();
     // No datasheet gives a CPU rank's memory bandwidth; 20 GB/s is one DDR4/DDR5 channel's order.
+    // Rank 0's reading for all: the clock in /proc/cpuinfo may move, and ranks predicting from
+    // different peaks would choose different knobs and call different collectives.
     peak = ov::host_peak(here, 20);
+    std::string got = job->broadcast(fmt::format("{:a} {}", peak.tflops, peak.label), o.timeout_s);
+    peak.tflops = std::strtod(got.c_str(), nullptr);
+    peak.label = got.substr(got.find(' ') + 1);
   } else {
     peak = topo::gpu_peak(p->t, 0, p->l.dtype);
   }
@@ -233,7 +239,8 @@ int run_measured(const Options& o) {
   eo.iters = o.iters;
   eo.timeout_s = o.timeout_s;
   ov::Executor ex(world, pred->w, pred->t, eo);
-  // --calibrate: measure the uncalibrated model's schedules first, then predict with that.
+  // --calibrate: measure the uncalibrated model's schedules first, then predict with that (the
+  // executor keeps working on the first prediction's workload and topology: kept alive).
   std::unique_ptr<Prediction> uncalibrated;
   if (o.run_calibrate) {
     ov::Calibration cal = ex.calibrate(pred->rep.rows);

@@ -72,7 +72,16 @@ check_run calibrated "$TMP/tpc.json"
 expect_eq "$(json_get "$TMP/tpc.json" 'j["calibration"]["gemm_shapes"] > 0')" "True" "run reports its calibration"
 expect_eq "$(json_get "$TMP/tpc.json" '{c["algorithm"] for c in j["collectives"]}')" "{'measured'}" "calibrated collectives are measured ones"
 
+# run --calibrate: the same measurements in the job itself, written with --calibration-out.
+mpi 2 "$ov" run --model llama3-8b --dp 2 "${common[@]}" --strategy dp-bucket --bucket-mb 1 --calibrate --calibration-out "$TMP/cal2.json" \
+  --json "$TMP/dpc.json" >/dev/null
+check_run run-calibrate "$TMP/dpc.json"
+expect_eq "$(json_get "$TMP/cal2.json" 'j["ranks"] == 2 and len(j["gemms"]) > 0')" "True" "run --calibrate wrote its calibration"
+expect_eq "$(json_get "$TMP/dpc.json" 'j["calibration"]["file"]')" "$TMP/cal2.json" "run --calibrate names it"
+
 # Bad input: one line each, before any step.
+expect_fail 2 "coll-overlap: error: run: give --calibrate or --calibration FILE, not both" \
+  "$ov" run --model llama3-8b --scale 64 --calibrate --calibration "$TMP/cal.json"
 expect_fail 2 "coll-overlap: error: --scale must be a positive integer, got 0" "$ov" run --model llama3-8b --tp 2 --scale 0
 expect_fail 2 "coll-overlap: error: --scale must be a positive integer, got 0" "$ov" --model llama3-8b --tp 2 --scale 0
 expect_fail 2 "coll-overlap: error: the layout needs 2 ranks (tp 2 x dp 1 x pp 1) but the job has 1 (mpirun -np)" "$ov" run --model llama3-8b --tp 2 --scale 64

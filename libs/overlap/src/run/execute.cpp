@@ -256,6 +256,14 @@ double intersection(std::vector<std::pair<double, double>> x, std::vector<std::p
 Measured Executor::run(const StrategyResult& row) {
   Impl& im = *impl_;
   const std::vector<Task>& tasks = row.tasks;
+  // Every rank predicts its schedule itself; ranks whose schedules differed would call different
+  // collectives and wait for each other forever. What each calls, compared with rank 0's first.
+  std::string mine = row.name;
+  for (const Task& t : tasks)
+    if (im.is_comm(t) && im.runs(t)) mine += " " + std::to_string(static_cast<int>(t.coll)) + ":" + std::to_string(t.bytes);
+  const bool same = im.world.broadcast(mine, im.opt.timeout_s) == mine;
+  if (im.world.sum(same ? 0 : 1, im.opt.timeout_s) != 0)
+    throw Error("the ranks' schedules for " + row.name + " differ (each rank predicts its own): not run");
   im.prepare(tasks);
   Measured m;
   StepResult checked = im.step(tasks, StepMode::Overlapped, true);
@@ -433,10 +441,11 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
     if (!calls.empty()) cal.compute_slowdown = std::max(0.0, median(calls) / alone_gemm - 1);
     cal.comm_slowdown = std::max(0.0, comm_total / runs / alone_comm - 1);
   }
-  // Rank 0's figures are the file's; the ranks are alike.
+  // Rank 0's figures are every rank's: each rank predicts with them, and ranks that predicted
+  // from figures of their own would choose different knobs and call different collectives.
   cal.source = world.host() + ": " + std::to_string(world.size()) + " ranks, " + world.mpi_version() +
                ", OpenBLAS sgemm, mpi backend (bfloat16 sum)";
-  return cal;
+  return parse_calibration(world.broadcast(to_json(cal), to), "rank 0's calibration");
 }
 
 }  // namespace collkit::overlap
