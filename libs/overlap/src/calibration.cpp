@@ -143,6 +143,7 @@ std::string to_json(const Calibration& c) {
   j["ranks"] = c.ranks;
   j["compute_slowdown"] = c.compute_slowdown;
   j["comm_slowdown"] = c.comm_slowdown;
+  j["sync_us"] = c.sync_us;
   nlohmann::json g = nlohmann::json::array();
   for (const GemmSample& s : c.gemms)
     g.push_back({{"m", s.shape.m},
@@ -164,13 +165,14 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   json::Cursor root(file, doc);
   root.expect_object();
   root.expect_schema("overlap-calibration", kCalibrationSchemaMajor);
-  root.expect_keys({"schema", "source", "ranks", "compute_slowdown", "comm_slowdown", "gemms", "collectives"});
+  root.expect_keys({"schema", "source", "ranks", "compute_slowdown", "comm_slowdown", "sync_us", "gemms", "collectives"});
   Calibration c;
   c.source = root.at("source").string();
   c.ranks = static_cast<int>(root.at("ranks").integer());
   if (c.ranks < 1) root.at("ranks").fail("must be at least 1");
   c.compute_slowdown = root.at("compute_slowdown").non_negative_number();
   c.comm_slowdown = root.at("comm_slowdown").non_negative_number();
+  c.sync_us = root.at("sync_us").non_negative_number();
   json::Cursor gemms = root.at("gemms");
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     json::Cursor g = gemms[i];

@@ -66,7 +66,7 @@ CommEstimate CommModel::estimate(Group g, plan::Collective c, std::uint64_t byte
   if (calibration_ && n > 1) measured = calibration_->comm_us(c, n, bytes);
   if (measured) {
     e.algorithm = "measured";
-    e.time_us = *measured * scale_;
+    e.time_us = (*measured + calibration_->sync_us) * scale_;
   } else if (n > 1 && scale_ > 0) {
     auto sub = groups_.find(g);
     if (sub == groups_.end()) {

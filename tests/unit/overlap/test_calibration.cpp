@@ -120,6 +120,7 @@ TEST_CASE("calibration: JSON round trip and errors that name the field") {
   c.ranks = 2;
   c.compute_slowdown = 0.5;
   c.comm_slowdown = 0.25;
+  c.sync_us = 40;
   c.gemms = {{{64, 32, 16, 2}, 12.5}};
   c.collectives = {{collkit::plan::Collective::ReduceScatter, 2, 4096, 33.25}};
   Calibration back = parse_calibration(to_json(c), "cal.json");
@@ -127,6 +128,7 @@ TEST_CASE("calibration: JSON round trip and errors that name the field") {
   CHECK(back.ranks == 2);
   CHECK(back.compute_slowdown == 0.5);
   CHECK(back.comm_slowdown == 0.25);
+  CHECK(back.sync_us == 40);
   REQUIRE(back.gemms.size() == 1);
   CHECK(back.gemms[0].shape == GemmShape{64, 32, 16, 2});
   CHECK(back.gemms[0].time_us == 12.5);
@@ -134,7 +136,7 @@ TEST_CASE("calibration: JSON round trip and errors that name the field") {
   CHECK(back.collectives[0].coll == collkit::plan::Collective::ReduceScatter);
   CHECK(back.collectives[0].bytes == 4096);
   const std::string head =
-      R"({"schema": "collkit.overlap-calibration/1", "source": "x", "ranks": 2, "compute_slowdown": 0.1, "comm_slowdown": 0.1, )";
+      R"({"schema": "collkit.overlap-calibration/1", "source": "x", "ranks": 2, "compute_slowdown": 0.1, "comm_slowdown": 0.1, "sync_us": 0, )";
   CHECK(error_of(head + R"("gemms": [{"m": 0, "k": 1, "n": 1, "reps": 1, "time_us": 1}], "collectives": []})") ==
         "cal.json: /gemms/0/m: must be a positive integer, got 0");
   CHECK(error_of(head + R"("gemms": [], "collectives": [{"collective": "gather", "nranks": 2, "bytes": 8, "time_us": 1}]})") ==
@@ -184,6 +186,11 @@ TEST_CASE("calibration fed to the model: measured GEMM times and collectives rep
   CommEstimate e = comm.estimate(Group::Tp, collkit::plan::Collective::AllGather, 2097152);
   CHECK(e.algorithm == "measured");
   CHECK(e.time_us == doctest::Approx(77));
+  // The serial step's wait per collective comes on top of each.
+  c.sync_us = 10;
+  CommModel synced(r->topo, l);
+  synced.set_calibration(&c);
+  CHECK(synced.estimate(Group::Tp, collkit::plan::Collective::ReduceScatter, 2097152).time_us == doctest::Approx(98));
 }
 
 TEST_CASE("calibration: the example in docs/overlap.md parses") {

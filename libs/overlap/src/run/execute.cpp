@@ -412,34 +412,48 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
     // About 50 ms of collectives alone, and at least 10 GEMM calls' worth; at most 50 runs, since
     // beside compute on a loaded host one can take a hundred times longer.
     int runs = static_cast<int>(world.max(std::clamp(std::ceil(std::max(50000.0, 10 * alone_gemm) / alone_comm), 5.0, 50.0), to));
-    std::atomic<int> go{0}, finished{0};
-    std::exception_ptr failed;
-    double comm_total = 0;
-    std::thread t([&] {
-      go.wait(0);
-      try {
-        auto c0 = Clock::now();
-        for (int i = 0; i < runs; ++i) im.collective(big->second, false);
-        comm_total = since_us(c0);
-      } catch (...) {
-        failed = std::current_exception();
+    // Three windows, the median of each figure: one window alone swung from 0 to 8x.
+    std::vector<double> compute_slow, comm_slow;
+    for (int window = 0; window < 3; ++window) {
+      std::atomic<int> go{0}, finished{0};
+      std::exception_ptr failed;
+      double comm_total = 0;
+      std::thread t([&] {
+        go.wait(0);
+        try {
+          auto c0 = Clock::now();
+          for (int i = 0; i < runs; ++i) im.collective(big->second, false);
+          comm_total = since_us(c0);
+        } catch (...) {
+          failed = std::current_exception();
+        }
+        finished.store(1);
+      });
+      world.barrier(to, "contention calibration");
+      go.store(1);
+      go.notify_all();
+      std::vector<double> calls;
+      while (finished.load() == 0) {
+        auto g0 = Clock::now();
+        im.gemm(s);
+        double us = since_us(g0);
+        if (finished.load() == 0) calls.push_back(us);
       }
-      finished.store(1);
-    });
-    world.barrier(to, "contention calibration");
-    go.store(1);
-    go.notify_all();
-    std::vector<double> calls;
-    while (finished.load() == 0) {
-      auto g0 = Clock::now();
-      im.gemm(s);
-      double us = since_us(g0);
-      if (finished.load() == 0) calls.push_back(us);
+      t.join();
+      if (failed) std::rethrow_exception(failed);
+      compute_slow.push_back(calls.empty() ? 0.0 : std::max(0.0, median(calls) / alone_gemm - 1));
+      comm_slow.push_back(std::max(0.0, comm_total / runs / alone_comm - 1));
     }
-    t.join();
-    if (failed) std::rethrow_exception(failed);
-    if (!calls.empty()) cal.compute_slowdown = std::max(0.0, median(calls) / alone_gemm - 1);
-    cal.comm_slowdown = std::max(0.0, comm_total / runs / alone_comm - 1);
+    cal.compute_slowdown = median(compute_slow);
+    cal.comm_slowdown = median(comm_slow);
+  }
+  // The serial schedule as a step runs it: what its collectives cost beyond their times alone
+  // (each waits for the slowest rank to arrive, and for the thread hand-offs), per collective.
+  if (!rows.empty()) {
+    Measured serial = run(rows.front());
+    int n = 0;
+    for (const Task& t : rows.front().tasks) n += im.is_comm(t) && im.runs(t);
+    if (n > 0) cal.sync_us = std::max(0.0, serial.exposed_comm_us - serial.comm_alone_us) / n;
   }
   // Rank 0's figures are every rank's: each rank predicts with them, and ranks that predicted
   // from figures of their own would choose different knobs and call different collectives.

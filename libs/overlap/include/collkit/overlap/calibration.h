@@ -64,6 +64,10 @@ struct Calibration {
   std::vector<CommSample> collectives;
   double compute_slowdown = 0;  ///< compute time under communication / alone - 1 (the model's contention)
   double comm_slowdown = 0;     ///< communication time under compute / alone - 1
+  /// What a collective costs in a serial step beyond its time alone, each: the wait for the
+  /// slowest rank and the thread hand-offs (the `none` schedule's exposed time - its collectives
+  /// alone, over their count). Added to every measured collective.
+  double sync_us = 0;
 
   /// The time of a GEMM shape: the sample of that shape, else the nearest sample (by log-distance
   /// of m, k, n) at its FLOP rate; nullopt without GEMM samples.
