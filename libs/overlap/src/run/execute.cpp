@@ -196,6 +196,7 @@ struct Executor::Impl {
     };
     std::thread comm_thread([&] {
       go.wait(0, std::memory_order_acquire);
+      if (go.load(std::memory_order_acquire) == 2) return;  // the step was called off before it began
       try {
         side(true);
       } catch (...) {
@@ -209,7 +210,7 @@ struct Executor::Impl {
     try {
       world.barrier(opt.timeout_s, "the start of a step");
     } catch (...) {
-      go.store(1), go.notify_all();
+      go.store(2), go.notify_all();
       comm_thread.join();
       throw;
     }
@@ -420,6 +421,7 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
       double comm_total = 0;
       std::thread t([&] {
         go.wait(0);
+        if (go.load() == 2) return;  // called off before it began
         try {
           auto c0 = Clock::now();
           for (int i = 0; i < runs; ++i) im.collective(big->second, false);
@@ -429,7 +431,13 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
         }
         finished.store(1);
       });
-      world.barrier(to, "contention calibration");
+      try {
+        world.barrier(to, "contention calibration");
+      } catch (...) {
+        go.store(2), go.notify_all();
+        t.join();
+        throw;
+      }
       go.store(1);
       go.notify_all();
       std::vector<double> calls;
