@@ -12,6 +12,12 @@ pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
 # coll-plan shell's line editing, history and completion (BSD libedit: readline's API, BSD licence).
 pkg_check_modules(LIBEDIT REQUIRED IMPORTED_TARGET libedit)
 find_package(MPI REQUIRED COMPONENTS C)
+# coll-overlap run's GEMMs on the CPU (libs/overlap/src/run): OpenBLAS's CBLAS, found through its
+# pkg-config file (Debian puts cblas.h under an openblas-pthread include directory).
+pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)
+if(NOT OPENBLAS_FOUND)
+  message(FATAL_ERROR "collkit: OpenBLAS not found (pkg-config openblas): install the Debian package libopenblas-dev (scripts/setup-deps.sh)")
+endif()
 find_package(Threads REQUIRED)
 
 # GLPK (libglpk-dev) solves the AlltoAll synthesizer's flow LP (libs/plan/src/synth/mcf.cpp). It

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config git python3
   libcli11-dev nlohmann-json3-dev doctest-dev libbenchmark-dev libfmt-dev libpugixml-dev
   libboost-graph-dev libglpk-dev libhwloc-dev libedit-dev libibverbs-dev ibverbs-providers
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin libopenblas-dev
 )
 
 missing=()

@@ -5,8 +5,11 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -14,6 +17,9 @@
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
 #include "collkit/core/size.h"
+#include "collkit/exec/calibrate.h"
+#include "collkit/overlap/calibration.h"
+#include "collkit/overlap/execute.h"
 #include "collkit/overlap/overlap.h"
 #include "collkit/overlap/report.h"
 #include "collkit/topo/gpu.h"
@@ -27,7 +33,7 @@ namespace topo = collkit::topo;
 namespace {
 
 struct Options {
-  std::string topo = "dgx-h100";
+  std::string topo;  // empty: dgx-h100, or under run/calibrate the job's own hosts
   int nodes = 1;
   std::string fabric;
   std::string model;
@@ -40,13 +46,99 @@ struct Options {
   ov::Efficiency eff;
   std::string json_out, trace_out;
   bool ops = false;
+  int scale = 1;
+  std::string calibration;  // --calibration FILE
+  // run / calibrate
+  int iters = 3;
+  double timeout_s = 120;
+  std::string trace_predicted, calibration_out;
+  bool run_calibrate = false;
 };
 
 // --topo: a collkit.topology/1 file, else a node preset placed --nodes times (coll-topo synth).
 topo::Topology topology(const Options& o) {
-  if (std::filesystem::is_regular_file(o.topo)) return topo::load(o.topo);
-  if (o.topo.ends_with(".json")) throw collkit::InputError(o.topo + ": no such file");
-  return topo::synth({o.topo, o.nodes, o.fabric});
+  std::string name = o.topo.empty() ? "dgx-h100" : o.topo;
+  if (std::filesystem::is_regular_file(name)) return topo::load(name);
+  if (name.ends_with(".json")) throw collkit::InputError(name + ": no such file");
+  return topo::synth({name, o.nodes, o.fabric});
+}
+
+// Everything a prediction needs, built once (the models keep pointers to the topology and the
+// calibration, so it stays where it was made).
+struct Prediction {
+  ov::Model model;
+  topo::Topology t;
+  ov::Layout l;
+  std::optional<ov::Calibration> cal;
+  std::unique_ptr<ov::ComputeModel> cm;
+  std::unique_ptr<ov::CommModel> comm;
+  ov::Workload w;
+  ov::Request req;
+  ov::Report rep;
+};
+
+// `job`: run and calibrate, on the job's own hosts (--topo, else discovered) with this CPU's
+// peak, and one communication stream as the executor has.
+// `measured`: a calibration just measured (run --calibrate) instead of --calibration's file.
+std::unique_ptr<Prediction> predict(const Options& o, collkit::exec::World* job, const ov::Calibration* measured = nullptr) {
+  if (o.model.empty()) throw collkit::InputError("give --model (one of configs/models/, or a collkit.model/1 file)");
+  if (o.scale < 1) throw collkit::InputError("--scale must be a positive integer, got " + std::to_string(o.scale));
+  auto p = std::make_unique<Prediction>();
+  p->model = ov::scale_model(ov::load_model(o.model), o.scale);
+  p->l = ov::scale_layout(o.layout, o.scale);
+  p->l.mode = ov::parse_mode(o.mode);
+  if (measured) p->cal = *measured;
+  else if (!o.calibration.empty()) p->cal = ov::load_calibration(o.calibration);
+  if (job) {
+    if (std::string why = ov::cannot_execute(p->l, job->size()); !why.empty()) throw collkit::InputError(why);
+    if (p->cal && p->cal->ranks != job->size())
+      throw collkit::InputError(o.calibration + ": calibrated on " + std::to_string(p->cal->ranks) + " ranks, this job has " +
+                                std::to_string(job->size()));
+    p->t = collkit::exec::job_topology(*job, o.topo, o.timeout_s);
+  } else {
+    p->t = topology(o);
+  }
+  ov::check_layout(p->l, p->model, p->t);
+  topo::GpuPeak peak;
+  if (job) {
+    int here = 0;
+    for (const auto& h : job->hosts()) here += h == job->host();
+    // No datasheet gives a CPU rank's memory bandwidth; 20 GB/s is one DDR4/DDR5 channel's order.
+    // Rank 0's reading for all: the clock in /proc/cpuinfo may move, and ranks predicting from
+    // different peaks would choose different knobs and call different collectives.
+    peak = ov::host_peak(here, 20);
+    std::string got = job->broadcast(fmt::format("{:a} {}", peak.tflops, peak.label), o.timeout_s);
+    peak.tflops = std::strtod(got.c_str(), nullptr);
+    peak.label = got.substr(got.find(' ') + 1);
+  } else {
+    peak = topo::gpu_peak(p->t, 0, p->l.dtype);
+  }
+  p->cm = std::make_unique<ov::ComputeModel>(peak, o.eff, ov::dtype_bytes(p->l.dtype));
+  p->comm = std::make_unique<ov::CommModel>(p->t, p->l, o.comm_scale);
+  if (p->cal) {
+    p->cm->set_calibration(&*p->cal);
+    p->comm->set_calibration(&*p->cal);
+  }
+  p->w = ov::build_workload(p->model, p->l);
+
+  ov::Request& req = p->req;
+  req.contention = p->cal ? p->cal->compute_slowdown : o.contention;
+  req.comm_contention = p->cal ? p->cal->comm_slowdown : 0;
+  req.one_comm_stream = job != nullptr;
+  req.strategies.clear();
+  std::stringstream list(o.strategy);
+  for (std::string item; std::getline(list, item, ',');)
+    if (!item.empty()) req.strategies.push_back(item);
+  if (req.strategies.empty()) throw collkit::InputError("--strategy is empty");
+  auto fix = [&](const char* name, int v) {
+    if (v > 0) req.fixed.push_back({name, v});
+  };
+  fix("tp-decompose", o.tp_chunks);
+  fix("dp-bucket", o.bucket_mb);
+  fix("fsdp-prefetch", o.prefetch_depth);
+  fix("moe-pipeline", o.moe_chunks);
+  p->rep = ov::run(p->w, *p->cm, *p->comm, req);
+  return p;
 }
 
 std::string ms(double us) { return fmt::format("{:.3f}", us / 1000.0); }
@@ -64,33 +156,26 @@ std::string knobs(const ov::StrategyResult& r) {
   return s.empty() ? "-" : s;
 }
 
-int run_overlap(const Options& o) {
-  if (o.model.empty()) throw collkit::InputError("give --model (one of configs/models/, or a collkit.model/1 file)");
-  for (const std::string& out : {o.json_out, o.trace_out}) collkit::check_output_not_input(out, {o.topo, o.model});
-  ov::Model model = ov::load_model(o.model);
-  topo::Topology t = topology(o);
-  ov::Layout l = o.layout;
-  l.mode = ov::parse_mode(o.mode);
-  ov::check_layout(l, model, t);
-  ov::ComputeModel cm(topo::gpu_peak(t, 0, l.dtype), o.eff, ov::dtype_bytes(l.dtype));
-  ov::CommModel comm(t, l, o.comm_scale);
-  ov::Workload w = ov::build_workload(model, l);
+void print_table(const ov::Report& rep) {
+  std::cout << fmt::format("\n{:<34} {:>11} {:>10} {:>11} {:>8} {:>8} {:>11} {:>8}  {}\n", "strategy", "compute_ms", "comm_ms",
+                           "exposed_ms", "overlap", "slowdn", "step_ms", "speedup", "knobs");
+  for (const auto& r : rep.rows)
+    std::cout << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8.3f} {:>11} {:>7.3f}x  {}\n", r.name, ms(r.stats.compute_alone_us),
+                             ms(r.stats.comm_us), ms(std::abs(r.stats.exposed_comm_us) < 5e-4 ? 0.0 : r.stats.exposed_comm_us),
+                             percent(r.overlap_ratio), r.slowdown, ms(r.step_us), r.speedup, knobs(r));
+}
 
-  ov::Request req;
-  req.contention = o.contention;
-  req.strategies.clear();
-  std::stringstream list(o.strategy);
-  for (std::string item; std::getline(list, item, ',');)
-    if (!item.empty()) req.strategies.push_back(item);
-  if (req.strategies.empty()) throw collkit::InputError("--strategy is empty");
-  auto fix = [&](const char* name, int v) {
-    if (v > 0) req.fixed.push_back({name, v});
-  };
-  fix("tp-decompose", o.tp_chunks);
-  fix("dp-bucket", o.bucket_mb);
-  fix("fsdp-prefetch", o.prefetch_depth);
-  fix("moe-pipeline", o.moe_chunks);
-  ov::Report rep = ov::run(w, cm, comm, req);
+int run_overlap(const Options& o) {
+  for (const std::string& out : {o.json_out, o.trace_out}) collkit::check_output_not_input(out, {o.topo, o.model, o.calibration});
+  auto pred = predict(o, nullptr);
+  const ov::Model& model = pred->model;
+  const topo::Topology& t = pred->t;
+  const ov::Layout& l = pred->l;
+  ov::ComputeModel& cm = *pred->cm;
+  ov::CommModel& comm = *pred->comm;
+  const ov::Workload& w = pred->w;
+  const ov::Report& rep = pred->rep;
+  const double contention = pred->req.contention;
 
   const auto& pk = cm.peak();
   std::cout << fmt::format("{}: {:.2f} B parameters, {} layers on this stage; {} on {} ({} ranks)\n", model.name,
@@ -118,20 +203,15 @@ int run_overlap(const Options& o) {
                                c.comm ? "-" : fmt::format("{:.2f}", c.flops / 1e9), c.bytes / 1e6, c.time_us,
                                c.comm ? c.group : (c.memory_bound ? "memory" : "compute"));
   }
-  std::cout << fmt::format("\n{:<34} {:>11} {:>10} {:>11} {:>8} {:>8} {:>11} {:>8}  {}\n", "strategy", "compute_ms", "comm_ms",
-                           "exposed_ms", "overlap", "slowdn", "step_ms", "speedup", "knobs");
-  for (const auto& r : rep.rows)
-    std::cout << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8.3f} {:>11} {:>7.3f}x  {}\n", r.name, ms(r.stats.compute_alone_us),
-                             ms(r.stats.comm_us), ms(std::abs(r.stats.exposed_comm_us) < 5e-4 ? 0.0 : r.stats.exposed_comm_us), percent(r.overlap_ratio), r.slowdown, ms(r.step_us), r.speedup,
-                             knobs(r));
+  print_table(rep);
   const auto& last = rep.rows.back();
   std::cout << fmt::format("\ncontention {:.3f} (compute slowdown under concurrent communication): {} {:.3f}x, {:.3f}x without it\n",
-                           o.contention, last.name, last.speedup, last.speedup_no_contention);
+                           contention, last.name, last.speedup, last.speedup_no_contention);
   if (l.pp > 1) std::cout << fmt::format("pipeline bubble: {} ms per step (in step_ms)\n", ms(last.bubble_us));
   for (const auto& s : rep.skipped) std::cout << "skipped " << s << "\n";
   for (const auto& n : w.notes) std::cout << "note: " << n << "\n";
 
-  ov::RunContext ctx{&w, &t, &cm, &comm, o.contention};
+  ov::RunContext ctx{&w, &t, &cm, &comm, contention};
   if (!o.json_out.empty()) {
     collkit::write_file_atomic(o.json_out, ov::to_json(rep, ctx));
     if (o.json_out != "-") std::cout << "wrote " << o.json_out << " (collkit.overlap/1)\n";
@@ -140,6 +220,112 @@ int run_overlap(const Options& o) {
     collkit::write_file_atomic(o.trace_out, ov::to_trace(last, ctx));
     if (o.trace_out != "-") std::cout << "wrote " << o.trace_out << " (Chrome trace events of " << last.name << "; open in ui.perfetto.dev)\n";
   }
+  return 0;
+}
+
+// Percent error of a prediction against a measurement.
+std::string error_pct(double predicted, double measured) {
+  return measured > 0 ? fmt::format("{:+.1f}%", 100 * (predicted / measured - 1)) : "-";
+}
+
+int run_measured(const Options& o) {
+  for (const std::string& out : {o.json_out, o.trace_out, o.trace_predicted, o.calibration_out})
+    collkit::check_output_not_input(out, {o.topo, o.model, o.calibration});
+  if (o.run_calibrate && !o.calibration.empty()) throw collkit::InputError("run: give --calibrate or --calibration FILE, not both");
+  ov::ThreadedJob job;
+  collkit::exec::World& world = job.world();
+  auto pred = predict(o, &world);
+  ov::ExecOptions eo;
+  eo.iters = o.iters;
+  eo.timeout_s = o.timeout_s;
+  ov::Executor ex(world, pred->w, pred->t, eo);
+  // --calibrate: measure the uncalibrated model's schedules first, then predict with that (the
+  // executor keeps working on the first prediction's workload and topology: kept alive).
+  std::unique_ptr<Prediction> uncalibrated;
+  if (o.run_calibrate) {
+    ov::Calibration cal = ex.calibrate(pred->rep.rows);
+    if (!o.calibration_out.empty() && world.rank() == 0) collkit::write_file_atomic(o.calibration_out, ov::to_json(cal));
+    uncalibrated = std::move(pred);
+    pred = predict(o, &world, &cal);
+  }
+  const ov::Report& rep = pred->rep;
+  const bool root = world.rank() == 0;
+  const auto& pk = pred->cm->peak();
+  if (root) {
+    std::cout << fmt::format(
+        "{} (scale 1/{}): {} layers, hidden {}, ffn {}, {} x {} tokens; tp {}{} dp {} ep {} zero {} on {} ranks of {}\n", pred->model.name,
+        o.scale, pred->model.layers, pred->model.hidden, pred->model.ffn, pred->l.micro_batch, pred->l.seq_len, pred->l.tp,
+        pred->l.sp ? " (sp)" : "", pred->l.dp, pred->l.ep, pred->l.zero, world.size(), pred->t.name);
+    std::cout << fmt::format(
+        "model: {}; {}\n",
+        pred->cal ? "calibrated by " + (o.run_calibrate ? std::string("this job (--calibrate)") : o.calibration) : "uncalibrated",
+        pred->cal
+            ? fmt::format("compute slowdown {:.3f}, communication slowdown {:.3f}", pred->cal->compute_slowdown, pred->cal->comm_slowdown)
+            : fmt::format("{} ({:.1f} GFLOP/s nominal), GEMM efficiency {}, contention {}, plans simulated on the topology", pk.label,
+                          pk.tflops * 1e3, o.eff.gemm, o.contention));
+    std::cout << "\npredicted (one communication stream, as executed):";
+    print_table(rep);
+  }
+  std::vector<ov::Measured> measured;
+  for (const auto& row : rep.rows) measured.push_back(ex.run(row));
+  if (!root) return 0;
+
+  std::cout << fmt::format("\nmeasured (rank 0, median of {} steps; compute and communication alone measured the same way):\n", o.iters);
+  std::cout << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8} {:>11} {:>8} {:>11} {:>8}\n", "strategy", "compute_ms", "comm_ms",
+                           "exposed_ms", "overlap", "slowdn", "step_ms", "speedup", "predicted", "error");
+  std::uint64_t checked = 0, wrong = 0;
+  int violations = 0;
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    const ov::Measured& m = measured[i];
+    const ov::StrategyResult& r = rep.rows[i];
+    std::cout << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8.3f} {:>11} {:>7.3f}x {:>11} {:>8}\n", r.name, ms(m.compute_alone_us),
+                             ms(m.comm_alone_us), ms(m.exposed_comm_us), percent(m.overlap_ratio), m.compute_slowdown, ms(m.step_us),
+                             m.step_us > 0 ? measured[0].step_us / m.step_us : 0.0, ms(r.step_us), error_pct(r.step_us, m.step_us));
+    checked += m.collectives_checked;
+    wrong += m.wrong;
+    violations += m.dependency_violations;
+  }
+  std::cout << fmt::format(
+      "\ncollectives checked: {} runs over all ranks, {} wrong elements; tasks started before a dependency ended: {}\n", checked, wrong,
+      violations);
+  ov::RunContext ctx{&pred->w, &pred->t, pred->cm.get(), pred->comm.get(), pred->req.contention};
+  if (!o.json_out.empty()) {
+    collkit::write_file_atomic(
+        o.json_out, ov::measured_json(rep, ctx, measured, pred->cal ? &*pred->cal : nullptr,
+                                      o.run_calibrate ? (o.calibration_out.empty() ? "(this job)" : o.calibration_out) : o.calibration));
+    if (o.json_out != "-") std::cout << "wrote " << o.json_out << " (collkit.overlap/1 with \"measured\")\n";
+  }
+  if (!o.trace_out.empty()) {
+    collkit::write_file_atomic(o.trace_out, ov::measured_trace(rep.rows.back(), measured.back(), ctx));
+    if (o.trace_out != "-") std::cout << "wrote " << o.trace_out << " (measured timeline of " << rep.rows.back().name << ")\n";
+  }
+  if (!o.trace_predicted.empty()) {
+    collkit::write_file_atomic(o.trace_predicted, ov::to_trace(rep.rows.back(), ctx));
+    if (o.trace_predicted != "-") std::cout << "wrote " << o.trace_predicted << " (predicted timeline of " << rep.rows.back().name << ")\n";
+  }
+  if (wrong > 0) throw collkit::Error(fmt::format("{} elements of the collectives' outputs were wrong", wrong));
+  if (violations > 0) throw collkit::Error(fmt::format("{} tasks started before a dependency ended", violations));
+  return 0;
+}
+
+int run_calibrate(const Options& o) {
+  if (o.calibration_out.empty()) throw collkit::InputError("calibrate: give -o FILE for the calibration");
+  collkit::check_output_not_input(o.calibration_out, {o.topo, o.model, o.calibration});
+  ov::ThreadedJob job;
+  collkit::exec::World& world = job.world();
+  Options plain = o;
+  plain.calibration.clear();  // measure what the schedules run, whatever an earlier file said
+  auto pred = predict(plain, &world);
+  ov::ExecOptions eo;
+  eo.timeout_s = o.timeout_s;
+  ov::Executor ex(world, pred->w, pred->t, eo);
+  ov::Calibration cal = ex.calibrate(pred->rep.rows);
+  if (world.rank() != 0) return 0;
+  std::cout << fmt::format(
+      "{}\n{} GEMM shapes, {} collectives; compute slowdown under communication {:.3f}, communication slowdown under compute {:.3f}\n",
+      cal.source, cal.gemms.size(), cal.collectives.size(), cal.compute_slowdown, cal.comm_slowdown);
+  collkit::write_file_atomic(o.calibration_out, ov::to_json(cal));
+  if (o.calibration_out != "-") std::cout << "wrote " << o.calibration_out << " (collkit.overlap-calibration/1)\n";
   return 0;
 }
 
@@ -160,7 +346,8 @@ int main(int argc, char** argv) {
   CLI::App app{"coll-overlap: computation-communication overlap schedules (TP, SP, FSDP, EP, DP) with timelines", "coll-overlap"};
   app.require_subcommand(0, 1);
   Options o;
-  app.add_option("--topo", o.topo, "topology file (collkit.topology/1) or node preset (default dgx-h100)");
+  app.fallthrough();  // the layout flags work after `run` and `calibrate` too
+  app.add_option("--topo", o.topo, "topology file (collkit.topology/1) or node preset (default dgx-h100; run/calibrate: the job's hosts)");
   app.add_option("--nodes", o.nodes, "hosts of the preset (default 1)")->check(CLI::PositiveNumber);
   app.add_option("--fabric", o.fabric, "fabric joining the preset's hosts (coll-topo synth; default a rail-optimised fat-tree)");
   app.add_option("--model", o.model, "configs/models/ name (llama3-70b, ...) or a collkit.model/1 file");
@@ -190,6 +377,25 @@ int main(int argc, char** argv) {
   app.add_flag("--ops", o.ops, "print layer 0's ops: FLOPs, bytes, roofline time, what bounds them, the collectives");
   app.add_option("--json", o.json_out, "write collkit.overlap/1 (\"-\" for stdout)");
   app.add_option("--trace", o.trace_out, "write the chosen schedule as Chrome trace-event JSON (Perfetto)");
+  app.add_option("--scale", o.scale, "divide hidden size, head width, FFN, vocabulary, layers and sequence by this (default 1)");
+  app.add_option("--calibration", o.calibration,
+                 "collkit.overlap-calibration/1 from coll-overlap calibrate: measured GEMM and collective times and contention replace the "
+                 "model's constants");
   auto* models = app.add_subcommand("models", "list configs/models/ with their parameter counts against the published ones");
-  return collkit::app::run<Options>(app, argc, argv, o, {{models, run_models}}, run_overlap);
+  auto* run = app.add_subcommand("run",
+                                 "under mpirun: execute each strategy's schedule (OpenBLAS GEMMs, collectives through libs/exec's mpi "
+                                 "backend on a communication thread) and print the measurement beside the prediction");
+  run->add_option("--iters", o.iters, "timed steps per strategy and mode (default 3)")->check(CLI::PositiveNumber);
+  run->add_option("--timeout", o.timeout_s, "seconds a collective may make no progress (default 120)")->check(CLI::PositiveNumber);
+  run->add_flag("--calibrate", o.run_calibrate, "measure a calibration in this job first (as coll-overlap calibrate) and predict with it");
+  run->add_option("--calibration-out", o.calibration_out, "with --calibrate: also write the calibration to this file");
+  run->add_option("--trace-predicted", o.trace_predicted,
+                  "write the predicted timeline of the last strategy (--trace gets the measured one)");
+  auto* calibrate = app.add_subcommand("calibrate",
+                                       "under mpirun: measure the schedules' GEMM shapes and collectives, and the slowdown of each while "
+                                       "the other runs; write a calibration file");
+  calibrate->add_option("-o,--output", o.calibration_out, "the calibration file to write (\"-\" for stdout)")->required();
+  calibrate->add_option("--timeout", o.timeout_s, "seconds a collective may make no progress (default 120)")->check(CLI::PositiveNumber);
+  return collkit::app::run<Options>(app, argc, argv, o, {{models, run_models}, {run, run_measured}, {calibrate, run_calibrate}},
+                                    run_overlap);
 }

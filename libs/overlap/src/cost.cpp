@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "collkit/core/error.h"
+#include "collkit/overlap/calibration.h"
 #include "collkit/plan/planner.h"
 #include "collkit/topo/subset.h"
 
@@ -33,6 +34,8 @@ ComputeModel::Roofline ComputeModel::roofline(const ComputeOp& op, double fracti
 }
 
 double ComputeModel::time_us(const ComputeOp& op, double fraction) const {
+  if (calibration_)
+    if (auto t = calibration_->gemm_us(exec_shape(op, fraction))) return *t;
   Roofline r = roofline(op, fraction);
   return std::max(r.compute_us, r.memory_us) + eff_.kernel_us;
 }
@@ -59,7 +62,12 @@ CommEstimate CommModel::estimate(Group g, plan::Collective c, std::uint64_t byte
   auto key = std::make_tuple(g, c, bytes);
   if (auto it = index_.find(key); it != index_.end()) return cache_[it->second];
   CommEstimate e{g, c, bytes, n, "-", 0};
-  if (n > 1 && scale_ > 0) {
+  std::optional<double> measured;
+  if (calibration_ && n > 1) measured = calibration_->comm_us(c, n, bytes);
+  if (measured) {
+    e.algorithm = "measured";
+    e.time_us = (*measured + calibration_->sync_us) * scale_;
+  } else if (n > 1 && scale_ > 0) {
     auto sub = groups_.find(g);
     if (sub == groups_.end()) {
       auto ranks = group_ranks(layout_, g);

@@ -38,7 +38,11 @@ std::string chunk_name(const std::string& name, int chunk) { return chunk < 0 ? 
 }  // namespace
 
 int Emitter::compute(const Segment& s, const ComputeOp& op, double fraction, int chunk, std::vector<int> extra) {
-  return compute_task(s, chunk_name(op.name, chunk), cm_->time_us(op, fraction), chunk, std::move(extra));
+  int id = compute_task(s, chunk_name(op.name, chunk), cm_->time_us(op, fraction), chunk, std::move(extra));
+  Task& t = (*tasks_)[static_cast<std::size_t>(id)];
+  t.op = op;
+  t.fraction = fraction;
+  return id;
 }
 
 int Emitter::compute_task(const Segment& s, std::string name, double work_us, int chunk, std::vector<int> extra) {
@@ -73,6 +77,8 @@ int Emitter::comm_async(const Segment& s, const CommOp& op, std::vector<int> dep
   t.microbatch = s.microbatch;
   t.backward = s.backward;
   t.chunk = chunk;
+  t.group = op.group;
+  t.coll = op.coll;
   return add(std::move(t));
 }
 

@@ -30,6 +30,11 @@ std::vector<StrategyInfo> strategies() {
 }
 
 StrategyResult evaluate(const Workload& w, ComputeModel& cm, CommModel& comm, const std::vector<Choice>& choices, double contention) {
+  return evaluate(w, cm, comm, choices, Contention{contention, 0, false});
+}
+
+StrategyResult evaluate(const Workload& w, ComputeModel& cm, CommModel& comm, const std::vector<Choice>& choices,
+                        const Contention& contention) {
   std::vector<std::pair<const Strategy*, int>> active;
   for (const Choice& c : choices) {
     if (c.knob < 1) throw InputError(c.strategy + ": the knob must be >= 1, got " + std::to_string(c.knob));
@@ -83,7 +88,7 @@ struct Search {
     std::vector<std::pair<std::string, int>> key;
     for (const Choice& x : c) key.emplace_back(x.strategy, x.knob);
     auto it = steps.find(key);
-    if (it == steps.end()) it = steps.emplace(std::move(key), evaluate(w, cm, comm, c, req.contention).step_us).first;
+    if (it == steps.end()) it = steps.emplace(std::move(key), evaluate(w, cm, comm, c, req.timeline()).step_us).first;
     return it->second;
   }
 
@@ -136,6 +141,7 @@ struct Search {
 
 Report run(const Workload& w, ComputeModel& cm, CommModel& comm, const Request& req) {
   if (!(req.contention >= 0)) throw InputError("--contention must be >= 0");
+  if (!(req.comm_contention >= 0)) throw InputError("communication contention must be >= 0");
   bool want_auto = false, want_none = false;
   std::vector<const Strategy*> named;
   for (const std::string& n : req.strategies) {
@@ -162,9 +168,9 @@ Report run(const Workload& w, ComputeModel& cm, CommModel& comm, const Request& 
 
   Search search{w, cm, comm, req, {}};
   auto finish = [&](std::vector<Choice> choices, std::string name) {
-    StrategyResult r = evaluate(w, cm, comm, choices, req.contention);
+    StrategyResult r = evaluate(w, cm, comm, choices, req.timeline());
     if (!name.empty()) r.name = std::move(name);
-    r.speedup_no_contention = evaluate(w, cm, comm, choices, 0).step_us;
+    r.speedup_no_contention = evaluate(w, cm, comm, choices, Contention{0, 0, req.one_comm_stream}).step_us;
     rep.rows.push_back(std::move(r));
   };
   finish({}, "");

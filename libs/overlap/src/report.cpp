@@ -103,11 +103,15 @@ std::string to_json(const Report& r, const RunContext& ctx) {
   return j.dump(1) + "\n";
 }
 
-std::string to_trace(const StrategyResult& row, const RunContext& ctx) {
+std::string to_trace(const StrategyResult& row, const RunContext& ctx, bool measured) {
   const Workload& w = *ctx.workload;
   json ev = json::array();
-  ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"tid", 0},
-                {"args", {{"name", "rank 0 (" + ctx.topo->host_of(0) + "): " + w.model.name + ", " + row.name}}}});
+  ev.push_back(
+      {{"ph", "M"},
+       {"name", "process_name"},
+       {"pid", 0},
+       {"tid", 0},
+       {"args", {{"name", "rank 0 (" + ctx.topo->host_of(0) + "): " + w.model.name + ", " + row.name + (measured ? ", measured" : "")}}}});
   for (int s = 0; s < kStreams; ++s) {
     ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", s}, {"args", {{"name", std::string(to_string(static_cast<Stream>(s)))}}}});
     ev.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 0}, {"tid", s}, {"args", {{"sort_index", s}}}});
@@ -133,7 +137,7 @@ std::string to_trace(const StrategyResult& row, const RunContext& ctx) {
                     {"overlap_ratio", row.overlap_ratio},
                     {"compute_slowdown", row.slowdown},
                     {"contention", ctx.contention},
-                    {"simulated", true}};
+                    {"simulated", !measured}};
   return j.dump() + "\n";
 }
 

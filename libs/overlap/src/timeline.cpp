@@ -20,15 +20,21 @@ std::string_view to_string(Stream s) {
   return "?";
 }
 
-TimelineStats simulate(std::vector<Task>& tasks, double contention) {
+TimelineStats simulate(std::vector<Task>& tasks, double contention) { return simulate(tasks, Contention{contention, 0, false}); }
+
+TimelineStats simulate(std::vector<Task>& tasks, const Contention& c) {
+  const double contention = c.compute;
   if (contention < 0) throw InputError("contention must be >= 0, got " + std::to_string(contention));
+  if (c.comm < 0) throw InputError("communication contention must be >= 0, got " + std::to_string(c.comm));
   std::array<std::vector<int>, kStreams> queue;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& t = tasks[i];
     if (!(t.work_us >= 0)) throw Error("timeline: task " + t.name + " has a negative duration");
     for (int d : t.deps)
       if (d < 0 || static_cast<std::size_t>(d) >= i) throw Error("timeline: task " + t.name + " depends on a task not before it");
-    queue[static_cast<std::size_t>(t.stream)].push_back(static_cast<int>(i));
+    // One communication thread: every collective queues on the first communication stream.
+    Stream s = c.one_comm_stream && t.stream != Stream::Compute ? Stream::Tp : t.stream;
+    queue[static_cast<std::size_t>(s)].push_back(static_cast<int>(i));
   }
   std::vector<char> done(tasks.size(), 0);
   std::array<std::size_t, kStreams> head{};
@@ -38,6 +44,7 @@ TimelineStats simulate(std::vector<Task>& tasks, double contention) {
   std::size_t finished = 0;
   double now = 0;
   const double slow = 1.0 / (1.0 + contention);
+  const double comm_slow = 1.0 / (1.0 + c.comm);
 
   while (finished < tasks.size()) {
     // Start what can start; tasks of zero length end at once, which may let others start.
@@ -74,7 +81,7 @@ TimelineStats simulate(std::vector<Task>& tasks, double contention) {
       int share = tasks[static_cast<std::size_t>(running[s])].share, sharing = 0;
       for (int o = 1; o < kStreams; ++o)
         sharing += running[o] >= 0 && share >= 0 && tasks[static_cast<std::size_t>(running[o])].share == share;
-      rate[s] = 1.0 / std::max(1, sharing);
+      rate[s] = 1.0 / std::max(1, sharing) * (running[0] >= 0 ? comm_slow : 1.0);
     }
     double dt = std::numeric_limits<double>::infinity();
     for (int s = 0; s < kStreams; ++s)

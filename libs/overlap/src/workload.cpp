@@ -112,6 +112,11 @@ class Builder {
       op.flops *= kAttnBwdFlops;
       op.bytes *= 2;
     }
+    // The GEMM of the same FLOPs that coll-overlap run executes for it (exec_shape()): rows are
+    // the tokens, the inner size the heads' mean query/value width, the columns what is left.
+    op.m = tokens_;
+    op.k = std::max(1.0, H_ * (dqk_ + dv_) / 2);
+    op.n = std::max(1.0, op.flops / (2 * op.m * op.k));
     return op;
   }
 

@@ -18,6 +18,8 @@
 
 namespace collkit::overlap {
 
+struct Calibration;
+
 /// Fraction of datasheet peak a kernel reaches; defaults and their grounds in docs/overlap.md.
 struct Efficiency {
   double gemm = 0.70;       ///< large BF16 GEMMs reach 65-80% of dense peak on H100 (cuBLAS)
@@ -35,6 +37,10 @@ class ComputeModel {
   bool memory_bound(const ComputeOp& op) const;
   const topo::GpuPeak& peak() const { return peak_; }
   const Efficiency& efficiency() const { return eff_; }
+  /// From now on a GEMM (and attention, as the GEMM it runs as) costs what `c` measured for its
+  /// shape (Calibration::gemm_us) instead of the roofline; null: the roofline again. Not owned.
+  void set_calibration(const Calibration* c) { calibration_ = c; }
+  const Calibration* calibration() const { return calibration_; }
 
  private:
   struct Roofline {
@@ -44,6 +50,7 @@ class ComputeModel {
   topo::GpuPeak peak_;
   Efficiency eff_;
   int dtype_bytes_;
+  const Calibration* calibration_ = nullptr;
 };
 
 /// One planned collective: what libs/plan chose and predicted.
@@ -66,6 +73,9 @@ class CommModel {
   /// Every distinct collective estimated so far, in first-asked order.
   std::vector<CommEstimate> estimates() const;
   std::size_t plans_simulated() const { return simulated_; }
+  /// From now on a collective costs what `c` measured (Calibration::comm_us; algorithm "measured")
+  /// where it has a sample of that collective and group size. Not owned; call before any estimate.
+  void set_calibration(const Calibration* c) { calibration_ = c; }
 
  private:
   const topo::Topology* topo_;
@@ -76,6 +86,7 @@ class CommModel {
   std::map<std::tuple<Group, plan::Collective, std::uint64_t>, std::size_t> index_;
   std::vector<CommEstimate> cache_;
   std::size_t simulated_ = 0;
+  const Calibration* calibration_ = nullptr;
 };
 
 /// One op of a layer as the model costs it, for reports.

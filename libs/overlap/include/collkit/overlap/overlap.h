@@ -56,6 +56,9 @@ struct Request {
   std::vector<std::string> strategies = {"auto"};  ///< several combine; "auto" searches all
   std::vector<Choice> fixed;    ///< knob values given by the user (not searched)
   double contention = kDefaultContention;
+  double comm_contention = 0;    ///< communication slowdown while compute runs (Contention::comm)
+  bool one_comm_stream = false;  ///< every collective on one stream (coll-overlap run's CPU executor)
+  Contention timeline() const { return {contention, comm_contention, one_comm_stream}; }
 };
 
 struct Report {
@@ -65,6 +68,8 @@ struct Report {
 
 /// Lays out the tasks of `choices` and simulates them.
 StrategyResult evaluate(const Workload& w, ComputeModel& cm, CommModel& comm, const std::vector<Choice>& choices, double contention);
+StrategyResult evaluate(const Workload& w, ComputeModel& cm, CommModel& comm, const std::vector<Choice>& choices,
+                        const Contention& contention);
 /// The summary rows for the request. Throws InputError for an unknown strategy or a strategy
 /// asked for explicitly that does not apply.
 Report run(const Workload& w, ComputeModel& cm, CommModel& comm, const Request& req);

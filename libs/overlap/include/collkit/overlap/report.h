@@ -22,6 +22,7 @@ struct RunContext {
 /// collkit.overlap/1 text: inputs, the collectives planned, every summary row, and the last row's schedule.
 std::string to_json(const Report& r, const RunContext& ctx);
 /// Chrome trace-event JSON of one row's schedule: pid 0 = rank 0, tid = stream, ts/dur in us.
-std::string to_trace(const StrategyResult& row, const RunContext& ctx);
+/// `measured`: the tasks' times were measured by coll-overlap run (otherData "simulated": false).
+std::string to_trace(const StrategyResult& row, const RunContext& ctx, bool measured = false);
 
 }  // namespace collkit::overlap

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "collkit/overlap/workload.h"
+
 namespace collkit::overlap {
 
 /// DP traffic has two streams, as PyTorch FSDP and Megatron-Core keep them: parameter gathers
@@ -30,6 +32,23 @@ struct Task {
   int layer = -1, microbatch = 0, chunk = -1;
   bool backward = false;
   double start_us = 0, end_us = 0;  ///< filled by simulate()
+  /// What coll-overlap run executes: compute tasks run `fraction` of `op`'s rows, communication
+  /// tasks run `coll` of `bytes` over rank 0's `group` (op is empty for them).
+  ComputeOp op;
+  double fraction = 1;
+  Group group = Group::Tp;
+  plan::Collective coll = plan::Collective::AllReduce;
+};
+
+/// How tasks slow each other. `compute`: compute progresses at 1/(1 + compute) of its speed while
+/// any communication runs; `comm`: communication at 1/(1 + comm) while compute runs (0 on a GPU,
+/// where collectives have their own copy engines and SMs; measured by coll-overlap calibrate on a
+/// CPU, where both share the cores). `one_comm_stream`: every collective goes on one stream in
+/// issue order, as coll-overlap run's one communication thread executes them.
+struct Contention {
+  double compute = 0;
+  double comm = 0;
+  bool one_comm_stream = false;
 };
 
 struct TimelineStats {
@@ -43,5 +62,6 @@ struct TimelineStats {
 /// Runs the tasks (filling start/end) and measures. Throws collkit::Error on a dependency on a
 /// later task (a cycle) or a negative duration.
 TimelineStats simulate(std::vector<Task>& tasks, double contention);
+TimelineStats simulate(std::vector<Task>& tasks, const Contention& contention);
 
 }  // namespace collkit::overlap

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# coll-overlap run against its own model (issue 16): on this machine, mpirun -np 2 and 4, scaled
+# Llama-3 8B / 70B TP and DP layouts and Mixtral EP. Per layout: a run with the uncalibrated model
+# (this CPU's nominal peak x the default efficiencies, the GPU contention figure, plans simulated
+# on the discovered host), and a run that calibrates first (`run --calibrate`: coll-overlap
+# calibrate's measurements, in the same job) and predicts with the calibrated model. Every run
+# measures each strategy's schedule (the one the model in force chose) and prints the model's step
+# beside it; per run the |error| of every strategy, the median per layout and overall, and whether
+# the predicted ranking of strategies equals the measured one.
+# Usage: bench/overlap_measured.sh [build/bin] [results/overlap_measured.md]
+set -euo pipefail
+bin=${1:-build/bin}
+out=${2:-results/overlap_measured.md}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+iters=${COLLKIT_BENCH_ITERS:-5}
+start=$(date +%s)
+
+# name|ranks|flags
+layouts=(
+  "llama3-8b TP2+SP|2|--model llama3-8b --tp 2 --sp --scale 16"
+  "llama3-8b DP2|2|--model llama3-8b --dp 2 --scale 16"
+  "llama3-70b TP2+SP|2|--model llama3-70b --tp 2 --sp --scale 32 --seq-len 8192"
+  "llama3-70b DP2 ZeRO-3|2|--model llama3-70b --dp 2 --zero 3 --scale 32 --seq-len 8192"
+  "mixtral-8x7b EP2|2|--model mixtral-8x7b --dp 2 --ep 2 --scale 16"
+  "llama3-8b TP4+SP|4|--model llama3-8b --tp 4 --sp --scale 16"
+  "llama3-70b DP4|4|--model llama3-70b --dp 4 --scale 32 --seq-len 8192"
+  "mixtral-8x7b EP4|4|--model mixtral-8x7b --dp 4 --ep 4 --scale 16"
+)
+i=0
+for entry in "${layouts[@]}"; do
+  IFS='|' read -r name np flags <<<"$entry"
+  i=$((i + 1))
+  echo "$name (np $np)" >&2
+  # shellcheck disable=SC2086
+  mpirun --oversubscribe -np "$np" "$bin/coll-overlap" run $flags --iters "$iters" --json "$tmp/$i.before.json" >"$tmp/$i.before.txt"
+  # The calibration measured in the same job, right before its runs (run --calibrate: what
+  # coll-overlap calibrate measures), so that both meet the host's load of the same minute.
+  # shellcheck disable=SC2086
+  mpirun --oversubscribe -np "$np" "$bin/coll-overlap" run $flags --iters "$iters" --calibrate --calibration-out "$tmp/$i.cal.json" \
+    --json "$tmp/$i.after.json" >"$tmp/$i.after.txt"
+  echo "$name|$np|$flags" >"$tmp/$i.name"
+done
+elapsed=$(($(date +%s) - start))
+
+python3 - "$tmp" "${#layouts[@]}" "$out" "$elapsed" "$iters" <<'PY'
+import json, statistics, sys, datetime, platform
+tmp, n, out, elapsed, iters = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+lines = []
+w = lines.append
+w("# coll-overlap run: measured against predicted (bench/overlap_measured.sh)")
+w("")
+w(f"Recorded {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {platform.node()} (2 cores shared by the ranks and their")
+w(f"communication threads), `mpirun --oversubscribe`, {iters} timed steps per strategy and mode, median; the")
+w(f"whole script took {elapsed} s. Step times in ms. `error` = predicted / measured - 1. Each run measures")
+w("the schedules its own model chose (knobs may differ before and after calibration), so each")
+w("prediction is held against its own measurement.")
+w("")
+errs = {"before": [], "after": []}
+ranks_ok = {"before": 0, "after": 0}
+best_ok = {"before": 0, "after": 0}
+summary = []
+for i in range(1, n + 1):
+    name, np_, flags = open(f"{tmp}/{i}.name").read().strip().split("|")
+    cal = json.load(open(f"{tmp}/{i}.cal.json"))
+    w(f"## {name} (`mpirun -np {np_}`, `{flags}`)")
+    w("")
+    w(f"calibration: {len(cal['gemms'])} GEMM shapes, {len(cal['collectives'])} collectives, compute slowdown under "
+      f"communication {cal['compute_slowdown']:.3f}, communication slowdown under compute {cal['comm_slowdown']:.3f}")
+    w("")
+    w("| model | strategy | knobs | predicted | measured | error | measured compute | comm | exposed | overlap | slowdown | speedup vs none |")
+    w("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    per = {}
+    for when in ("before", "after"):
+        j = json.load(open(f"{tmp}/{i}.{when}.json"))
+        rows = j["measured"]
+        knobs = {s["name"]: " ".join(f"{k}={v}" for k, v in s["knobs"].items()) or "-" for s in j["strategies"]}
+        none = rows[0]["step_us"]
+        e = []
+        for m in rows:
+            err = m["predicted_step_us"] / m["step_us"] - 1
+            e.append(abs(err))
+            w(f"| {when} | {m['name']} | {knobs.get(m['name'], '-')} | {m['predicted_step_us']/1e3:.2f} | {m['step_us']/1e3:.2f} | {100*err:+.1f}% | "
+              f"{m['compute_us']/1e3:.2f} | {m['comm_us']/1e3:.2f} | {m['exposed_comm_us']/1e3:.2f} | {100*m['overlap_ratio']:.1f}% | "
+              f"{m['compute_slowdown']:.2f} | {none/m['step_us']:.3f}x |")
+        errs[when] += e
+        # Distinct schedules only: a strategy whose schedule is another's (auto picking one) is a tie by construction.
+        pred = sorted(rows, key=lambda m: m["predicted_step_us"])
+        meas = sorted(rows, key=lambda m: m["step_us"])
+        same = [m["name"] for m in pred] == [m["name"] for m in meas]
+        best = pred[0]["name"] == meas[0]["name"] or abs(pred[0]["step_us"] / meas[0]["step_us"] - 1) < 0.02
+        ranks_ok[when] += same
+        best_ok[when] += best
+        per[when] = (statistics.median(e), same, best, [m["name"] for m in pred], [m["name"] for m in meas])
+    w("")
+    for when in ("before", "after"):
+        med, same, best, p, m = per[when]
+        w(f"- {when} calibration: median |error| {100*med:.1f}%; predicted ranking {' < '.join(p)}; measured {' < '.join(m)}: "
+          f"{'same' if same else 'differs'}; fastest {'agrees' if best else 'differs'} (within 2% counts)")
+    w("")
+    summary.append((name, np_, per))
+w("## Summary")
+w("")
+w("| layout | ranks | median \\|error\\| before | after | ranking equal before | after |")
+w("| --- | ---: | ---: | ---: | --- | --- |")
+for name, np_, per in summary:
+    w(f"| {name} | {np_} | {100*per['before'][0]:.1f}% | {100*per['after'][0]:.1f}% | {'yes' if per['before'][1] else 'no'} | {'yes' if per['after'][1] else 'no'} |")
+w("")
+mb, ma = statistics.median(errs["before"]), statistics.median(errs["after"])
+w(f"Median |error| over every strategy and layout: **{100*mb:.1f}%** before calibration, **{100*ma:.1f}%** after "
+  f"(target <= 10% after): {'met' if ma <= 0.10 else 'not met'}. Predicted ranking equal to the measured one in "
+  f"{ranks_ok['before']}/{n} layouts before and {ranks_ok['after']}/{n} after; fastest strategy agreed in "
+  f"{best_ok['before']}/{n} before and {best_ok['after']}/{n} after.")
+open(out, "w").write("\n".join(lines) + "\n")
+print("\n".join(lines[-3:]))
+PY
+echo "wrote $out" >&2

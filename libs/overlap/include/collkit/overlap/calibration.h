@@ -1,0 +1,85 @@
+#pragma once
+// What coll-overlap run needs beside the model: the shrunken model and layout a step of which
+// fits a small machine (--scale), the GEMM a compute op runs as, the CPU's nominal peak, and the
+// calibration file (collkit.overlap-calibration/1, docs/overlap.md) that coll-overlap calibrate
+// writes and --calibration feeds back to the model.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collkit/overlap/layout.h"
+#include "collkit/overlap/model.h"
+#include "collkit/overlap/workload.h"
+#include "collkit/plan/collective.h"
+#include "collkit/topo/gpu.h"
+
+namespace collkit::overlap {
+
+/// The model with hidden size, head width, FFN and expert widths, vocabulary and layers divided by
+/// `factor` (at least 1 each; head counts and experts kept, so every layout that divides the heads
+/// still does). InputError for a factor below 1.
+Model scale_model(const Model& m, int factor);
+/// The layout with the sequence length divided by `factor` (at least 1).
+Layout scale_layout(const Layout& l, int factor);
+
+/// A GEMM as run: `reps` products of (m x k) by (k x n), single precision.
+struct GemmShape {
+  std::int64_t m = 1, k = 1, n = 1;
+  int reps = 1;
+  bool operator<(const GemmShape& o) const;
+  bool operator==(const GemmShape& o) const = default;
+};
+/// The GEMM `fraction` of the op's rows runs as: its own shape for GEMMs; for attention, the GEMM
+/// of the same FLOPs workload.cpp states (tokens x heads' width x the rest). `mult` becomes
+/// repetitions (rounded, at least 1) with the rows scaled by what rounding left.
+GemmShape exec_shape(const ComputeOp& op, double fraction);
+
+/// This host's nominal single-precision peak per rank, from /proc/cpuinfo: cores / `ranks_on_host`
+/// x clock x FLOPs per cycle (2 FMA units x 2 x the vector lanes: 16 with AVX-512, 8 with AVX2);
+/// memory bandwidth `mem_gbps` per rank (no datasheet to read it from). InputError when the clock
+/// cannot be read.
+topo::GpuPeak host_peak(int ranks_on_host, double mem_gbps);
+
+inline constexpr int kCalibrationSchemaMajor = 1;
+
+/// One GEMM shape's measured time per call (all ranks computing at once, as in a step).
+struct GemmSample {
+  GemmShape shape;
+  double time_us = 0;
+};
+/// One collective's measured time alone.
+struct CommSample {
+  plan::Collective coll = plan::Collective::AllReduce;
+  int nranks = 0;
+  std::uint64_t bytes = 0;
+  double time_us = 0;
+};
+
+struct Calibration {
+  std::string source;  ///< host, ranks, library, date
+  int ranks = 0;
+  std::vector<GemmSample> gemms;
+  std::vector<CommSample> collectives;
+  double compute_slowdown = 0;  ///< compute time under communication / alone - 1 (the model's contention)
+  double comm_slowdown = 0;     ///< communication time under compute / alone - 1
+  /// What a collective costs in a serial step beyond its time alone, each: the wait for the
+  /// slowest rank and the thread hand-offs (the `none` schedule's exposed time - its collectives
+  /// alone, over their count). Added to every measured collective.
+  double sync_us = 0;
+
+  /// The time of a GEMM shape: the sample of that shape, else the nearest sample (by log-distance
+  /// of m, k, n) at its FLOP rate; nullopt without GEMM samples.
+  std::optional<double> gemm_us(const GemmShape& s) const;
+  /// A collective's time: the sample of that size, else a line t = a + bytes / bw through the
+  /// samples of that collective and rank count (proportional with one sample); nullopt without.
+  std::optional<double> comm_us(plan::Collective c, int nranks, std::uint64_t bytes) const;
+};
+
+std::string to_json(const Calibration& c);
+/// Parses collkit.overlap-calibration/1; InputError "<file>: <pointer>: <what>".
+Calibration parse_calibration(const std::string& text, const std::string& file);
+Calibration load_calibration(const std::string& file);
+
+}  // namespace collkit::overlap

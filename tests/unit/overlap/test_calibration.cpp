@@ -1,0 +1,205 @@
+// What coll-overlap run adds to the model, without MPI: --scale, the GEMM each op runs as, the
+// calibration file and what it changes in the model, and the timeline's communication slowdown
+// and single communication stream.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "collkit/core/error.h"
+#include "collkit/core/file.h"
+#include "collkit/overlap/calibration.h"
+#include "collkit/overlap/timeline.h"
+#include "overlap_testing.h"
+
+using namespace collkit::overlap;
+
+namespace {
+Task task(const char* name, Stream s, double us, std::vector<int> deps = {}) {
+  Task t;
+  t.name = name;
+  t.stream = s;
+  t.work_us = us;
+  t.deps = std::move(deps);
+  return t;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_calibration(text, "cal.json");
+  } catch (const collkit::InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("scale: hidden, head width, FFN, vocabulary, layers and sequence shrink; heads and experts stay") {
+  Model m = load_model("llama3-8b");
+  Model s = scale_model(m, 16);
+  CHECK(s.hidden == 256);
+  CHECK(s.ffn == 896);
+  CHECK(s.head_dim == 8);
+  CHECK(s.heads == m.heads);
+  CHECK(s.kv_heads == m.kv_heads);
+  CHECK(s.layers == 2);
+  CHECK(s.vocab == 128256 / 16);
+  CHECK(s.name == "llama3-8b/16");
+  CHECK(scale_model(m, 1).hidden == m.hidden);
+  // A factor larger than a dimension leaves 1, never 0; a MoE model keeps a MoE layer.
+  Model x = scale_model(load_model("mixtral-8x7b"), 1000);
+  CHECK(x.layers == 1);
+  CHECK(x.head_dim == 1);
+  CHECK(x.moe->experts == 8);
+  CHECK(x.is_moe_layer(0));
+  Layout l;
+  l.seq_len = 4096;
+  CHECK(scale_layout(l, 64).seq_len == 64);
+  CHECK_THROWS_WITH_AS(scale_model(m, 0), "--scale must be a positive integer, got 0", collkit::InputError);
+  CHECK_THROWS_WITH_AS(scale_layout(l, -2), "--scale must be a positive integer, got -2", collkit::InputError);
+}
+
+TEST_CASE("exec_shape: a chunk keeps k and n and takes its share of the rows; mult becomes repetitions") {
+  ComputeOp g{"fc1", OpKind::Gemm, 1024, 256, 512, 1, 0, 0};
+  CHECK(exec_shape(g, 0.25) == GemmShape{256, 256, 512, 1});
+  CHECK(exec_shape(g, 1e-9) == GemmShape{1, 256, 512, 1});
+  ComputeOp experts{"experts", OpKind::Gemm, 100, 64, 32, 4, 0, 0};
+  CHECK(exec_shape(experts, 1) == GemmShape{100, 64, 32, 4});
+  ComputeOp half{"lm_head", OpKind::Gemm, 100, 64, 32, 2.5, 0, 0};  // 2.5 products: 3 of 83 rows (rounded)
+  CHECK(exec_shape(half, 1) == GemmShape{83, 64, 32, 3});
+}
+
+TEST_CASE("exec_shape: attention runs as the GEMM of its FLOPs, for every mode and pass") {
+  int checked = 0;
+  for (Mode mode : {Mode::Train, Mode::Prefill, Mode::Decode}) {
+    Layout l;
+    l.tp = 2;
+    l.seq_len = 256;
+    l.micro_batch = 2;
+    l.mode = mode;
+    Workload w = build_workload(scale_model(load_model("llama3-8b"), 16), l);
+    for (const Segment& s : w.segments)
+      for (const ComputeOp& op : s.compute) {
+        if (op.kind != OpKind::Attention) continue;
+        GemmShape g = exec_shape(op, 1);
+        double flops = 2.0 * static_cast<double>(g.m * g.k * g.n);
+        CHECK(std::abs(flops / op.flops - 1) < 0.02);
+        ++checked;
+      }
+  }
+  CHECK(checked > 0);
+  MESSAGE("attention ops checked: " << checked);
+}
+
+TEST_CASE("calibration: the sample of a shape, else the nearest at its FLOP rate") {
+  Calibration c;
+  CHECK_FALSE(c.gemm_us({8, 8, 8, 1}).has_value());
+  c.gemms = {{{64, 64, 64, 1}, 10}, {{512, 512, 512, 1}, 1000}};
+  CHECK(*c.gemm_us({64, 64, 64, 1}) == doctest::Approx(10));
+  CHECK(*c.gemm_us({64, 64, 64, 3}) == doctest::Approx(30));
+  // Nearest to (128, 64, 64) is (64, 64, 64): twice its FLOPs.
+  CHECK(*c.gemm_us({128, 64, 64, 1}) == doctest::Approx(20));
+  CHECK(*c.gemm_us({512, 512, 256, 1}) == doctest::Approx(500));
+}
+
+TEST_CASE("calibration: a collective's sample, else a line through its samples, else proportional") {
+  using collkit::plan::Collective;
+  Calibration c;
+  CHECK_FALSE(c.comm_us(Collective::AllReduce, 2, 100).has_value());
+  c.collectives = {{Collective::AllReduce, 2, 1000, 20}, {Collective::AllReduce, 2, 3000, 40}, {Collective::AllGather, 2, 1000, 10}};
+  CHECK(*c.comm_us(Collective::AllReduce, 2, 1000) == doctest::Approx(20));
+  CHECK(*c.comm_us(Collective::AllReduce, 2, 2000) == doctest::Approx(30));  // t = 10 + bytes / 100
+  CHECK(*c.comm_us(Collective::AllGather, 2, 4000) == doctest::Approx(40));
+  CHECK_FALSE(c.comm_us(Collective::AllReduce, 4, 1000).has_value());
+  CHECK_FALSE(c.comm_us(Collective::AlltoAll, 2, 1000).has_value());
+}
+
+TEST_CASE("calibration: JSON round trip and errors that name the field") {
+  Calibration c;
+  c.source = "host: 2 ranks";
+  c.ranks = 2;
+  c.compute_slowdown = 0.5;
+  c.comm_slowdown = 0.25;
+  c.sync_us = 40;
+  c.gemms = {{{64, 32, 16, 2}, 12.5}};
+  c.collectives = {{collkit::plan::Collective::ReduceScatter, 2, 4096, 33.25}};
+  Calibration back = parse_calibration(to_json(c), "cal.json");
+  CHECK(back.source == c.source);
+  CHECK(back.ranks == 2);
+  CHECK(back.compute_slowdown == 0.5);
+  CHECK(back.comm_slowdown == 0.25);
+  CHECK(back.sync_us == 40);
+  REQUIRE(back.gemms.size() == 1);
+  CHECK(back.gemms[0].shape == GemmShape{64, 32, 16, 2});
+  CHECK(back.gemms[0].time_us == 12.5);
+  REQUIRE(back.collectives.size() == 1);
+  CHECK(back.collectives[0].coll == collkit::plan::Collective::ReduceScatter);
+  CHECK(back.collectives[0].bytes == 4096);
+  const std::string head =
+      R"({"schema": "collkit.overlap-calibration/1", "source": "x", "ranks": 2, "compute_slowdown": 0.1, "comm_slowdown": 0.1, "sync_us": 0, )";
+  CHECK(error_of(head + R"("gemms": [{"m": 0, "k": 1, "n": 1, "reps": 1, "time_us": 1}], "collectives": []})") ==
+        "cal.json: /gemms/0/m: must be a positive integer, got 0");
+  CHECK(error_of(head + R"("gemms": [], "collectives": [{"collective": "gather", "nranks": 2, "bytes": 8, "time_us": 1}]})") ==
+        "cal.json: /collectives/0/collective: unknown collective \"gather\"");
+  CHECK(error_of(head + R"("gemms": [], "collectives": [{"collective": "allreduce", "nranks": 1, "bytes": 8, "time_us": 1}]})") ==
+        "cal.json: /collectives/0/nranks: must be at least 2");
+  CHECK(error_of(head + R"("gemms": [], "collectives": [], "extra": 1})").find("extra") != std::string::npos);
+  CHECK(error_of(R"({"schema": "collkit.overlap/1"})").find("cal.json") == 0);
+}
+
+TEST_CASE("timeline: communication slows while compute runs; one stream serialises the collectives") {
+  // 10 us of compute beside 10 us of communication slowed by 1.0 (half speed) while compute runs:
+  // 5 us of its work done by t = 10, the other 5 at full speed: it ends at 15.
+  std::vector<Task> t = {task("gemm", Stream::Compute, 10), task("ag", Stream::Tp, 10)};
+  simulate(t, Contention{0, 1.0, false});
+  CHECK(t[0].end_us == doctest::Approx(10));
+  CHECK(t[1].end_us == doctest::Approx(15));
+  // Two collectives on different streams run at once, or one after the other on one stream.
+  std::vector<Task> u = {task("a2a", Stream::Ep, 10), task("grads", Stream::DpReduce, 10)};
+  simulate(u, Contention{});
+  CHECK(u[1].end_us == doctest::Approx(10));
+  simulate(u, Contention{0, 0, true});
+  CHECK(u[1].start_us == doctest::Approx(10));
+  CHECK(u[1].end_us == doctest::Approx(20));
+  CHECK_THROWS_AS(simulate(u, Contention{0, -1, false}), collkit::InputError);
+}
+
+TEST_CASE("calibration fed to the model: measured GEMM times and collectives replace roofline and plans") {
+  Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.seq_len = 256;
+  auto r = testing::run("llama3-8b", l, 1);
+  Calibration c;
+  c.ranks = 2;
+  c.gemms = {{{256, 4096, 3072, 1}, 1234}};
+  c.collectives = {{collkit::plan::Collective::AllGather, 2, 2097152, 77}, {collkit::plan::Collective::ReduceScatter, 2, 2097152, 88}};
+  ComputeOp qkv{"qkv", OpKind::Gemm, 256, 4096, 3072, 1, 0, 0};
+  double before = r->compute->time_us(qkv);
+  r->compute->set_calibration(&c);
+  CHECK(r->compute->time_us(qkv) == doctest::Approx(1234));
+  CHECK(r->compute->time_us(qkv, 0.5) == doctest::Approx(617));  // nearest shape, at its rate
+  r->compute->set_calibration(nullptr);
+  CHECK(r->compute->time_us(qkv) == doctest::Approx(before));
+  CommModel comm(r->topo, l);
+  comm.set_calibration(&c);
+  CommEstimate e = comm.estimate(Group::Tp, collkit::plan::Collective::AllGather, 2097152);
+  CHECK(e.algorithm == "measured");
+  CHECK(e.time_us == doctest::Approx(77));
+  // The serial step's wait per collective comes on top of each.
+  c.sync_us = 10;
+  CommModel synced(r->topo, l);
+  synced.set_calibration(&c);
+  CHECK(synced.estimate(Group::Tp, collkit::plan::Collective::ReduceScatter, 2097152).time_us == doctest::Approx(98));
+}
+
+TEST_CASE("calibration: the example in docs/overlap.md parses") {
+  std::string doc = collkit::read_file(std::string(COLLKIT_DOCS_DIR) + "/overlap.md");
+  auto at = doc.find("{\"schema\": \"collkit.overlap-calibration/1\"");
+  REQUIRE(at != std::string::npos);
+  std::string text = doc.substr(at, doc.find("```", at) - at);
+  Calibration c = parse_calibration(text, "docs/overlap.md");
+  CHECK(c.ranks == 2);
+  CHECK(c.gemms.size() == 1);
+  CHECK(c.collectives.size() == 1);
+}
