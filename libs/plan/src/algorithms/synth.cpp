@@ -13,6 +13,8 @@
 // either ReduceScatter + AllGather on every rank's trees or Reduce + Broadcast on one root's
 // (param "allreduce": rs-ag or reduce-bcast, param "root"), whichever simulates faster.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -37,9 +39,11 @@ namespace {
 
 using namespace algo;
 
-/// Rank vertices beyond this: not offered yet (splitting and packing grow as p^3 max flows; 32
-/// dgx-a100 ranks take seconds, docs/synth.md).
-constexpr int kMaxRanks = 16;
+/// Ranks beyond this: not offered (splitting and packing grow as p^3 max flows or more: 32
+/// dgx-a100 ranks take 2 s, 64 take 35 s; docs/synth.md); beyond kMaxAutoRanks `auto` leaves synth out, since it
+/// lays a candidate out once per knob value and must stay fast.
+constexpr int kMaxRanks = 32;
+constexpr int kMaxAutoRanks = 16;
 constexpr int kDefaultPipeline = 16;
 
 /// Trees per rank when the user does not say: the fewest of 1, 2, 4 within 5% of the best rate
@@ -56,21 +60,29 @@ std::int64_t default_trees(const topo::Topology& t, int p) {
   return 4;
 }
 
+/// Trees and the rate per root they were packed at (k units).
+struct Synthesised {
+  std::vector<std::vector<int>> trees;
+  double packed_gbps = 0;
+};
+
 /// Per tree (by root rank, k each), every rank's parent rank, -1 at the root; with root >= 0,
 /// k trees of that root alone. Memoised per (topology, p, k, root): `auto` lays a plan out once
 /// per knob value.
-std::vector<std::vector<int>> synthesise(const topo::Topology& t, int p, std::int64_t k, int root) {
+Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root) {
   // Packed over the links the sends' routes take (routed.h), not every link the rate could use.
   static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, std::int64_t, int>, std::vector<std::vector<int>>> memo;
+  static std::map<std::tuple<std::uint64_t, int, std::int64_t, int>, Synthesised> memo;
   auto key = std::make_tuple(t.fingerprint(), p, k, root);
   {
     std::lock_guard lock(mu);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
-  topo::Topology routed = synth::routed_links(t, p);
-  double x = synth::rate_for_trees(routed, p, k, root);
-  synth::SplitGraph g = synth::split_switches(routed, p, k, x / static_cast<double>(k), root);
+  // The rate over the routed links is where splitting starts; keeping to the routes' walks
+  // (split_routed) may lower it, so that every tree arc is a route and the plan's sends load the
+  // links as the packing did.
+  double x = synth::rate_for_trees(synth::routed_links(t, p), p, k, root);
+  synth::SplitGraph g = synth::split_routed(t, p, k, x / static_cast<double>(k), root);
   synth::Packing pk = synth::pack_trees(g);
   std::vector<int> rank_of(t.num_vertices(), -1);
   for (int r = 0; r < p; ++r) rank_of[t.rank_vertex(static_cast<topo::Rank>(r))] = r;
@@ -83,9 +95,10 @@ std::vector<std::vector<int>> synthesise(const topo::Topology& t, int p, std::in
   }
   for (auto& list : by_root)
     for (auto& parent : list) trees.push_back(std::move(parent));
+  Synthesised out{std::move(trees), g.unit_gbps * static_cast<double>(k)};
   std::lock_guard lock(mu);
-  memo.emplace(key, trees);
-  return trees;
+  memo.emplace(key, out);
+  return out;
 }
 
 std::string format_trees(const std::vector<std::vector<int>>& trees) {
@@ -233,6 +246,15 @@ class SynthAlgorithm final : public Algorithm {
     return true;
   }
 
+  bool in_auto(const Request& req, const topo::Topology* t, std::string* why) const override {
+    if (!supports(req, t, why)) return false;
+    if (req.nranks <= kMaxAutoRanks) return true;
+    if (why)
+      *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) +
+             " ranks at most (synthesis takes seconds beyond; --algo synth makes it)";
+    return false;
+  }
+
   PlanInfo layout(const Request& req, const topo::Topology* t, const AlgoOptions& opt) const override {
     std::string why;
     if (!supports(req, t, &why)) throw InputError("synth: " + why);
@@ -357,9 +379,10 @@ class SynthAlgorithm final : public Algorithm {
     if (req.coll == Collective::AllReduce && probe.root >= 0) info.params["root"] = std::to_string(probe.root);
     int slots = 1;
     if (p > 1) {
-      std::vector<std::vector<int>> trees = synthesise(t, p, k, probe.root);
-      slots = fanout(trees);
-      info.params["trees"] = format_trees(trees);
+      Synthesised syn = synthesise(t, p, k, probe.root);
+      slots = fanout(syn.trees);
+      info.params["trees"] = format_trees(syn.trees);
+      info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
     }
     std::int64_t channels = p > 1 ? phases * roots * k * slots + (req.coll == Collective::Broadcast) : 1;
     if (channels > 65535)
