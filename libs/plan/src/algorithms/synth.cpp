@@ -45,6 +45,8 @@ using namespace algo;
 constexpr int kMaxRanks = 32;
 constexpr int kMaxAutoRanks = 16;
 constexpr int kDefaultPipeline = 16;
+/// The other pipeline every rank's trees are laid out with when --pipeline is not given.
+constexpr int kDeepPipeline = 64;
 
 /// Trees per rank when the user does not say: the fewest of 1, 2, 4 within 5% of the best rate
 /// of the three (rate_for_trees; the exact k is often in the hundreds). More trees reach closer
@@ -366,6 +368,7 @@ class SynthAlgorithm final : public Algorithm {
     int m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
     Shape probe = shape(req, allreduce, allreduce_root, 1, 1);
     if ((opt.channels <= 0 || opt.pipeline <= 0) && probe.root >= 0 && p > 1) return fastest_rooted(req, t, opt, allreduce, allreduce_root);
+    if (opt.pipeline <= 0 && p > 1) return fastest_pipeline(req, t, opt, allreduce, allreduce_root);
     std::int64_t k = opt.channels > 0 ? opt.channels : (p > 1 ? default_trees(synth::routed_links(t, p), p) : 1);
     // Each tree takes at least one channel (per phase): refuse before synthesising so many.
     std::int64_t phases = probe.up && probe.down ? 2 : 1, roots = probe.root >= 0 ? 1 : p;
@@ -396,6 +399,27 @@ class SynthAlgorithm final : public Algorithm {
       info.scratch_bytes = input_bytes(req);
     }
     return info;
+  }
+
+  /// Every rank's trees at m = kDefaultPipeline and kDeepPipeline chunks, the faster as simulated
+  /// at the request's size (the trees are synthesised once, memoised). Deep trees pay their depth
+  /// as (d + m - 1) / m: ForestColl's A100 x4 topology packs trees of depth 8 and simulates at
+  /// 1.18 x the bound with 16 chunks, 1.05 with 64; small sizes want fewer, larger messages.
+  PlanInfo fastest_pipeline(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                            int allreduce_root) const {
+    PlanInfo best;
+    double best_us = 0;
+    for (int m : {kDefaultPipeline, kDeepPipeline}) {
+      AlgoOptions with = opt;
+      with.pipeline = m;
+      PlanInfo info = lay(req, t, with, allreduce, allreduce_root);
+      double us = simulate(GeneratedPlan(info, *this), t).time_us;
+      if (best_us == 0 || us < best_us) {
+        best = std::move(info);
+        best_us = us;
+      }
+    }
+    return best;
   }
 
   /// One root's trees, k of 1, 2, 4 and p - 1 and m of 16, 64 and 128 (those the options leave

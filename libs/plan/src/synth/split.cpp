@@ -260,6 +260,75 @@ class Splitter {
     return net;
   }
 
+  /// Keeping to routes, w is no free switch: a unit into it goes on only along a piece out of it
+  /// that it joins into a route. The network has w as that: a vertex per piece at w (in: from its
+  /// tail, out: to its head, each its units) and an arc from each in piece to each out piece it
+  /// joins; with the pieces of `pairs` (pairing() of u -> w -> x) joined, g units in all.
+  ArcNetwork routed_net(VertexId u, VertexId w, VertexId x, const std::vector<std::tuple<std::size_t, std::size_t, std::int64_t>>& pairs,
+                        std::int64_t g) const {
+    std::vector<std::pair<VertexId, const Piece*>> ins, outs;
+    std::vector<std::int64_t> in_units, out_units;
+    for (const auto& [key, pieces] : arcs_)
+      for (const Piece& q : pieces) {
+        if (key.second == w) ins.emplace_back(key.first, &q);
+        if (key.first == w) outs.emplace_back(key.second, &q);
+      }
+    std::size_t n = t_.num_vertices();
+    ArcNetwork net(n + ins.size() + outs.size());
+    for (const auto& [key, pieces] : arcs_) {
+      if (key.first == w || key.second == w) continue;
+      std::int64_t c = 0;
+      for (const Piece& q : pieces) c += q.units;
+      net.arc(key.first, key.second, c);
+    }
+    // The pieces pairs take units from: pairing()'s indices are within arcs_[{u, w}] and [{w, x}].
+    auto taken = [&](const Piece* q, bool in) {
+      std::int64_t m = 0;
+      auto it = arcs_.find(in ? std::pair{u, w} : std::pair{w, x});
+      if (it == arcs_.end()) return m;
+      for (const auto& [i, j, units] : pairs)
+        if (&it->second[in ? i : j] == q) m += units;
+      return m;
+    };
+    for (std::size_t i = 0; i < ins.size(); ++i) net.arc(ins[i].first, n + i, ins[i].second->units - taken(ins[i].second, true));
+    for (std::size_t j = 0; j < outs.size(); ++j)
+      net.arc(n + ins.size() + j, outs[j].first, outs[j].second->units - taken(outs[j].second, false));
+    for (std::size_t i = 0; i < ins.size(); ++i)
+      for (std::size_t j = 0; j < outs.size(); ++j)
+        if (ins[i].first != outs[j].first && compatible(*ins[i].second, *outs[j].second))
+          net.arc(n + i, n + ins.size() + j, ArcNetwork::kInfinite);
+    if (g > 0) net.arc(u, x, g);  // a loop (u == x) is dropped
+    for (VertexId v : targets_) net.arc(net.source(), v, roots_[v] * k_);
+    return net;
+  }
+
+  /// Keeping to routes: the most of u -> w -> x (at most a) that keeps every rank vertex's flow
+  /// at need_ with w's joins as routed_net has them; all of it, else by bisection (the cut
+  /// argument of splittable() is about a free switch).
+  std::int64_t splittable_routed(VertexId u, VertexId w, VertexId x, std::int64_t a) {
+    auto goes = [&](std::int64_t g) {
+      auto pairs = pairing(u, w, x, g);
+      std::int64_t joined = 0;
+      for (const auto& [i, j, m] : pairs) joined += m;
+      ArcNetwork net = routed_net(u, w, x, pairs, u == x ? 0 : joined);
+      std::size_t n = net.size();
+      for (VertexId v : targets_) {
+        net.truncate(n);
+        net.arc(v, net.sink(), ArcNetwork::kInfinite);
+        ++flows_;
+        if (net.max_flow() < need_) return false;
+      }
+      return true;
+    };
+    if (goes(a)) return a;
+    std::int64_t ok = 0, fails = a;
+    for (int step = 0; step < kBisections && fails - ok > 1; ++step) {
+      std::int64_t mid = ok + (fails - ok) / 2;
+      (goes(mid) ? ok : fails) = mid;
+    }
+    return ok;
+  }
+
   /// Whether every rank vertex still receives need_ with all a units of u -> w -> x split off:
   /// one max flow per rank vertex, half of what finding the most that can go costs, and in the
   /// even pass the whole share usually goes.
@@ -280,6 +349,7 @@ class Splitter {
   /// and u, x are not, or u, x are in X and w is not; other cuts keep their value. So g may be
   /// the least such cut minus need_, over the rank vertices on the sink side.
   std::int64_t splittable(VertexId u, VertexId w, VertexId x, std::int64_t a) {
+    if (routes_) return splittable_routed(u, w, x, a);
     if (all_goes(u, w, x, a)) return a;
     ArcNetwork net = base();
     std::size_t n = net.size();
@@ -327,6 +397,9 @@ class Splitter {
     if (u == x) return;  // a loop carries nothing
     for (auto& [m, path] : joined) add({u, x}, m, std::move(path));
   }
+
+  /// splittable_routed's bisection steps.
+  static constexpr int kBisections = 8;
 
   const topo::Topology& t_;
   std::int64_t k_;
