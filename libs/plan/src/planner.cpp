@@ -135,7 +135,7 @@ Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOp
   for (const Algorithm* a : algorithms()) {
     Candidate c;
     c.algorithm = std::string(a->name());
-    c.applicable = a->supports(req, &topo, &c.why_not);
+    c.applicable = a->in_auto(req, &topo, &c.why_not);
     if (c.applicable) c.applicable = trial.run(*a, opt, c);
     ev.candidates.push_back(std::move(c));
   }

@@ -105,6 +105,9 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
     s.routed_gbps = synth::optimal_rate(routed, p).per_root_gbps;
     s.packed_gbps = synth::rate_for_trees(routed, p, s.trees_per_root);
   }
+  // The rate the trees were packed at, as the plan records it (packing that keeps to the routes
+  // may stay below rate_for_trees over the routed links); plans from before it: that rate.
+  s.packed_gbps = algo::param_positive(info, "packed_gbps", s.packed_gbps);
   double bytes = phase_bytes(s);
   s.optimal_us = time_at(bytes, s.optimal_gbps);
   s.routed_us = time_at(bytes, s.routed_gbps);

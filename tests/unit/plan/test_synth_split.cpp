@@ -3,6 +3,7 @@
 #include <map>
 #include <random>
 
+#include "collkit/topo/routing.h"
 #include "collkit/topo/synth.h"
 #include "plan/sim_topologies.h"
 #include "synth/rate.h"
@@ -148,4 +149,52 @@ TEST_CASE("synth routed: only the links rank-to-rank routes take are kept") {
   // Two hosts on a thin link: every link is on some route.
   Topology two = two_hosts(2, 100, 1, 10, 5);
   CHECK(synth::routed_links(two, 4).num_links() == two.num_links());
+}
+
+TEST_CASE("synth split routed: every arc is the route between its ends, and k trees per root still fit") {
+  // Splitting over any walks joins, on two dgx-a100 hosts and on a torus, pieces that no route
+  // between the two ranks takes (through another GPU's NIC, around the torus another way), so a
+  // plan's sends load other links than the packing counted; keeping to routes, every arc is one.
+  struct Case {
+    const char* name;
+    Topology t;
+    bool keeps_unit;  // the routes carry the rate over the routed links (no unit lowered)
+  };
+  std::vector<Case> cases;
+  cases.push_back({"star", uniform(4, 100, 1), true});
+  cases.push_back({"dgx-a100 x2", collkit::topo::synth({"dgx-a100", 2, ""}), true});
+  cases.push_back({"dgx-a100 x4", collkit::topo::synth({"dgx-a100", 4, ""}), true});
+  cases.push_back({"torus 3x3", collkit::topo::synth({"pcie-8gpu:gpus=1", 9, "torus:dims=3x3"}), false});
+  int arcs = 0, unrouted_before = 0;
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const Topology& t = c.t;
+    int p = static_cast<int>(t.num_ranks());
+    collkit::topo::Router router(t);
+    double x = synth::rate_for_trees(synth::routed_links(t, p), p, 1);
+    REQUIRE(x > 0);
+    synth::SplitGraph g = synth::split_routed(t, p, 1, x);
+    CHECK(synth::min_rooted_flow(g) >= p);
+    CHECK(g.unit_gbps <= x * (1 + 1e-9));
+    if (c.keeps_unit) CHECK(g.unit_gbps == doctest::Approx(x).epsilon(1e-9));
+    std::map<std::pair<VertexId, VertexId>, std::int64_t> used, room;
+    for (const auto& l : t.links()) {
+      room[{l.a, l.b}] += synth::link_units(l.bw_gbps, g.unit_gbps);
+      room[{l.b, l.a}] += synth::link_units(l.bw_gbps, g.unit_gbps);
+    }
+    for (const auto& a : g.arcs) {
+      CHECK(a.units > 0);
+      CHECK(a.path == router.route(g.nodes[a.from], g.nodes[a.to]).vertices(t));
+      for (std::size_t i = 0; i + 1 < a.path.size(); ++i) used[{a.path[i], a.path[i + 1]}] += a.units;
+      ++arcs;
+    }
+    for (const auto& [dir, units] : used) CHECK(units <= room[dir]);
+    // What this replaces: splitting over any walk, on the same links, leaves arcs that are not
+    // the routes between their ends (but on the star, where every walk is one).
+    synth::SplitGraph any = synth::split_switches(synth::routed_links(t, p), p, 1, x);
+    for (const auto& a : any.arcs) unrouted_before += a.path != router.route(any.nodes[a.from], any.nodes[a.to]).vertices(t);
+  }
+  MESSAGE("arcs checked: " << arcs << ", arcs of plain splitting off their route: " << unrouted_before);
+  CHECK(arcs > 300);
+  CHECK(unrouted_before > 0);
 }

@@ -13,6 +13,8 @@
 // either ReduceScatter + AllGather on every rank's trees or Reduce + Broadcast on one root's
 // (param "allreduce": rs-ag or reduce-bcast, param "root"), whichever simulates faster.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -37,10 +39,14 @@ namespace {
 
 using namespace algo;
 
-/// Rank vertices beyond this: not offered yet (splitting and packing grow as p^3 max flows; 32
-/// dgx-a100 ranks take seconds, docs/synth.md).
-constexpr int kMaxRanks = 16;
+/// Ranks beyond this: not offered (splitting and packing grow as p^3 max flows or more: 32
+/// dgx-a100 ranks take 2 s, 64 take 35 s; docs/synth.md); beyond kMaxAutoRanks `auto` leaves synth out, since it
+/// lays a candidate out once per knob value and must stay fast.
+constexpr int kMaxRanks = 32;
+constexpr int kMaxAutoRanks = 16;
 constexpr int kDefaultPipeline = 16;
+/// The other pipeline every rank's trees are laid out with when --pipeline is not given.
+constexpr int kDeepPipeline = 64;
 
 /// Trees per rank when the user does not say: the fewest of 1, 2, 4 within 5% of the best rate
 /// of the three (rate_for_trees; the exact k is often in the hundreds). More trees reach closer
@@ -56,21 +62,32 @@ std::int64_t default_trees(const topo::Topology& t, int p) {
   return 4;
 }
 
+/// Trees and the rate per root they were packed at (k units).
+struct Synthesised {
+  std::vector<std::vector<int>> trees;
+  double packed_gbps = 0;
+};
+
 /// Per tree (by root rank, k each), every rank's parent rank, -1 at the root; with root >= 0,
-/// k trees of that root alone. Memoised per (topology, p, k, root): `auto` lays a plan out once
-/// per knob value.
-std::vector<std::vector<int>> synthesise(const topo::Topology& t, int p, std::int64_t k, int root) {
+/// k trees of that root alone. Memoised per (topology, p, k, root, walks): `auto` lays a plan out
+/// once per knob value. With `walks`, split over any walks of the routed links (split_switches),
+/// whose arcs need not be the routes the sends take: one root's trees try it too (fastest_rooted).
+Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root, bool walks) {
   // Packed over the links the sends' routes take (routed.h), not every link the rate could use.
   static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, std::int64_t, int>, std::vector<std::vector<int>>> memo;
-  auto key = std::make_tuple(t.fingerprint(), p, k, root);
+  static std::map<std::tuple<std::uint64_t, int, std::int64_t, int, bool>, Synthesised> memo;
+  auto key = std::make_tuple(t.fingerprint(), p, k, root, walks);
   {
     std::lock_guard lock(mu);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
+  // The rate over the routed links is where splitting starts; keeping to the routes' walks
+  // (split_routed) may lower it, so that every tree arc is a route and the plan's sends load the
+  // links as the packing did.
   topo::Topology routed = synth::routed_links(t, p);
   double x = synth::rate_for_trees(routed, p, k, root);
-  synth::SplitGraph g = synth::split_switches(routed, p, k, x / static_cast<double>(k), root);
+  synth::SplitGraph g = walks ? synth::split_switches(routed, p, k, x / static_cast<double>(k), root)
+                              : synth::split_routed(t, p, k, x / static_cast<double>(k), root);
   synth::Packing pk = synth::pack_trees(g);
   std::vector<int> rank_of(t.num_vertices(), -1);
   for (int r = 0; r < p; ++r) rank_of[t.rank_vertex(static_cast<topo::Rank>(r))] = r;
@@ -83,9 +100,10 @@ std::vector<std::vector<int>> synthesise(const topo::Topology& t, int p, std::in
   }
   for (auto& list : by_root)
     for (auto& parent : list) trees.push_back(std::move(parent));
+  Synthesised out{std::move(trees), g.unit_gbps * static_cast<double>(k)};
   std::lock_guard lock(mu);
-  memo.emplace(key, trees);
-  return trees;
+  memo.emplace(key, out);
+  return out;
 }
 
 std::string format_trees(const std::vector<std::vector<int>>& trees) {
@@ -233,6 +251,15 @@ class SynthAlgorithm final : public Algorithm {
     return true;
   }
 
+  bool in_auto(const Request& req, const topo::Topology* t, std::string* why) const override {
+    if (!supports(req, t, why)) return false;
+    if (req.nranks <= kMaxAutoRanks) return true;
+    if (why)
+      *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) +
+             " ranks at most (synthesis takes seconds beyond; --algo synth makes it)";
+    return false;
+  }
+
   PlanInfo layout(const Request& req, const topo::Topology* t, const AlgoOptions& opt) const override {
     std::string why;
     if (!supports(req, t, &why)) throw InputError("synth: " + why);
@@ -337,13 +364,15 @@ class SynthAlgorithm final : public Algorithm {
 
   /// The plan for `allreduce` (rs-ag: every rank's trees; reduce-bcast: `root`'s trees; for other
   /// collectives the request says which).
-  PlanInfo lay(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce, int allreduce_root) const {
+  PlanInfo lay(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce, int allreduce_root,
+               bool walks = false) const {
     PlanInfo info;
     info.req = req;
     int p = req.nranks;
     int m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
     Shape probe = shape(req, allreduce, allreduce_root, 1, 1);
     if ((opt.channels <= 0 || opt.pipeline <= 0) && probe.root >= 0 && p > 1) return fastest_rooted(req, t, opt, allreduce, allreduce_root);
+    if (opt.pipeline <= 0 && p > 1) return fastest_pipeline(req, t, opt, allreduce, allreduce_root);
     std::int64_t k = opt.channels > 0 ? opt.channels : (p > 1 ? default_trees(synth::routed_links(t, p), p) : 1);
     // Each tree takes at least one channel (per phase): refuse before synthesising so many.
     std::int64_t phases = probe.up && probe.down ? 2 : 1, roots = probe.root >= 0 ? 1 : p;
@@ -357,9 +386,11 @@ class SynthAlgorithm final : public Algorithm {
     if (req.coll == Collective::AllReduce && probe.root >= 0) info.params["root"] = std::to_string(probe.root);
     int slots = 1;
     if (p > 1) {
-      std::vector<std::vector<int>> trees = synthesise(t, p, k, probe.root);
-      slots = fanout(trees);
-      info.params["trees"] = format_trees(trees);
+      Synthesised syn = synthesise(t, p, k, probe.root, walks);
+      if (walks) info.params["arcs"] = "walks";
+      slots = fanout(syn.trees);
+      info.params["trees"] = format_trees(syn.trees);
+      info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
     }
     std::int64_t channels = p > 1 ? phases * roots * k * slots + (req.coll == Collective::Broadcast) : 1;
     if (channels > 65535)
@@ -373,6 +404,27 @@ class SynthAlgorithm final : public Algorithm {
       info.scratch_bytes = input_bytes(req);
     }
     return info;
+  }
+
+  /// Every rank's trees at m = kDefaultPipeline and kDeepPipeline chunks, the faster as simulated
+  /// at the request's size (the trees are synthesised once, memoised). Deep trees pay their depth
+  /// as (d + m - 1) / m: ForestColl's A100 x4 topology packs trees of depth 8 and simulates at
+  /// 1.18 x the bound with 16 chunks, 1.05 with 64; small sizes want fewer, larger messages.
+  PlanInfo fastest_pipeline(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                            int allreduce_root) const {
+    PlanInfo best;
+    double best_us = 0;
+    for (int m : {kDefaultPipeline, kDeepPipeline}) {
+      AlgoOptions with = opt;
+      with.pipeline = m;
+      PlanInfo info = lay(req, t, with, allreduce, allreduce_root);
+      double us = simulate(GeneratedPlan(info, *this), t).time_us;
+      if (best_us == 0 || us < best_us) {
+        best = std::move(info);
+        best_us = us;
+      }
+    }
+    return best;
   }
 
   /// One root's trees, k of 1, 2, 4 and p - 1 and m of 16, 64 and 128 (those the options leave
@@ -392,17 +444,23 @@ class SynthAlgorithm final : public Algorithm {
     PlanInfo best;
     double best_us = 0;
     for (int k : ks)
-      for (int m : ms) {
-        AlgoOptions with = opt;
-        with.channels = k;
-        with.pipeline = m;
-        PlanInfo info = lay(req, t, with, allreduce, allreduce_root);
-        double us = simulate(GeneratedPlan(info, *this), t).time_us;
-        if (best_us == 0 || us < best_us) {
-          best = std::move(info);
-          best_us = us;
+      for (int m : ms)
+        // p - 1 trees also split over any walks (param arcs=walks): their arcs are not all the
+        // sends' routes, so the links are loaded otherwise than packed, but on two dgx-h100 or
+        // mi300x hosts such trees simulate at 1.14 / 1.26 x the bound under Queue where the
+        // routed ones take 2.04 (under MaxMin the routed ones are 1.09): docs/synth.md.
+        for (bool walks : {false, true}) {
+          if (walks && (k != req.nranks - 1 || k <= 4)) continue;
+          AlgoOptions with = opt;
+          with.channels = k;
+          with.pipeline = m;
+          PlanInfo info = lay(req, t, with, allreduce, allreduce_root, walks);
+          double us = simulate(GeneratedPlan(info, *this), t).time_us;
+          if (best_us == 0 || us < best_us) {
+            best = std::move(info);
+            best_us = us;
+          }
         }
-      }
     return best;
   }
 

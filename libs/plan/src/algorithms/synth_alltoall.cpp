@@ -416,6 +416,10 @@ class SynthFront final : public Algorithm {
     return req.coll == Collective::AlltoAll ? alltoall_supports(req, t, why) : trees_->supports(req, t, why);
   }
 
+  bool in_auto(const Request& req, const topo::Topology* t, std::string* why) const override {
+    return req.coll == Collective::AlltoAll ? alltoall_supports(req, t, why) : trees_->in_auto(req, t, why);
+  }
+
   PlanInfo layout(const Request& req, const topo::Topology* t, const AlgoOptions& opt) const override {
     return req.coll == Collective::AlltoAll ? alltoall_layout(req, t, opt) : trees_->layout(req, t, opt);
   }

@@ -1,18 +1,35 @@
-// The links rank-to-rank routes use (routed.h).
+// The links rank-to-rank routes use, and their walks (routed.h).
 
 #include "synth/routed.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "collkit/topo/routing.h"
 
 namespace collkit::plan::synth {
 
-topo::Topology routed_links(const topo::Topology& t, int p) {
+namespace {
+
+std::vector<topo::VertexId> rank_vertices(const topo::Topology& t, int p) {
   std::vector<topo::VertexId> ends;
   for (int r = 0; r < p; ++r) ends.push_back(t.rank_vertex(static_cast<topo::Rank>(r)));
   std::sort(ends.begin(), ends.end());
   ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  return ends;
+}
+
+/// A walk's vertices as bytes, the key of RouteWalks' set.
+void append(std::string& key, const topo::VertexId* v, std::size_t n) {
+  std::size_t at = key.size();
+  key.resize(at + n * sizeof(topo::VertexId));
+  std::memcpy(key.data() + at, v, n * sizeof(topo::VertexId));
+}
+
+}  // namespace
+
+topo::Topology routed_links(const topo::Topology& t, int p) {
+  std::vector<topo::VertexId> ends = rank_vertices(t, p);
   std::vector<char> used(t.num_links(), 0);
   topo::Router router(t);
   for (topo::VertexId a : ends)
@@ -26,6 +43,37 @@ topo::Topology routed_links(const topo::Topology& t, int p) {
     if (used[l]) out.add_link(t.link(static_cast<topo::LinkId>(l)));
   for (topo::VertexId v : t.rank_vertices()) out.add_rank(v);
   return out;
+}
+
+RouteWalks::RouteWalks(const topo::Topology& t, int p) {
+  std::vector<topo::VertexId> ends = rank_vertices(t, p);
+  topo::Router router(t);
+  std::string key;
+  for (topo::VertexId a : ends)
+    for (const topo::Path& path : router.routes_to(a, ends)) {
+      if (!path.found || path.hops.empty()) continue;
+      ++routes_;
+      std::vector<topo::VertexId> v = path.vertices(t);
+      for (std::size_t i = 0; i + 1 < v.size(); ++i)
+        for (std::size_t j = i + 2; j <= v.size(); ++j) {
+          key.clear();
+          append(key, v.data() + i, j - i);
+          parts_.insert(key);
+        }
+    }
+}
+
+bool RouteWalks::contains(const std::vector<topo::VertexId>& walk) const {
+  std::string key;
+  append(key, walk.data(), walk.size());
+  return parts_.count(key) > 0;
+}
+
+bool RouteWalks::joins(const std::vector<topo::VertexId>& a, const std::vector<topo::VertexId>& b) const {
+  std::string key;
+  append(key, a.data(), a.size());
+  if (b.size() > 1) append(key, b.data() + 1, b.size() - 1);
+  return parts_.count(key) > 0;
 }
 
 }  // namespace collkit::plan::synth

@@ -5,6 +5,10 @@
 // detour, so trees packed at that rate would ask the routed links for more than they have.
 // Synthesising on the routed links alone gives trees that the routes carry (docs/synth.md).
 
+#include <string>
+#include <unordered_set>
+#include <vector>
+
 #include "collkit/topo/topology.h"
 
 namespace collkit::plan::synth {
@@ -12,5 +16,23 @@ namespace collkit::plan::synth {
 /// A copy of t (same vertices, ids and ranks) with only the links on the route between some two
 /// of the first p ranks' vertices.
 topo::Topology routed_links(const topo::Topology& t, int p);
+
+/// The walks of the routes between every two of the first p ranks' vertices (topo::Router), and
+/// every contiguous part of them: splitting that joins only walks whose join is such a part
+/// (split.h) ends with arcs from rank vertex a to b that are exactly the route from a to b, so
+/// the sends of a plan load the links as the packing assumed (docs/synth.md, "Routed arcs").
+class RouteWalks {
+ public:
+  RouteWalks(const topo::Topology& t, int p);
+  /// Whether the vertices `walk` (at least two) are consecutive on some route.
+  bool contains(const std::vector<topo::VertexId>& walk) const;
+  /// Whether walk a followed by walk b (b starting where a ends) is consecutive on some route.
+  bool joins(const std::vector<topo::VertexId>& a, const std::vector<topo::VertexId>& b) const;
+  std::size_t routes() const { return routes_; }
+
+ private:
+  std::unordered_set<std::string> parts_;
+  std::size_t routes_ = 0;
+};
 
 }  // namespace collkit::plan::synth

@@ -33,7 +33,13 @@ struct SplitGraph {
   std::int64_t trees = 0;             ///< k: trees per rank
   double unit_gbps = 0;               ///< one unit's bandwidth; a tree carries one unit
   int flows = 0;                      ///< max flows run to split
+  int attempts = 1;                   ///< split_routed: units tried (the last is unit_gbps)
 };
+
+/// How many units split_routed tries before it gives up, and how many bisection steps it then
+/// takes between the unit that fitted and the last that did not.
+constexpr int kRoutedAttempts = 8;
+constexpr int kRoutedRefinements = 3;
 
 /// Splits off every vertex without a rank, links holding link_units(bw, unit_gbps) each way,
 /// keeping every rank vertex's connectivity from the source at p k (or, if the topology has less,
@@ -43,6 +49,17 @@ struct SplitGraph {
 /// evenly over the arcs out of it. Throws collkit::Error if a vertex cannot be split off completely (the theorem says it can; this would be
 /// a bug).
 SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double unit_gbps, int root = -1);
+
+/// split_switches keeping to the routes between the first p ranks (RouteWalks, routed.h): only
+/// link directions some route takes hold units, and a split joins two walks only where the join
+/// is part of a route, so every arc left, from rank vertex a to b, is the route from a to b and
+/// a plan's send along it loads exactly the links the packing counted. The splitting theorem says
+/// nothing of such restricted splits: what cannot be joined is dropped, which may leave a rank
+/// vertex less than p k; then the unit is lowered (by the share kept) and splitting run again, at
+/// most kRoutedAttempts times, then bisected kRoutedRefinements times between the largest unit
+/// that fitted and the smallest that did not. The result's unit_gbps is the unit that fitted.
+/// Throws collkit::Error if none did.
+SplitGraph split_routed(const topo::Topology& t, int p, std::int64_t k, double unit_gbps, int root = -1);
 
 /// The least, over nodes v, of the max flow to v from a source feeding each node roots(v) k units
 /// over the arcs: at least the sum of roots(v) k means that many trees fit (Edmonds' branching

@@ -45,6 +45,10 @@ class Algorithm {
   virtual std::string_view formula(Collective c) const = 0;
   /// Can it do this request on this topology (null: no topology)? When not, `why` says so.
   virtual bool supports(const Request& req, const topo::Topology* topo, std::string* why) const = 0;
+  /// Whether `auto` weighs it for this request: it supports it, and laying it out is fast enough to
+  /// try beside every other (`auto` lays each candidate out several times); when not, `why` says
+  /// so. By default, whenever it supports it.
+  virtual bool in_auto(const Request& req, const topo::Topology* topo, std::string* why) const { return supports(req, topo, why); }
   /// Chooses chunking, channels and parameters. The topology, when given, informs choices
   /// (ring order: NVLink neighbours first, one NIC crossing per host, rails aligned).
   virtual PlanInfo layout(const Request& req, const topo::Topology* topo, const AlgoOptions& opt) const = 0;
