@@ -34,7 +34,9 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-invocation="scripts/reproduce.sh$([ $quick = 1 ] && echo " --quick")$([ -n "$out" ] && echo " --out DIR")"
+invocation=scripts/reproduce.sh
+[ $quick = 0 ] || invocation+=" --quick"
+[ -z "$out" ] || invocation+=" --out DIR"
 bin=$(cd "$bin" 2>/dev/null && pwd) || { echo "reproduce.sh: $bin: no such directory (build first: ./scripts/build.sh)" >&2; exit 2; }
 for tool in coll-topo coll-plan coll-run coll-overlap bench_mpi_native_forms; do
   [ -x "$bin/$tool" ] || { echo "reproduce.sh: $bin/$tool: not built (./scripts/build.sh builds every tool)" >&2; exit 2; }
@@ -257,8 +259,9 @@ section 5 "Adaptation: healthy, degraded, adapted" sec_adapt
 section 6 "Overlap: step-time breakdown per strategy" sec_overlap
 section 7 "Scale: plan, verify and simulate against ranks" sec_scale
 
-python3 "$report" readme --out "$out" --seconds "$(($(date +%s) - start))" --invocation "$invocation" \
-  $([ $quick = 1 ] && echo --quick)
+quick_flag=()
+[ $quick = 0 ] || quick_flag=(--quick)
+python3 "$report" readme --out "$out" --seconds "$(($(date +%s) - start))" --invocation "$invocation" "${quick_flag[@]}"
 rm -rf "$out/.reproduce"
 if [ ${#failed[@]} -gt 0 ]; then
   say "done, sections failed: ${failed[*]}; wrote $out/README.md"
