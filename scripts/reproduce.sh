@@ -114,8 +114,12 @@ sec_gaps() {
   # --quick: plan_gaps's 1- and 2-host subset at 1 GiB, of three presets (NVSwitch, full mesh, PCIe)
   [ $quick = 1 ] && args+=(--quick --match '^(dgx-h100|mi300x|pcie-8gpu) ')
   log_cmd python3 bench/plan_gaps.py "${args[@]}"
+  # plan_gaps prints a line per case: every 25th is enough progress here.
   (cd "$root" && python3 bench/plan_gaps.py "${args[@]}") 2>&1 | while read -r l; do
-    case $l in "["*) ;; *) echo "  $l" >&2 ;; esac
+    case $l in
+      "["*) [[ $l =~ ^\[([0-9]+)/ ]] && [ $((BASH_REMATCH[1] % 25)) = 0 ] && echo "  $l" >&2 || true ;;
+      *) echo "  $l" >&2 ;;
+    esac
   done
   [ "${PIPESTATUS[0]}" = 0 ] || return 1
   python3 "$report" gaps --out "$out" --work "$work" --cmds "$cmds"
