@@ -14,24 +14,31 @@
 # times it against the blocking call in the same job, and the column 'vs faster' scales each ratio
 # by that measurement where the blocking call was faster: the ratio against whichever form of
 # Open MPI's collective is faster at that size (an estimate, from two runs rather than one table).
-# Usage: bench/coll_run_mpi.sh [build/bin] [out.txt]
+# Usage: bench/coll_run_mpi.sh [build/bin] [out.txt [out.csv]]
+# The report goes to stdout, and to out.txt when given (results/coll_run_mpi.txt holds the recorded
+# one: name it to replace it); out.csv gets one row per collective and size (the best plan's figures).
+# COLLKIT_BENCH_MAX_SIZE (default 16M) and COLLKIT_BENCH_ITERS (default 20) shorten a run.
 set -euo pipefail
 bin=${1:-build/bin}
-out=${2:-results/coll_run_mpi.txt}
+out=${2:-}
+out_csv=${3:-}
+max_size=${COLLKIT_BENCH_MAX_SIZE:-16M}
+iters=${COLLKIT_BENCH_ITERS:-20}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 for rep in $(seq "${COLLKIT_BENCH_REPEATS:-5}"); do
   for coll in allreduce allgather reducescatter; do
-    mpirun --oversubscribe -np 4 "$bin/coll-run" --coll "$coll" --algo all -b 1K -e 16M -f 4 -n 20 -w 5 -c 1 \
+    mpirun --oversubscribe -np 4 "$bin/coll-run" --coll "$coll" --algo all -b 1K -e "$max_size" -f 4 -n "$iters" -w 5 -c 1 \
       --json "$tmp/$coll.$rep.json" >"$tmp/$coll.$rep.txt"
   done
 done
-mpirun --oversubscribe -np 4 "$bin/bench_mpi_native_forms" 20 >"$tmp/native_forms.txt"
-python3 - "$tmp" "$out" "$(nproc)" <<'PY'
-import datetime, glob, json, os, statistics, sys
-tmp, out, cores = sys.argv[1], sys.argv[2], sys.argv[3]
+mpirun --oversubscribe -np 4 "$bin/bench_mpi_native_forms" "$iters" >"$tmp/native_forms.txt"
+python3 - "$tmp" "$out" "$(nproc)" "$out_csv" "$max_size" "$iters" "${COLLKIT_BENCH_REPEATS:-5}" <<'PY'
+import csv, datetime, glob, json, os, statistics, sys
+tmp, out, cores, out_csv, max_size, iters, repeats = sys.argv[1:8]
 lines = [f"# coll-run mpi backend vs Open MPI, mpirun -np 4 on {cores} cores, {datetime.date.today()}",
+         f"# per collective and repeat (x{repeats}): mpirun --oversubscribe -np 4 coll-run --coll C --algo all -b 1K -e {max_size} -f 4 -n {iters} -w 5 -c 1 --json",
          "# per table, ratio = plan's out-of-place time / the native collective's, measured in that table;",
          "# per size, the algorithm with the lowest median ratio over the repeats (lower is better).",
          "# 'best-of' = that algorithm's best time / the best native time of the same tables.",
@@ -42,6 +49,7 @@ for l in open(os.path.join(tmp, "native_forms.txt")):
     if len(f) == 5 and f[1].isdigit():
         forms[(f[0], int(f[1]))] = float(f[3]) / float(f[2])
 verdict = True
+csv_rows = []
 for coll in ["allreduce", "allgather", "reducescatter"]:
     pairs = {}  # (bytes, algorithm) -> [(plan us, native us)] one per table
     wrong, runs = 0, 0
@@ -69,6 +77,7 @@ for coll in ["allreduce", "allgather", "reducescatter"]:
         target = 1.0 if b >= 4 << 20 else (1.5 if b <= 64 << 10 else None)
         ok = "" if target is None else ("ok" if ratio <= target else "MISSED")
         verdict &= ok != "MISSED"
+        csv_rows.append([coll, b, algo, f"{plan_us:.1f}", f"{native_us:.1f}", f"{ratio:.3f}", f"{best_of:.3f}", wrong, runs])
         faster = ratio * max(1.0, forms.get((coll, b), 1.0))
         lines.append(f"{b:>10} {algo:>10} {plan_us:>10.1f} {native_us:>10.1f} {ratio:>7.3f} {best_of:>8.3f} {faster:>9.3f} "
                      f"{'' if target is None else '<= %.1f %s' % (target, ok)}")
@@ -76,7 +85,13 @@ lines.append("# all targets met" if verdict else "# some targets missed")
 lines.append("## the baseline's form: Open MPI's blocking and non-blocking collectives, best of 5 repeats")
 lines += ["# " + l.rstrip() for l in open(os.path.join(tmp, "native_forms.txt")) if l.strip()]
 text = "\n".join(lines) + "\n"
-os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-open(out, "w").write(text)
+if out:
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    open(out, "w").write(text)
+if out_csv:
+    with open(out_csv, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["collective", "bytes", "algorithm", "plan_us", "native_us", "ratio", "best_of", "wrong", "repeats"])
+        w.writerows(csv_rows)
 print(text, end="")
 PY

@@ -6,24 +6,29 @@
 # median and worst |error| of the predicted time against the measured out-of-place time, before
 # calibration (the predictions coll-run recorded) and after (`coll-run calibrate`, then every row's
 # plan simulated again on the calibrated topology). Goal: median <= 10%, worst <= 30% after.
-# Usage: bench/fidelity.sh [build/bin] [out.md]
+# Usage: bench/fidelity.sh [build/bin] [out.md [rows.csv]]
+# rows.csv: every row, measured and predicted before and after calibration.
+# COLLKIT_BENCH_ALGOS, COLLKIT_BENCH_COLLS (comma lists) and COLLKIT_BENCH_MAX_SIZE (default 64M) shorten a run.
 set -euo pipefail
 bin=${1:-build/bin}
 out=${2:-results/fidelity.md}
+rows_csv=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-algos=ring,tree,rd,rhd,direct,bruck,pairwise,hier
-colls=allreduce,allgather,reducescatter,alltoall
+algos=${COLLKIT_BENCH_ALGOS:-ring,tree,rd,rhd,direct,bruck,pairwise,hier}
+colls=${COLLKIT_BENCH_COLLS:-allreduce,allgather,reducescatter,alltoall}
+max_size=${COLLKIT_BENCH_MAX_SIZE:-64M}
 start=$(date +%s)
 mpirun --oversubscribe -np 4 "$bin/coll-run" calibrate -o "$tmp/cal.json" 2>"$tmp/cal.txt" || { cat "$tmp/cal.txt"; exit 1; }
-mpirun --oversubscribe -np 4 "$bin/coll-run" --coll "$colls" --algo "$algos" -b 64K -e 64M -f 4 -n 10 -w 2 -c 1 --no-baseline \
+mpirun --oversubscribe -np 4 "$bin/coll-run" --coll "$colls" --algo "$algos" -b 64K -e "$max_size" -f 4 -n 10 -w 2 -c 1 --no-baseline \
   --json "$tmp/run.json" >"$tmp/run.txt" 2>&1 || { cat "$tmp/run.txt"; exit 1; }
 "$bin/coll-plan" compare --results "$tmp/run.json" >"$tmp/compare.txt"
 "$bin/coll-plan" compare --results "$tmp/run.json" --topo "$tmp/cal.json" >"$tmp/compare_cal.txt"
-python3 - "$tmp" "$out" "$(nproc)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$(( $(date +%s) - start ))" <<'PY'
-import datetime, json, re, statistics, sys
-tmp, out, cores, commit, secs = sys.argv[1:6]
+python3 - "$tmp" "$out" "$(nproc)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$(( $(date +%s) - start ))" \
+  "$colls" "$algos" "$max_size" "$rows_csv" <<'PY'
+import csv, datetime, json, re, statistics, sys
+tmp, out, cores, commit, secs, colls, algos, max_size, rows_csv = sys.argv[1:10]
 def read(name):
     rows = []
     for line in open(f"{tmp}/{name}"):
@@ -41,8 +46,8 @@ topo = run.get("topology", {})
 lines = [f"# Simulator fidelity on this host: predicted vs measured", "",
          f"{datetime.date.today()}, commit {commit}, {cores} cores, `mpirun -np 4`, {secs} s in all. Written by `bench/fidelity.sh`:",
          "", "```", "mpirun --oversubscribe -np 4 coll-run calibrate -o cal.json",
-         "mpirun --oversubscribe -np 4 coll-run --coll allreduce,allgather,reducescatter,alltoall \\",
-         "  --algo ring,tree,rd,rhd,direct,bruck,pairwise,hier -b 64K -e 64M -f 4 -n 10 -w 2 -c 1 --no-baseline --json run.json",
+         f"mpirun --oversubscribe -np 4 coll-run --coll {colls} \\",
+         f"  --algo {algos} -b 64K -e {max_size} -f 4 -n 10 -w 2 -c 1 --no-baseline --json run.json",
          "coll-plan compare --results run.json                   # before: the predictions recorded with the run",
          "coll-plan compare --results run.json --topo cal.json   # after: every row's plan simulated on the calibrated topology",
          "```", "",
@@ -69,5 +74,15 @@ for algo in sorted({r[1] for r in after}):
 lines += ["", "The calibration (`coll-run calibrate`'s report):", "", "```"] + [l.rstrip() for l in open(f"{tmp}/cal.txt")] + ["```", "",
           "Every row after calibration:", "", "```"] + [l.rstrip() for l in open(f"{tmp}/compare_cal.txt")] + ["```", ""]
 open(out, "w").write("\n".join(lines))
+if rows_csv:
+    # The two compare tables list the same rows in the same order (one per measured row).
+    with open(rows_csv, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["collective", "algorithm", "size", "measured_us", "predicted_before_us", "error_before_pct",
+                    "predicted_after_us", "error_after_pct"])
+        for b, a in zip(before, after):
+            if b[:3] != a[:3] or b[3] != a[3]:
+                sys.exit(f"fidelity.sh: compare's rows differ before and after calibration: {b[:3]} and {a[:3]}")
+            w.writerow([b[0], b[1], b[2], b[3], b[4], b[5], a[4], a[5]])
 print(f"wrote {out}: {len(after)} rows, median |error| {summary(before)[0]:.1f}% before calibration, {summary(after)[0]:.1f}% after")
 PY
