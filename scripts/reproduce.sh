@@ -211,11 +211,12 @@ sec_overlap() {
   # `coll-overlap run --help` alone cannot tell: CLI11 prints the tool's help and exits 0 for an
   # unknown word before --help; so the subcommand must also be in the tool's list.
   if "$bin/coll-overlap" run --help >/dev/null 2>&1 && "$bin/coll-overlap" --help | grep -qE '^ +run +'; then
-    # Issue #16's interface: the layout flags of the prediction, --scale to fit this machine, a
-    # --json whose strategies carry the same fields as the prediction's.
-    local mlayout="llama3-8b TP2 SP, scaled|--model llama3-8b --tp 2 --sp --seq-len 2048 --micro-batch 1 --scale 0.05"
+    # --scale 16 divides hidden size, sequence and layers (docs/overlap.md); the run's JSON holds
+    # the model's prediction for the scaled layout beside what was measured.
+    local mlayout="llama3-8b TP2+SP, scaled 16x|--model llama3-8b --tp 2 --sp --scale 16 --iters $([ $quick = 1 ] && echo 1 || echo 3)"
     # shellcheck disable=SC2086
     x mpirun --oversubscribe -np 2 "$bin/coll-overlap" run ${mlayout#*|} --json "$work/measured.json"
+    printf '%s\t%s\tpredicted\n' "${mlayout%%|*}" "$work/measured.json" >>"$work/overlap_cases.tsv"
     printf '%s\t%s\tmeasured\n' "${mlayout%%|*}" "$work/measured.json" >>"$work/overlap_cases.tsv"
     measured="mpirun -np 2 coll-overlap run (${mlayout%%|*}), in the figure and the table."
   else

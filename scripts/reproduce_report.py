@@ -460,11 +460,14 @@ def cmd_overlap(a):
     rows, dat = [], []
     for label, path, source in cases:
         j = json.load(open(path))
+        # coll-overlap run's JSON holds the model's prediction for the scaled layout ("strategies")
+        # and what ran ("measured": the same fields per strategy, measured).
+        key = "measured" if source == "measured" else "strategies"
         if source == "measured":
             label += " (measured)"
-        if not isinstance(j.get("strategies"), list):
-            die(f"{path}: no 'strategies' list")
-        for s in j["strategies"]:
+        if not isinstance(j.get(key), list):
+            die(f"{path}: no '{key}' list")
+        for s in j[key]:
             missing = [k for k in ("name", "compute_us", "compute_under_overlap_us", "exposed_comm_us", "step_us",
                                    "comm_us", "overlap_ratio") if k not in s]
             if missing:
