@@ -52,8 +52,6 @@ inline std::string bash_completion(const CLI::App& app) {
   return s;
 }
 
-/// `--version` on a tool: "coll-plan (collkit 0.1.0)"; and `--completion bash`, which prints the
-/// tool's bash completion script (cmake --install puts it where bash-completion finds it).
 // nccl-tests' and most tools' habits on every option of `app` and its subcommands: a flag given
 // twice takes its last value (a wrapper script's default, then the user's), and --help shows
 // each option's default where the bound variable has one.
@@ -66,6 +64,9 @@ inline void conventional_options(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) conventional_options(*sub);
 }
 
+/// `--version` on a tool: "coll-plan (collkit 0.1.0)"; and `--completion bash`, which prints the
+/// tool's bash completion script (cmake --install puts it where bash-completion finds it).
+/// Call it last, once every option is defined: it sets conventional_options() on them.
 inline void add_version(CLI::App& app) {
   conventional_options(app);
   app.set_version_flag("--version", app.get_name() + " (collkit " COLLKIT_VERSION ")", "print the tool's and collkit's version and exit");
