@@ -19,8 +19,11 @@ targets=${FUZZ_TARGETS:-"topology nccl_xml preset template plan model tuning res
 fuzz_targets=""
 for t in $targets; do fuzz_targets+=" fuzz_$t"; done
 # The configuration of scripts/test.sh's sanitizer pass: this builds only what is out of date there.
-COLLKIT_BUILD_DIR=$build COLLKIT_TARGETS="$fuzz_targets" ./scripts/build.sh -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCOLLKIT_FUZZ=ON -DCOLLKIT_BUILD_BENCH=OFF -DCOLLKIT_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" >/dev/null
+# FUZZ_NO_BUILD=1 runs the targets as they are built.
+if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
+  COLLKIT_BUILD_DIR=$build COLLKIT_TARGETS="$fuzz_targets" ./scripts/build.sh -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCOLLKIT_FUZZ=ON -DCOLLKIT_BUILD_BENCH=OFF -DCOLLKIT_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" >/dev/null
+fi
 
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- libs fuzz || echo "+changes")
 rows=()

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The counts in T: std::int64_t for the API below; long double for parse_model's check that they
-// fit (dimensions each below 2^31 multiplied past 2^63: undefined behaviour, found by fuzz_model).
+// fit (dimensions each below 2^31 multiplied past 2^63: undefined behaviour, shown through fuzz_model).
 template <class T>
 T attention_in(const Model& m) {
   const T h = static_cast<T>(m.hidden), H = static_cast<T>(m.heads);

@@ -71,7 +71,7 @@ TEST_CASE("overlap models: a figure without a source, a bad value and a wrong sc
   CHECK_THROWS_AS(parse_model(schema, "x.json"), collkit::InputError);
 }
 
-TEST_CASE("overlap models: shapes past the limits are refused before they are multiplied (found by fuzz_model)") {
+TEST_CASE("overlap models: shapes past the limits are refused before they are multiplied") {
   const std::string good = R"({"schema": "collkit.model/1", "name": "x", "description": "d", "sources": ["[1] s"],
     "layers": 2, "hidden": 64, "ffn": 128, "gated_mlp": true, "heads": 4, "kv_heads": 2, "head_dim": 16, "vocab": 100,
     "tied_embeddings": false, "published_params": 1e5,
