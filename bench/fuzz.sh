@@ -21,6 +21,10 @@ for t in $targets; do fuzz_targets+=" fuzz_$t"; done
 # The configuration of scripts/test.sh's sanitizer pass: this builds only what is out of date there.
 # FUZZ_NO_BUILD=1 runs the targets as they are built.
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
+  if [ -f "$build/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang++' "$build/CMakeCache.txt"; then
+    echo "$build is configured with another compiler than clang: give another build dir, or remove it" >&2
+    exit 1
+  fi
   COLLKIT_BUILD_DIR=$build COLLKIT_TARGETS="$fuzz_targets" ./scripts/build.sh -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCOLLKIT_FUZZ=ON -DCOLLKIT_BUILD_BENCH=OFF -DCOLLKIT_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" >/dev/null
 fi

@@ -17,6 +17,11 @@ if [ "${COLLKIT_SANITIZE:-0}" = "1" ]; then
   # doubles with ==), which rounding breaks with real-valued capacities; the sanitizers need no
   # assert() to do their work. -O1 -g1 (line tables: the reports keep file and line) compiles in
   # half the time of -O2 -g, and the unit tests need no GPU code: this pass is CI's longest build.
+  # This pass was GCC's before the fuzz targets: a build-asan configured with another compiler is
+  # started afresh (CMake cannot switch a configured folder's compiler in one configure step).
+  if [ -f build-asan/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang++' build-asan/CMakeCache.txt; then
+    rm -rf build-asan
+  fi
   fuzz_targets="fuzz_topology fuzz_nccl_xml fuzz_preset fuzz_template fuzz_plan fuzz_model fuzz_tuning fuzz_results"
   COLLKIT_BUILD_DIR=build-asan COLLKIT_TARGETS="collkit_unit_tests collkit_exec_unit_tests $fuzz_targets" \
     ./scripts/build.sh -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCOLLKIT_FUZZ=ON -DCOLLKIT_BUILD_BENCH=OFF \
