@@ -10,7 +10,16 @@ endif()
 if(COLLKIT_WERROR)
   target_compile_options(collkit_project_options INTERFACE -Werror)
 endif()
-if(COLLKIT_SANITIZE)
+# COLLKIT_FUZZ: collkit's code carries libFuzzer's coverage instrumentation (fuzzer-no-link) beside
+# the sanitizers, so that one build serves both the sanitized unit tests and the fuzz targets
+# (fuzz/), which alone link libFuzzer (-fsanitize=fuzzer). GCC has no libFuzzer.
+if(COLLKIT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "collkit: COLLKIT_FUZZ=ON needs clang (libFuzzer), not ${CMAKE_CXX_COMPILER_ID}: configure with CC=clang CXX=clang++ (Debian: clang, libclang-rt-14-dev)")
+  endif()
+  target_compile_options(collkit_project_options INTERFACE -fsanitize=fuzzer-no-link)
+endif()
+if(COLLKIT_SANITIZE OR COLLKIT_FUZZ)
   target_compile_options(collkit_project_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   target_link_options(collkit_project_options INTERFACE -fsanitize=address,undefined)
 endif()

@@ -8,7 +8,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev doctest-dev libbenchmark-dev libfmt-dev libpugixml-dev
   libboost-graph-dev libglpk-dev libhwloc-dev libedit-dev libibverbs-dev ibverbs-providers
   libopenmpi-dev openmpi-bin libopenblas-dev
-  gnuplot-nox time
+  gnuplot-nox time clang libclang-rt-14-dev
 )
 
 missing=()

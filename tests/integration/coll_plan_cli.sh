@@ -208,7 +208,7 @@ case "$out" in "-: verified allreduce of 1M"*) ok "generate -o - | verify -" ;; 
 expect_fail 2 'coll-plan: error: -: standard input was already read for another input (only one can be "-")' \
   "$plan" simulate - --topo - <"$TMP/stdin.json"
 printf '{\n  "schema": 1e309}\n' >"$TMP/huge.json"
-expect_fail 2 "coll-plan: error: $TMP/huge.json:2:13: invalid JSON: number out of range: 1e309" "$plan" verify "$TMP/huge.json"
+expect_fail 2 "coll-plan: error: $TMP/huge.json:2:13: invalid JSON: number out of range (1e309)" "$plan" verify "$TMP/huge.json"
 
 # sweep --json -: the tuning table alone on stdout, the human table on stderr.
 "$plan" sweep --topo "$TMP/t.json" -b 1K -e 4K --json - >"$TMP/sweep.json" 2>"$TMP/sweep.txt" &&

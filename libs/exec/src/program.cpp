@@ -82,7 +82,9 @@ std::vector<std::vector<std::uint32_t>> fences(const plan::Plan& plan, const Ran
       Exchanges x = exchanges_with(q.ops, me.rank);
       it = peers.emplace(peer, std::pair{std::move(q), std::move(x)}).first;
     }
-    const auto& [q, theirs] = it->second;
+    // Not a structured binding: clang 14 (CI's sanitizer pass) cannot capture one (P1091, clang 16).
+    const RankProgram& q = it->second.first;
+    const Exchanges& theirs = it->second.second;
     auto find = [&](std::uint16_t channel, bool sends) -> const std::vector<std::uint32_t>* {
       auto f = theirs.find({channel, sends});
       return f == theirs.end() ? nullptr : &f->second;

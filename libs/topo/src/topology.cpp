@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
 #include <cstdio>
 
 #include "collkit/core/error.h"
@@ -43,7 +45,12 @@ struct Fnv {
   void u64(std::uint64_t v) { bytes(&v, sizeof v); }
   // Bandwidths and latencies are hashed at a resolution of 1e-6 so that a JSON round trip,
   // which may print a double differently, keeps the fingerprint.
-  void real(double d) { u64(static_cast<std::uint64_t>(static_cast<std::int64_t>(d * 1e6 + (d >= 0 ? 0.5 : -0.5)))); }
+  // Past 9e12 the micro-units leave int64 (the cast was undefined: a 1e131 bandwidth from NCCL XML,
+  // found by fuzz_nccl_xml); such a value, and NaN or infinity, hashes its bits.
+  void real(double d) {
+    if (std::fabs(d) < 9e12) u64(static_cast<std::uint64_t>(static_cast<std::int64_t>(d * 1e6 + (d >= 0 ? 0.5 : -0.5))));
+    else u64(std::bit_cast<std::uint64_t>(d));
+  }
 };
 
 }  // namespace

@@ -42,6 +42,13 @@ TEST_CASE("sizes take nccl-tests' 1024-based suffixes") {
   CHECK_THROWS_WITH_AS(parse_size_bytes("16777216.5T"), "invalid size \"16777216.5T\": too large", InputError);
 }
 
+TEST_CASE("a number past double's range is an InputError with its place, not a library exception") {
+  // Found by fuzz_topology: nlohmann's out_of_range escaped every loader.
+  CHECK_THROWS_WITH_AS(json::parse("x.json", "{\"a\": 1,\n \"b\": 1e309}"), "x.json:2:7: invalid JSON: number out of range (1e309)",
+                       InputError);
+  CHECK_THROWS_WITH_AS(json::parse("x.json", "[-4444E444]"), "x.json:1:2: invalid JSON: number out of range (-4444E444)", InputError);
+}
+
 TEST_CASE("the JSON cursor names file and pointer in every error") {
   std::string file = "x.json";
   auto doc = json::parse(file, R"({"a": {"b": [1, "two", -3]}, "s": "collkit.topology/1"})");

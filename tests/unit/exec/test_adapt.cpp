@@ -34,7 +34,8 @@ TEST_CASE("adapt: --inject parses links and ranks; each bad part is named") {
       {"", "--inject \"\": expected slow-link=A-B:xF or slow-rank=R:xF (F a factor >= 1)"},
   };
   for (auto [spec, error] : bad) {
-    CAPTURE(spec);
+    const char* injected = spec;  // CAPTURE takes a variable: clang 14 cannot capture a structured binding
+    CAPTURE(injected);
     CHECK_THROWS_WITH_AS(parse_injection(spec, 4), error, collkit::InputError);
     ++checked;
   }

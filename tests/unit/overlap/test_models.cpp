@@ -71,6 +71,39 @@ TEST_CASE("overlap models: a figure without a source, a bad value and a wrong sc
   CHECK_THROWS_AS(parse_model(schema, "x.json"), collkit::InputError);
 }
 
+TEST_CASE("overlap models: shapes past the limits are refused before they are multiplied") {
+  const std::string good = R"({"schema": "collkit.model/1", "name": "x", "description": "d", "sources": ["[1] s"],
+    "layers": 2, "hidden": 64, "ffn": 128, "gated_mlp": true, "heads": 4, "kv_heads": 2, "head_dim": 16, "vocab": 100,
+    "tied_embeddings": false, "published_params": 1e5,
+    "moe": {"experts": 4, "top_k": 2, "expert_ffn": 32, "shared_experts": 0, "dense_layers": 1},
+    "cite": {"layers": "[1]", "hidden": "[1]", "ffn": "[1]", "gated_mlp": "[1]", "heads": "[1]", "kv_heads": "[1]",
+             "head_dim": "[1]", "vocab": "[1]", "tied_embeddings": "[1]", "moe": "[1]", "published_params": "[1]"}})";
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  CHECK(parameter_count(parse_model(good, "x.json")) > 0);
+  // Each dimension below 2^31, their products past 2^63: signed overflow in parameter_count.
+  CHECK_THROWS_WITH_AS(
+      parse_model(with("\"hidden\": 64, \"ffn\": 128, \"gated_mlp\": true, \"heads\": 4, \"kv_heads\": 2",
+                       "\"hidden\": 2147483647, \"ffn\": 128, \"gated_mlp\": true, \"heads\": 2147483647, \"kv_heads\": 1"),
+                  "x.json"),
+      "x.json: the shapes make more than 1000000000000000 parameters (the limit on a model's size)", collkit::InputError);
+  CHECK_THROWS_WITH_AS(parse_model(with("\"experts\": 4, \"top_k\": 2, \"expert_ffn\": 32",
+                                        "\"experts\": 2147483647, \"top_k\": 2, \"expert_ffn\": 2147483647"),
+                                   "x.json"),
+                       "x.json: the shapes make more than 1000000000000000 parameters (the limit on a model's size)", collkit::InputError);
+  // 2^31 - 1 layers: parameter_count walked every one (a hang).
+  CHECK_THROWS_WITH_AS(parse_model(with("\"layers\": 2", "\"layers\": 2147483647"), "x.json"),
+                       "x.json: /layers: 2147483647 is more than 4096 (the limit on layers)", collkit::InputError);
+  // Checked before narrowing to int: 2^32 dense layers read as 0.
+  CHECK_THROWS_WITH_AS(parse_model(with("\"dense_layers\": 1", "\"dense_layers\": 4294967296"), "x.json"),
+                       "x.json: /moe/dense_layers: must be in 0..1", collkit::InputError);
+  CHECK_THROWS_WITH_AS(parse_model(with("\"shared_experts\": 0", "\"shared_experts\": 4294967296"), "x.json"),
+                       "x.json: /moe/shared_experts: must be >= 0", collkit::InputError);
+}
+
 TEST_CASE("overlap models: the documented example loads and counts as worked out in docs/models.md") {
   Model m = load_model(std::string(COLLKIT_DOCS_DIR) + "/examples/model.json");
   CHECK(m.name == "tiny-moe");

@@ -135,3 +135,21 @@ TEST_CASE("generate refuses what a plan file cannot hold, so every plan it makes
   auto edge = generate("ring", {Collective::AllReduce, 1u << 20, 4, 0}, nullptr, opts(65535, 1));
   CHECK(from_json(to_json(*edge), "edge.json")->info().channels == 65535);
 }
+
+TEST_CASE("a ring plan file with pipeline or channels 0 is refused, not divided by (found by fuzz_plan)") {
+  const std::string plan = R"({"schema": "collkit.plan/1", "collective": "allreduce", "bytes": 4096, "nranks": NR, "algorithm": "ring",
+    "params": {"channels": "2", "pipeline": "0"}, "chunks": {"input": 16, "output": 16, "scratch": 0}, "scratch_bytes": 0, "channels": 2})";
+  int checked = 0;
+  for (const char* nranks : {"1", "2"}) {
+    std::string text = plan;
+    text.replace(text.find("NR"), 2, nranks);
+    auto p = from_json(text, "p.json");
+    CHECK_THROWS_WITH_AS(p->program(0), "ring: plan parameter pipeline=0 must be >= 1", InputError);
+    std::string channels = text;
+    const std::string params = R"("channels": "2", "pipeline": "0")";
+    channels.replace(channels.find(params), params.size(), R"("channels": "0", "pipeline": "2")");
+    CHECK_THROWS_WITH_AS(from_json(channels, "p.json")->program(0), "ring: plan parameter channels=0 must be >= 1", InputError);
+    ++checked;
+  }
+  CHECK(checked == 2);
+}

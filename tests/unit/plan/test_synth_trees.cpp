@@ -106,8 +106,9 @@ TEST_CASE("synth trees: random graphs and presets, split then packed") {
       for (const synth::Tree& tr : pr.trees) CHECK(gr.nodes[tr.root] == t.rank_vertex(static_cast<collkit::topo::Rank>(root)));
     }
   }
-  for (auto [node, hosts] : {std::pair{"dgx-a100", 1}, {"dgx-a100", 2}, {"dgx1-v100", 1}}) {
-    CAPTURE(node);
+  for (auto node_hosts : {std::pair{"dgx-a100", 1}, {"dgx-a100", 2}, {"dgx1-v100", 1}}) {
+    auto [node, hosts] = node_hosts;  // CAPTURE names the pair: clang 14 cannot capture a structured binding
+    CAPTURE(node_hosts.first);
     Topology t = collkit::topo::synth({node, hosts, ""});
     int p = static_cast<int>(t.num_ranks());
     double x = synth::rate_for_trees(t, p, 2);

@@ -34,6 +34,22 @@ TEST_CASE("a topology file loads and round-trips with the same fingerprint") {
   CHECK(to_json(again) == to_json(t));
 }
 
+TEST_CASE("the fingerprint of figures past 9e12 (micro-units beyond int64) is defined and tells them apart") {
+  // Found by fuzz_nccl_xml: a 5.7e131 bandwidth made the fingerprint cast a double past int64 (UB).
+  auto with_bw = [](const std::string& bw) {
+    return from_json(
+        R"({"schema": "collkit.topology/1", "name": "t", "vertices": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}],
+      "links": [{"a": "g0", "b": "g1", "type": "nvlink", "bw_gbps": )" +
+            bw + R"(, "latency_us": 1}], "ranks": ["g0", "g1"]})",
+        "t.json");
+  };
+  Topology a = with_bw("5.7e131"), b = with_bw("1e300"), c = with_bw("9e12");
+  CHECK(a.fingerprint() != b.fingerprint());
+  CHECK(b.fingerprint() != c.fingerprint());
+  CHECK(from_json(to_json(a), "again.json").fingerprint() == a.fingerprint());
+  CHECK(with_bw("100").fingerprint() == with_bw("100.0000001").fingerprint());  // below, micro-units as before
+}
+
 TEST_CASE("the fingerprint changes with any link figure") {
   Topology t = load(fixture("two-gpus.json"));
   std::string text = to_json(t);

@@ -225,6 +225,7 @@ class RingAlgorithm final : public Algorithm {
   }
 
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
+    check_shape(info);
     int p = info.req.nranks;
     int channels = param_int(info, "channels", 1);
     int k = param_int(info, "pipeline", 1);
@@ -237,6 +238,7 @@ class RingAlgorithm final : public Algorithm {
 
   // Channels are laid out one after another and none waits on another: channel c is its part.
   std::vector<Op> channel_program(const PlanInfo& info, int rank, int channel) const override {
+    check_shape(info);
     if (info.req.nranks == 1 || channel < 0 || channel >= param_int(info, "channels", 1))
       return Algorithm::channel_program(info, rank, channel);
     std::vector<Op> ops;
@@ -246,6 +248,13 @@ class RingAlgorithm final : public Algorithm {
   }
 
  private:
+  // A plan file's channels and pipeline are at least 1 (pipeline=0 divided by zero: found by fuzz_plan).
+  static void check_shape(const PlanInfo& info) {
+    for (const char* key : {"channels", "pipeline"})
+      if (int v = param_int(info, key, 1); v < 1)
+        throw InputError("ring: plan parameter " + std::string(key) + "=" + std::to_string(v) + " must be >= 1");
+  }
+
   static void channel_ops(const PlanInfo& info, int rank, int c, std::vector<Op>& ops) {
     int p = info.req.nranks, channels = param_int(info, "channels", 1), k = param_int(info, "pipeline", 1);
     Ring r = ring_for(info, rank, c, param_int(info, "bidirectional", 0) != 0 && c % 2 == 1);

@@ -292,7 +292,11 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
   int p = info.req.nranks;
   int m = block_chunks(info);
   std::vector<Hop> hops = parse_hops(info, p, m);
-  auto [slot, slots] = scratch_slots(hops, p);
+  // Not a structured binding: clang 14 (CI's sanitizer pass) cannot capture one in a lambda
+  // (P1091, clang 16), and `held` below reads slot.
+  const auto slotting = scratch_slots(hops, p);
+  const std::vector<int>& slot = slotting.first;
+  const int slots = slotting.second;
   if (info.scratch_chunks < static_cast<std::uint32_t>(slots * m))
     throw InputError("synth: " + std::to_string(info.scratch_chunks) + " scratch chunks hold fewer than the " + std::to_string(slots) +
                      " relayed blocks of " + std::to_string(m) + " chunks");

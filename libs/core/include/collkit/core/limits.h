@@ -27,4 +27,12 @@ inline constexpr std::int64_t kTopologyVertices = std::int64_t{1} << 20;
 /// Ranks on one host (discover --ranks-per-host): far above the cores of any host.
 inline constexpr int kRanksPerHost = 65536;
 
+/// Layers of a model (collkit.model/1): published models have up to a few hundred; coll-overlap
+/// walks every layer of every micro-batch.
+inline constexpr int kModelLayers = 4096;
+
+/// Parameters a model's shapes make (collkit.model/1): 10^15, far above any model published (a
+/// few 10^12), and every count collkit derives from it (bytes, FLOPs) fits 64 bits.
+inline constexpr std::int64_t kModelParams = 1'000'000'000'000'000;
+
 }  // namespace collkit::limits

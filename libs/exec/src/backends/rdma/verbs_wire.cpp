@@ -27,7 +27,9 @@ VerbsWire::VerbsWire(Device& device, World& world, std::uint64_t region_bytes, i
   auto peers = static_cast<std::size_t>(n);
   outgoing_ = std::make_unique<std::byte[]>(bytes_);
   landing_ = std::make_unique<std::byte[]>(bytes_);
-  out_mr_ = ibv_reg_mr(device.pd(), outgoing_.get(), bytes_, IBV_ACCESS_LOCAL_WRITE);
+  // An int: the ibv_reg_mr macro ands the flags with another enum's IBV_ACCESS_OPTIONAL_RANGE,
+  // which clang deprecates between two enumeration types in C++20.
+  out_mr_ = ibv_reg_mr(device.pd(), outgoing_.get(), bytes_, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
   if (!out_mr_) check(errno_or(EINVAL), "ibv_reg_mr (outgoing slots)");
   land_mr_ = ibv_reg_mr(device.pd(), landing_.get(), bytes_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (!land_mr_) check(errno_or(EINVAL), "ibv_reg_mr (landing slots)");
