@@ -216,9 +216,11 @@ class Splitter {
         for (const Piece* o : at_in ? outs : ins) any = any || (at_in ? compatible(q, *o) : compatible(*o, q));
         if (!any) gone.push_back({key, q.path});
       }
-    for (const auto& [key, path] : gone) {
+    for (const auto& item : gone) {  // not a structured binding: clang 14 cannot capture one in a lambda
+      const auto& key = item.first;
+      const std::vector<VertexId>& walk = item.second;
       std::vector<Piece>& pieces = arcs_[key];
-      pieces.erase(std::remove_if(pieces.begin(), pieces.end(), [&](const Piece& q) { return q.path == path; }), pieces.end());
+      pieces.erase(std::remove_if(pieces.begin(), pieces.end(), [&walk](const Piece& q) { return q.path == walk; }), pieces.end());
       if (pieces.empty()) arcs_.erase(key);
     }
     if (!gone.empty()) need_ = std::min(need_, min_flow());
