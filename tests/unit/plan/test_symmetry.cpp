@@ -121,7 +121,9 @@ TEST_CASE("symmetry: a folded simulation gives the unfolded one's result") {
         for (std::uint64_t bytes :
              {std::uint64_t{3} << 10, std::uint64_t{3} << 14, std::uint64_t{3} << 18, std::uint64_t{3} << 22, std::uint64_t{3} << 26}) {
           Request req{c, bytes, static_cast<int>(t.num_ranks()), 0};
-          if (!a->supports(req, &t, nullptr)) continue;
+          // synth states no symmetry (nothing of its to fold), and lays each plan out by simulating
+          // several candidates: under the clang sanitizers that took this test past 12 minutes.
+          if (a->name() == "synth" || !a->supports(req, &t, nullptr)) continue;
           auto plan = generate(a->name(), req, &t);
           for (LinkModel m : {LinkModel::Queue, LinkModel::MaxMin}) {
             SimOptions on, off;
