@@ -225,8 +225,7 @@ exec::RunOptions options(const Flags& f, const CLI::App& app) {
   o.iters = f.iters;
   o.warmup = f.warmup;
   if (f.check < 0) throw collkit::InputError("-c: expected checked runs >= 0 (0: no check), got " + std::to_string(f.check));
-  o.check = f.check != 0;
-  o.check_runs = f.check;
+  o.check = f.check;
   o.root = f.root;
   o.channels = f.channels;
   o.baseline = !f.no_baseline;

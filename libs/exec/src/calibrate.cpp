@@ -191,7 +191,7 @@ std::vector<PlanTiming> time_plans(World& world, const topo::Topology& topo, con
   ro.sizes_given = true;
   ro.iters = opt.quick ? 5 : 10;
   ro.warmup = 2;
-  ro.check = false;
+  ro.check = 0;
   ro.baseline = false;
   ro.timeout_s = opt.timeout_s;
   BackendOptions bo;

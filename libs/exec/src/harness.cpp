@@ -128,11 +128,10 @@ std::pair<Timing, Timing> measure(Backend& b, World& world, const RunOptions& op
     t[s].time_us = world.max(seconds[s] / std::max(opt.iters, 1), opt.timeout_s) * 1e6;
     t[s].algbw_gbps = plan::algbw_gbps(job.req.bytes, t[s].time_us);
     t[s].busbw_gbps = t[s].algbw_gbps * plan::busbw_factor(job.req.coll, job.req.nranks);
-    if (opt.check)
-      for (int c = 0; c < std::max(opt.check_runs, 1); ++c) {
-        t[s].wrong += checked_run(b, world, opt, job, inputs, who[s], p);
-        t[s].checked = true;
-      }
+    for (int c = 0; c < opt.check; ++c) {
+      t[s].wrong += checked_run(b, world, opt, job, inputs, who[s], p);
+      t[s].checked = true;
+    }
   }
   return {t[0], t[1]};
 }

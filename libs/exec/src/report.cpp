@@ -77,8 +77,7 @@ void print_preamble(std::ostream& out, const Results& r, const RunOptions& opt) 
                        return std::unique(h.begin(), h.end()) - h.begin();
                      }())
       << (r.topology.empty() ? std::string() : ", planned on topology " + r.topology) << "\n";
-  out << fmt::format("#  iters: {}  warm-up: {}  check: {}  timeout: {} s\n", opt.iters, opt.warmup, opt.check ? 1 : 0,
-                     opt.timeout_s);
+  out << fmt::format("#  iters: {}  warm-up: {}  check: {}  timeout: {} s\n", opt.iters, opt.warmup, opt.check, opt.timeout_s);
   out << std::flush;
 }
 

@@ -159,13 +159,14 @@ Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOp
     if (close()) break;
     Candidate& c = ev.candidates[i];
     const Algorithm& a = algorithm(c.algorithm);
-    if (first_best > 0 && c.time_us > first_best * search.search_within && !a.knobs(req, &topo).empty()) {
+    const std::vector<Knob> knobs = a.knobs(req, &topo);
+    if (first_best > 0 && c.time_us > first_best * search.search_within && !knobs.empty()) {
       c.not_searched = num(c.time_us / first_best) + " x the best";
       continue;
     }
     AlgoOptions cur = opt;
     std::vector<std::pair<std::string, std::string>> chosen;
-    for (const Knob& k : a.knobs(req, &topo)) {
+    for (const Knob& k : knobs) {
       if (fixed_by_user(opt, k.name) || k.values.empty()) continue;
       std::string best_value = k.values.front();
       for (std::size_t v = 1; v < k.values.size(); ++v) {

@@ -131,7 +131,11 @@ TEST_CASE("auto does not search the knobs of candidates far behind the best, and
   int wide_searched = 0;
   for (const Candidate& c : wide.candidates) wide_searched += c.tried > 1 ? 1 : 0;
   CHECK(wide_searched > searched);
-  CHECK(wide.candidates[static_cast<std::size_t>(wide.best)].time_us <= ev.candidates[static_cast<std::size_t>(ev.best)].time_us);
+  // time_us is the simulator's prediction (deterministic), not a measurement: searching more
+  // knobs can only keep or improve the plan auto picks under the same model.
+  const double predicted_wide = wide.candidates[static_cast<std::size_t>(wide.best)].time_us;
+  const double predicted_strict = ev.candidates[static_cast<std::size_t>(ev.best)].time_us;
+  CHECK(predicted_wide <= predicted_strict);
 }
 
 TEST_CASE("knobs are set by name, as the command line's flags") {

@@ -34,8 +34,7 @@ struct RunOptions {
   std::uint64_t step_bytes = 0;  ///< -i: add this between rows instead of multiplying by factor (0: -f)
   bool sizes_given = false;  ///< -b/-e given (with --plan: else the plan's own size)
   int iters = 20, warmup = 5;
-  bool check = true;
-  int check_runs = 1;  ///< -c N: checked runs per placement, each on fresh inputs (check false: none)
+  int check = 1;  ///< -c N: checked runs per placement, each on fresh inputs (0: none)
   bool baseline = true;
   double timeout_s = 60;
   /// Rank 0 only: hears the results so far (the table being measured included, Results::complete
