@@ -313,14 +313,7 @@ class Splitter {
       std::int64_t joined = 0;
       for (const auto& [i, j, m] : pairs) joined += m;
       ArcNetwork net = routed_net(u, w, x, pairs, u == x ? 0 : joined);
-      std::size_t n = net.size();
-      for (VertexId v : targets_) {
-        net.truncate(n);
-        net.arc(v, net.sink(), ArcNetwork::kInfinite);
-        ++flows_;
-        if (net.max_flow() < need_) return false;
-      }
-      return true;
+      return feeds_every_target(net);
     };
     if (goes(a)) return a;
     std::int64_t ok = 0, fails = a;
@@ -336,6 +329,12 @@ class Splitter {
   /// even pass the whole share usually goes.
   bool all_goes(VertexId u, VertexId w, VertexId x, std::int64_t a) {
     ArcNetwork net = base(u, w, x, a);
+    return feeds_every_target(net);
+  }
+
+  /// Whether every rank vertex receives need_ from the source of `net`: one max flow each, the
+  /// vertex joined to the sink on a copy truncated back to `net` as given.
+  bool feeds_every_target(ArcNetwork& net) {
     std::size_t n = net.size();
     for (VertexId v : targets_) {
       net.truncate(n);
