@@ -406,30 +406,46 @@ class SynthAlgorithm final : public Algorithm {
     return info;
   }
 
+  /// A layout laid out and simulated on `t` at a time, the fastest kept: a later one replaces it
+  /// only when faster by more than `min_gain` (a fraction; near ties keep the earlier).
+  class Fastest {
+   public:
+    Fastest(const SynthAlgorithm& algo, const topo::Topology& t, double min_gain) : algo_(algo), t_(t), min_gain_(min_gain) {}
+    void offer(PlanInfo info) {
+      double us = simulate(GeneratedPlan(info, algo_), t_).time_us;
+      if (best_us_ == 0 || us < best_us_ * (1 - min_gain_)) {
+        best_ = std::move(info);
+        best_us_ = us;
+      }
+    }
+    PlanInfo take() { return std::move(best_); }
+
+   private:
+    const SynthAlgorithm& algo_;
+    const topo::Topology& t_;
+    double min_gain_;
+    PlanInfo best_;
+    double best_us_ = 0;
+  };
+
   /// Every rank's trees at m = kDefaultPipeline and kDeepPipeline chunks, the faster as simulated
   /// at the request's size (the trees are synthesised once, memoised). Deep trees pay their depth
   /// as (d + m - 1) / m: ForestColl's A100 x4 topology packs trees of depth 8 and simulates at
   /// 1.18 x the bound with 16 chunks, 1.05 with 64; small sizes want fewer, larger messages.
   PlanInfo fastest_pipeline(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
                             int allreduce_root) const {
-    PlanInfo best;
-    double best_us = 0;
+    Fastest best(*this, t, 1e-3);
     for (int m : {kDefaultPipeline, kDeepPipeline})
-      // Up to 16 ranks the trees are also split over any walks (arcs=walks), as they all were
+      // Up to kMaxAutoRanks the trees are also split over any walks (arcs=walks), as they all were
       // before routed arcs, and kept where they simulate faster: on 2 x dgx-h100 with one NIC's
       // link failed (docs/shell.md) the routed trees' AllReduce took 2397 us, the walks' 1879.
       for (bool walks : {false, true}) {
-        if (walks && req.nranks > 16) continue;
+        if (walks && req.nranks > kMaxAutoRanks) continue;
         AlgoOptions with = opt;
         with.pipeline = m;
-        PlanInfo info = lay(req, t, with, allreduce, allreduce_root, walks);
-        double us = simulate(GeneratedPlan(info, *this), t).time_us;
-        if (best_us == 0 || us < best_us * (1 - 1e-3)) {
-          best = std::move(info);
-          best_us = us;
-        }
+        best.offer(lay(req, t, with, allreduce, allreduce_root, walks));
       }
-    return best;
+    return best.take();
   }
 
   /// One root's trees, k of 1, 2, 4 and p - 1 and m of 16, 64 and 128 (those the options leave
@@ -446,8 +462,7 @@ class SynthAlgorithm final : public Algorithm {
       if (req.nranks - 1 > 4) ks.push_back(req.nranks - 1);
     }
     if (opt.pipeline <= 0) ms = {kDefaultPipeline, 64, 128};
-    PlanInfo best;
-    double best_us = 0;
+    Fastest best(*this, t, 0);
     for (int k : ks)
       for (int m : ms)
         // p - 1 trees also split over any walks (param arcs=walks): their arcs are not all the
@@ -459,14 +474,9 @@ class SynthAlgorithm final : public Algorithm {
           AlgoOptions with = opt;
           with.channels = k;
           with.pipeline = m;
-          PlanInfo info = lay(req, t, with, allreduce, allreduce_root, walks);
-          double us = simulate(GeneratedPlan(info, *this), t).time_us;
-          if (best_us == 0 || us < best_us) {
-            best = std::move(info);
-            best_us = us;
-          }
+          best.offer(lay(req, t, with, allreduce, allreduce_root, walks));
         }
-    return best;
+    return best.take();
   }
 
   /// The rank whose trees broadcast fastest over the routed links (the first of equals): the
