@@ -112,15 +112,21 @@ AlgoOptions with_knob(AlgoOptions opt, const std::string& name, const std::strin
   return opt;
 }
 
+namespace {
+// A plan for more ranks than the topology maps cannot be generated, simulated or bounded on it.
+void check_fits(const Request& req, const topo::Topology& topo) {
+  if (static_cast<std::size_t>(req.nranks) > topo.num_ranks())
+    throw InputError(std::to_string(req.nranks) + " ranks asked, the topology " + topo.name + " has " + std::to_string(topo.num_ranks()));
+}
+}  // namespace
+
 Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOptions& opt, const SimOptions& sim_options,
                     const SearchOptions& search) {
   check(req);
   // The candidates run between the same ranks: their routes are found once, for all.
   SimOptions sim = sim_options;
+  check_fits(req, topo);
   sim.routes = sim::route_cache(topo, sim_options);
-  if (static_cast<std::size_t>(req.nranks) > topo.num_ranks())
-    throw InputError(std::to_string(req.nranks) + " ranks asked, the topology " + topo.name + " has " +
-                     std::to_string(topo.num_ranks()));
   Evaluation ev;
   ev.bound = lower_bound(req, topo);
   Trial trial{req, topo, sim, search, ev.bound, ev.tried};
@@ -224,11 +230,9 @@ std::unique_ptr<Plan> plan_for(std::string_view name, const Request& req, const 
     if (why) *why = ev.why();
     return std::move(ev.candidates[static_cast<std::size_t>(ev.best)].plan);
   }
+  if (topo) check_fits(req, *topo);  // before generating: a ring orders the topology's ranks
   auto plan = generate(name, req, topo, opt);
   if (topo) {
-    if (static_cast<std::size_t>(req.nranks) > topo->num_ranks())
-      throw InputError(std::to_string(req.nranks) + " ranks asked, the topology " + topo->name + " has " +
-                       std::to_string(topo->num_ranks()));
     PlanInfo& info = plan->mutable_info();
     stamp(info, *topo);
     info.predicted_us = simulate(*plan, *topo, sim).time_us;
