@@ -55,6 +55,8 @@ struct Options {
   std::string json_out;
   std::string format = "msccl-xml";
   std::string proto = "Simple";
+  int max_steps = plan::MscclOptions{}.max_steps;
+  int max_channels = plan::MscclOptions{}.max_channels;
   int first_rank = 0;
   int rank_count = 1;
   std::string max_memory;  // verify: "" = what the host has available
@@ -78,6 +80,7 @@ plan::SimOptions sim_options(const Options& o) {
   else if (o.model == "maxmin") s.model = plan::LinkModel::MaxMin;
   else throw collkit::InputError("unknown link model \"" + o.model + "\" (expected queue or maxmin)");
   s.per_message_us = o.per_message_us;
+  plan::check_options(s);
   return s;
 }
 
@@ -145,12 +148,7 @@ void print_prediction(const plan::PlanInfo& i) {
 // synth-info reads them. `file`: the plan's, for the error a malformed parameter gives.
 void print_flow_lp(const plan::Plan& p, double time_us, const std::string& file) {
   if (!p.info().params.count("lp_us")) return;
-  plan::SynthInfo s;
-  try {
-    s = plan::synth_info(p, nullptr, {});
-  } catch (const collkit::InputError& e) {
-    throw collkit::InputError(file + ": " + e.what());
-  }
+  plan::SynthInfo s = collkit::naming_file(file, [&] { return plan::synth_info(p, nullptr, {}); });
   if (!(s.lp_us > 0)) return;
   std::cout << fmt::format("  flow LP optimum {} us ({} GB/s per pair over the ranks' routes)  gap {:.1f}%\n", us(s.lp_us),
                            s.lp_gbps > 0 ? p.info().params.at("lp_gbps") : "?", 100.0 * (time_us - s.lp_us) / s.lp_us);
@@ -223,7 +221,7 @@ int run_simulate(const Options& o) {
     Progress progress("simulate");
     plan::SimOptions so = sim_options(o);
     so.progress = progress.ops();
-    r = plan::simulate(*p, t, so);
+    r = collkit::naming_file(o.plan_file, [&] { return plan::simulate(*p, t, so); });
   }
   plan::Bound b = plan::lower_bound(p->info().req, t);
   std::cout << fmt::format("{} {} of {} on {} ranks, topology {}\n", p->info().algorithm, plan::to_string(p->info().req.coll),
@@ -298,7 +296,9 @@ int run_export(const Options& o) {
   if (o.format != "msccl-xml") throw collkit::InputError("unknown export format \"" + o.format + "\" (expected msccl-xml)");
   plan::MscclOptions mo;
   mo.proto = o.proto;
-  std::string xml = plan::to_msccl_xml(*p, mo);
+  mo.max_steps = o.max_steps;
+  mo.max_channels = o.max_channels;
+  std::string xml = collkit::naming_file(o.plan_file, [&] { return plan::to_msccl_xml(*p, mo); });
   if (o.output.empty() || o.output == "-") std::cout << xml;
   else collkit::write_file_atomic(o.output, xml);
   return 0;
@@ -306,7 +306,7 @@ int run_export(const Options& o) {
 
 int run_show(const Options& o) {
   auto p = plan::load(o.plan_file);
-  std::cout << plan::describe_plan(*p, o.first_rank, o.rank_count);
+  std::cout << collkit::naming_file(o.plan_file, [&] { return plan::describe_plan(*p, o.first_rank, o.rank_count); });
   return 0;
 }
 
@@ -314,12 +314,7 @@ int run_synth_info(const Options& o) {
   auto p = plan::load(o.plan_file);
   std::optional<topo::Topology> t;
   if (!o.topo_file.empty()) t = topo::load(o.topo_file);
-  plan::SynthInfo info;
-  try {
-    info = plan::synth_info(*p, t ? &*t : nullptr, sim_options(o));
-  } catch (const collkit::InputError& e) {
-    throw collkit::InputError(o.plan_file + ": " + e.what());
-  }
+  plan::SynthInfo info = collkit::naming_file(o.plan_file, [&] { return plan::synth_info(*p, t ? &*t : nullptr, sim_options(o)); });
   std::cout << plan::describe_synth_info(info);
   return 0;
 }
@@ -415,6 +410,12 @@ int main(int argc, char** argv) {
   exp->add_option("plan", o.plan_file, "plan file")->required();
   exp->add_option("--format", o.format, "msccl-xml (default)");
   exp->add_option("--proto", o.proto, "MSCCL protocol: Simple (default), LL128 or LL");
+  exp->add_option(
+         "--max-steps", o.max_steps,
+         "steps per threadblock the MSCCL runtime takes: its MSCCL_MAX_NUM_STEPS (64 in msccl-executor-nccl, 256 in the first runtime)")
+      ->check(CLI::Range(1, 1 << 20));
+  exp->add_option("--max-channels", o.max_channels, "MSCCL channels the runtime takes: MAXCHANNELS of the NCCL it builds on")
+      ->check(CLI::Range(1, 1 << 10));
   exp->add_option("-o,--output", o.output, "file to write (default: stdout)");
 
   auto* cmp = app.add_subcommand("compare", "the simulator's predictions against what coll-run measured: error per row, median and worst");

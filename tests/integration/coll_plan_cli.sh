@@ -105,7 +105,8 @@ expect_eq "$(python3 -c 'import sys,xml.etree.ElementTree as E; print(len(E.pars
 expect_eq "$(python3 -c 'import sys,xml.etree.ElementTree as E; a = E.parse(sys.argv[1]).getroot(); print(a.get("coll"), len(a.findall("gpu")), int(a.get("nchannels")) <= 32)' "$TMP/sb.xml")" \
   "broadcast 8 True" "synth broadcast as msccl xml"
 "$plan" generate --topo "$TMP/a100.json" --coll allgather --size 1M --algo synth --pipeline 64 -o "$TMP/sg.json"
-expect_fail 2 "coll-plan: error: rank 0 threadblock 0 needs 65 steps, MSCCL allows 64" "$plan" export --format msccl-xml "$TMP/sg.json"
+expect_fail 2 "coll-plan: error: $TMP/sg.json: rank 0 threadblock 0 needs 65 steps, MSCCL allows 64 (--max-steps for a runtime built with a larger MSCCL_MAX_NUM_STEPS)" "$plan" export --format msccl-xml "$TMP/sg.json"
+"$plan" export --format msccl-xml --max-steps 256 "$TMP/sg.json" -o "$TMP/sg.xml" && grep -q "<algo " "$TMP/sg.xml" && ok "--max-steps 256 exports the 65-step plan" || bad "--max-steps 256 refused"
 
 # synth-info: a synthesised plan's trees or flow LP; with --topo, the simulated time beside the
 # bound and the optimal rates (dgx-a100 x1: the optimum over every link counts GPUs relaying over
@@ -161,6 +162,26 @@ expect_fail 2 "coll-plan: error: unknown collective \"allscatter\" (expected all
 expect_fail 2 "coll-plan: error: --algo auto needs a topology to simulate the candidates (give --topo)" "$plan" generate --nranks 2
 expect_fail 2 "coll-plan: error: 64 ranks asked, the topology dgx-h100x2-fat-tree has 16" \
   "$plan" generate --topo "$TMP/t.json" --nranks 64 --algo ring
+# Errors found while using a plan's content (its parameters, its chunk indices: checked when the
+# programs expand) name the plan's file in every command that reads it.
+"$plan" generate --nranks 4 --algo ring -o "$TMP/r4p.json" >/dev/null
+python3 - "$TMP/r4p.json" "$TMP/badparam.json" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["params"]["pipeline"] = "x"
+json.dump(p, open(sys.argv[2], "w"))
+EOF
+param='plan parameter pipeline="x": expected an integer'
+expect_fail 2 "coll-plan: error: $TMP/badparam.json: plan is wrong: rank 0: cannot expand its program: $param" "$plan" verify "$TMP/badparam.json"
+expect_fail 2 "coll-plan: error: $TMP/badparam.json: $param" "$plan" simulate "$TMP/badparam.json" --topo "$TMP/t.json"
+expect_fail 2 "coll-plan: error: $TMP/badparam.json: rank 0: cannot expand its program: $param" "$plan" export "$TMP/badparam.json"
+expect_fail 2 "coll-plan: error: $TMP/badparam.json: $param" "$plan" show "$TMP/badparam.json"
+
+# One rank more than the topology maps: the ring ordered the topology's ranks before the check.
+for a in ring tree rhd direct auto; do
+  expect_fail 2 "coll-plan: error: 17 ranks asked, the topology dgx-h100x2-fat-tree has 16" \
+    "$plan" generate --topo "$TMP/t.json" --nranks 17 --algo "$a"
+done
 expect_fail 2 "coll-plan: error: allgather: size 2 is less than 3 bytes, the least that gives whole elements per rank" \
   "$plan" generate --nranks 3 --coll allgather --size 2 --algo ring
 expect_fail 2 "coll-plan: error: allreduce: size 6 is less than 8 bytes, the least that gives whole 8-byte elements" \

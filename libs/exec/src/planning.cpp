@@ -134,7 +134,7 @@ std::string Planner::make(Collective c, const std::string& algo, DataType type, 
     }
     count -= count % g.step;
     if (count == 0) return skip("the plan needs a multiple of " + std::to_string(g.step) + " elements");
-    p = plan::resized(*file_plan_, count * esize, esize);
+    p = naming_file(opt_.plan_file, [&] { return plan::resized(*file_plan_, count * esize, esize); });
   } else {
     const topo::Topology* t = topo_ ? &*topo_ : nullptr;
     plan::AlgoOptions ao;
@@ -160,7 +160,9 @@ std::string Planner::make(Collective c, const std::string& algo, DataType type, 
     plan::VerifyResult v = plan::verify(*p);
     it = proofs_.emplace(key, Proofs{v.ok ? std::string() : v.error, v.ok ? plan::in_place_problem(*p) : std::string()}).first;
   }
-  if (!it->second.error.empty()) throw InputError("plan " + p->info().algorithm + " is wrong: " + it->second.error);
+  if (!it->second.error.empty())
+    throw InputError((file_plan_ ? opt_.plan_file + ": plan is wrong: " : "plan " + p->info().algorithm + " is wrong: ") +
+                     it->second.error);
 
   out["plan"] = plan::to_json(*p);
   out["in_place_note"] = it->second.in_place.empty() ? "" : "staged (" + it->second.in_place + ")";

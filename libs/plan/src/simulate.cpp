@@ -693,16 +693,20 @@ class Simulator {
 
 }  // namespace
 
-namespace sim {
-
-SimResult simulate_folded(const Plan& plan, const topo::Topology& topo, const SimOptions& given, const std::optional<Fold>& fold) {
+void check_options(const SimOptions& opt) {
   // A NaN overhead once made every event time NaN, and the event loop never ended.
   auto check = [](double v, const char* what, const char* unit) {
     if (!std::isfinite(v) || v < 0)
       throw InputError(std::string("simulate: the ") + what + " must be a finite number >= 0 (" + unit + "), got " + fmt::format("{}", v));
   };
-  check(given.per_message_us, "per-message overhead", "us");
-  check(given.reduce_gbps, "reduction rate", "GB/s");
+  check(opt.per_message_us, "per-message overhead", "us");
+  check(opt.reduce_gbps, "reduction rate", "GB/s");
+}
+
+namespace sim {
+
+SimResult simulate_folded(const Plan& plan, const topo::Topology& topo, const SimOptions& given, const std::optional<Fold>& fold) {
+  check_options(given);
   // A calibrated topology states the software overhead and the reduction rate it measured; the
   // options' own figures, when set, win.
   SimOptions opt = given;

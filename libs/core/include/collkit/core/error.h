@@ -40,6 +40,20 @@ class UnsupportedError : public Error {
   using Error::Error;
 };
 
+/// Runs f and returns what it returns; an InputError from it comes out as `file: message` (the
+/// file named once), for errors found while using a file's content after it loaded: a plan's
+/// parameters or chunk indices are checked when its programs are expanded.
+template <class F>
+decltype(auto) naming_file(const std::string& file, F&& f) {
+  try {
+    return f();
+  } catch (const InputError& e) {
+    std::string what = e.what();
+    if (file.empty() || what.rfind(file + ":", 0) == 0) throw;
+    throw InputError(file + ": " + what);
+  }
+}
+
 /// The exit code apps return for an error of this type.
 int exit_code_for(const std::exception& e) noexcept;
 

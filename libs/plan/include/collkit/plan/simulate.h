@@ -62,6 +62,10 @@ struct SimResult {
   std::vector<std::string> critical_path;  ///< the chain of ops that ended last, described
 };
 
+/// Throws InputError when an option is not a finite number >= 0 (a NaN overhead would make
+/// every event time NaN). simulate() checks too; callers check first to blame the flag, not a file.
+void check_options(const SimOptions& opt);
+
 /// Simulates; throws InputError when the plan's rank count exceeds the topology's ranks or a route
 /// is missing, and when the plan deadlocks.
 SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOptions& opt = {});
