@@ -241,7 +241,8 @@ std::vector<int> msccl_channels(const PlanInfo& info, const std::vector<std::vec
   }
   if (static_cast<int>(taken.size()) > opt.max_channels)
     throw InputError("the plan's " + std::to_string(chan_of.size()) + " channels need " + std::to_string(taken.size()) +
-                     " MSCCL channels (those towards one peer cannot share one), MSCCL allows " + std::to_string(opt.max_channels));
+                     " MSCCL channels (those towards one peer cannot share one), MSCCL allows " + std::to_string(opt.max_channels) +
+                     " (--max-channels for a runtime with more)");
   return chan_of;
 }
 
@@ -269,8 +270,9 @@ std::string to_msccl_xml(const Plan& plan, const MscclOptions& opt) {
       const Tb& tb = b.tbs()[t];
       nchannels = std::max(nchannels, tb.chan + 1);
       if (static_cast<int>(tb.steps.size()) > opt.max_steps)
-        throw InputError("rank " + std::to_string(r) + " threadblock " + std::to_string(t) + " needs " +
-                         std::to_string(tb.steps.size()) + " steps, MSCCL allows " + std::to_string(opt.max_steps));
+        throw InputError("rank " + std::to_string(r) + " threadblock " + std::to_string(t) + " needs " + std::to_string(tb.steps.size()) +
+                         " steps, MSCCL allows " + std::to_string(opt.max_steps) +
+                         " (--max-steps for a runtime built with a larger MSCCL_MAX_NUM_STEPS)");
       if (tb.send >= 0) sends[tb.chan].push_back(tb.send);
       if (tb.recv >= 0) recvs[tb.chan].push_back(tb.recv);
       for (const Step& st : tb.steps)

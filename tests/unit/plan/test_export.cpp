@@ -171,7 +171,10 @@ TEST_CASE("msccl export: refusals") {
   AlgoOptions deep;
   deep.pipeline = 8;
   auto plan = generate("ring", Request{Collective::AllReduce, 8 * 64, 4, 0}, nullptr, deep);
-  CHECK_THROWS_WITH_AS(to_msccl_xml(*plan, {}), "rank 0 threadblock 0 needs 96 steps, MSCCL allows 64", InputError);
+  CHECK_THROWS_WITH_AS(
+      to_msccl_xml(*plan, {}),
+      "rank 0 threadblock 0 needs 96 steps, MSCCL allows 64 (--max-steps for a runtime built with a larger MSCCL_MAX_NUM_STEPS)",
+      InputError);
   MscclOptions roomy;
   roomy.max_steps = 256;  // the old runtime's limit
   check_structure(to_msccl_xml(*plan, roomy), 256);
@@ -271,8 +274,10 @@ TEST_CASE("msccl export: synth plans over MSCCL's limits are refused with the re
   topo::Topology t = topo::synth({"dgx-a100", 1, ""});
   AlgoOptions deep;
   deep.pipeline = 64;  // the root's copy and 64 sends on one tree arc's threadblock
-  CHECK_THROWS_WITH_AS(to_msccl_xml(*generate("synth", Request{Collective::AllGather, 8ull * 64 * 64 * 8, 8, 0}, &t, deep), {}),
-                       "rank 0 threadblock 0 needs 65 steps, MSCCL allows 64", InputError);
+  CHECK_THROWS_WITH_AS(
+      to_msccl_xml(*generate("synth", Request{Collective::AllGather, 8ull * 64 * 64 * 8, 8, 0}, &t, deep), {}),
+      "rank 0 threadblock 0 needs 65 steps, MSCCL allows 64 (--max-steps for a runtime built with a larger MSCCL_MAX_NUM_STEPS)",
+      InputError);
   // 40 trees per rank between two GPUs: 40 arcs each way between the same two ranks, which no
   // two MSCCL channels' threadblocks may share.
   topo::Topology pair = testing::uniform(2, 100, 1);
@@ -280,6 +285,7 @@ TEST_CASE("msccl export: synth plans over MSCCL's limits are refused with the re
   many.channels = 40;
   many.pipeline = 1;
   CHECK_THROWS_WITH_AS(to_msccl_xml(*generate("synth", Request{Collective::AllGather, 8ull * 80, 2, 0}, &pair, many), {}),
-                       "the plan's 80 channels need 40 MSCCL channels (those towards one peer cannot share one), MSCCL allows 32",
+                       "the plan's 80 channels need 40 MSCCL channels (those towards one peer cannot share one), MSCCL allows 32 "
+                       "(--max-channels for a runtime with more)",
                        InputError);
 }
