@@ -35,6 +35,7 @@ struct Options {
   bool no_matrix = false;
   std::size_t first = 0;
   std::size_t count = 16;
+  bool first_given = false, count_given = false;  // --dot draws a window only when asked
 };
 
 // Writes the topology and says where, unless it went to stdout.
@@ -86,7 +87,9 @@ int run_import(const Options& o) {
 int run_show(const Options& o) {
   topo::Topology t = topo::load(o.file);
   if (o.dot) {
-    std::cout << topo::to_dot(t);
+    // The whole topology unless a window was asked for.
+    bool window = o.first_given || o.count_given;
+    std::cout << (window ? topo::to_dot(t, o.first, o.count) : topo::to_dot(t));
     return 0;
   }
   std::cout << topo::summary(t);
@@ -136,10 +139,22 @@ int main(int argc, char** argv) {
 
   auto* show = app.add_subcommand("show", "summary and rank-by-rank matrix (nvidia-smi topo -m style), or Graphviz");
   show->add_option("file", o.file, "topology file")->required();
-  show->add_flag("--dot", o.dot, "print Graphviz DOT instead");
+  show->add_flag("--dot", o.dot, "print Graphviz DOT instead (with --first/--count: the window's hosts and their switches)");
   show->add_flag("--no-matrix", o.no_matrix, "summary only");
-  show->add_option("--first", o.first, "first rank of the matrix window");
-  show->add_option("--count", o.count, "ranks in the matrix window (default 16)");
+  show->add_option_function<std::size_t>(
+      "--first",
+      [&o](std::size_t v) {
+        o.first = v;
+        o.first_given = true;
+      },
+      "first rank of the window (default 0)");
+  show->add_option_function<std::size_t>(
+      "--count",
+      [&o](std::size_t v) {
+        o.count = v;
+        o.count_given = true;
+      },
+      "ranks in the window (default 16 for the matrix; --dot: all)");
 
   auto* validate = app.add_subcommand("validate", "check a topology file; non-zero exit with the reason when it is wrong");
   validate->add_option("file", o.file, "topology file")->required();

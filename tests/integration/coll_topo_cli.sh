@@ -80,6 +80,21 @@ rc=0; "$topo" frobnicate >/dev/null 2>&1 || rc=$?
 [ ! -e "$TMP/never.json" ] && [ -z "$(ls "$TMP" | grep '\.tmp\.' || true)" ] && ok "no partial file" || bad "partial file left"
 
 # --version on every tool (one place: apps/common/subcommands.h), exit 0.
+# --dot with a window draws the window's hosts and their switches only; without one, everything.
+"$topo" show --dot "$TMP/big.json" >"$TMP/all.dot"
+"$topo" show --dot --first 8 --count 8 "$TMP/big.json" >"$TMP/win.dot"
+all_links=$(grep -c -- ' -- ' "$TMP/all.dot"); win_links=$(grep -c -- ' -- ' "$TMP/win.dot")
+grep -q '"node1/gpu0"' "$TMP/win.dot" && ! grep -q '"node0/gpu0"' "$TMP/win.dot" && ! grep -q '"node2/' "$TMP/win.dot" &&
+  [ "$win_links" -gt 0 ] && [ "$win_links" -lt $((all_links / 64)) ] &&
+  ok "--dot --first 8 --count 8 draws node1 alone ($win_links of $all_links links)" ||
+  bad "--dot window: $win_links of $all_links links, $(grep -c '"node' "$TMP/win.dot") node lines"
+
+# --node takes a preset file of one's own, as --model does, with parameters after ':'.
+sed 's/"name": "pcie-8gpu"/"name": "my-box"/' "$(dirname "$0")/../../configs/nodes/pcie-8gpu.json" >"$TMP/my-box.json"
+"$topo" synth --node "$TMP/my-box.json:gpus=2" --nodes 2 -o "$TMP/mine.json" 2>/dev/null &&
+  expect_eq "$(json_get "$TMP/mine.json" 'len(j["ranks"])')" 4 "--node FILE:gpus=2 x 2 hosts" || bad "--node FILE refused"
+expect_fail 3 "coll-topo: error: $TMP/none.json: cannot open: No such file or directory" "$topo" synth --node "$TMP/none.json"
+
 for tool in coll-topo coll-plan coll-run coll-overlap; do
   got=$("$COLLKIT_BIN/$tool" --version 2>&1) && expect_eq "$got" "$tool (collkit 0.1.0)" "$tool --version" || bad "$tool --version failed: $got"
 done

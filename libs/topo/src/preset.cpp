@@ -249,6 +249,9 @@ NodePreset parse_node_preset(const std::string& text, const std::string& file,
 
 NodePreset load_node_preset(std::string_view spec_text) {
   Spec spec = parse_spec(spec_text);
+  // A preset file of one's own, as --model takes one: a path (with a '/') or a NAME.json.
+  bool is_path = spec.name.find('/') != std::string::npos || (spec.name.size() > 5 && spec.name.ends_with(".json"));
+  if (is_path) return parse_node_preset(read_file(spec.name), spec.name, spec.params);
   fs::path path = fs::path(config_dir()) / "nodes" / (spec.name + ".json");
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "collkit/topo/queries.h"
 #include "collkit/topo/routing.h"
@@ -130,7 +131,7 @@ std::string matrix(const Topology& t, std::size_t first, std::size_t count) {
   return out;
 }
 
-std::string to_dot(const Topology& t) {
+std::string to_dot(const Topology& t, std::size_t first, std::size_t count) {
   std::string out = "graph collkit {\n  graph [rankdir=TB, fontname=\"Helvetica\"];\n  node [fontname=\"Helvetica\", fontsize=10];\n"
                     "  edge [fontname=\"Helvetica\", fontsize=8];\n";
   auto shape = [](VertexKind k) {
@@ -148,8 +149,30 @@ std::string to_dot(const Topology& t) {
     for (char c : s) q += (c == '"' ? std::string("\\\"") : std::string(1, c));
     return q + "\"";
   };
+  // The vertices drawn: all, or the window's hosts, its rank vertices and the hostless vertices
+  // next to them.
+  std::vector<char> drawn(t.num_vertices(), 1);
+  std::size_t end = first >= t.num_ranks() ? first : first + std::min(count, t.num_ranks() - first);
+  if (first > 0 || end < t.num_ranks()) {
+    std::fill(drawn.begin(), drawn.end(), 0);
+    std::set<std::string> hosts;
+    for (std::size_t r = first; r < end; ++r) {
+      VertexId v = t.rank_vertex(static_cast<Rank>(r));
+      drawn[v] = 1;
+      if (!t.vertex(v).host.empty()) hosts.insert(t.vertex(v).host);
+    }
+    for (VertexId v = 0; v < t.num_vertices(); ++v)
+      if (hosts.count(t.vertex(v).host)) drawn[v] = 1;
+    std::vector<char> inner = drawn;
+    for (VertexId v = 0; v < t.num_vertices(); ++v)
+      if (inner[v])
+        for (const Adjacent& a : t.adjacent(v))
+          if (t.vertex(a.peer).host.empty()) drawn[a.peer] = 1;
+    out += fmt::format("  // ranks {}-{} of {}: their hosts and the switches next to them\n", first, end == 0 ? 0 : end - 1, t.num_ranks());
+  }
   std::map<std::string, std::vector<VertexId>> by_host;
-  for (VertexId v = 0; v < t.num_vertices(); ++v) by_host[t.vertex(v).host].push_back(v);
+  for (VertexId v = 0; v < t.num_vertices(); ++v)
+    if (drawn[v]) by_host[t.vertex(v).host].push_back(v);
   std::size_t cluster = 0;
   for (auto& [host, vs] : by_host) {
     std::string indent = host.empty() ? "  " : "    ";
@@ -164,7 +187,9 @@ std::string to_dot(const Topology& t) {
     if (!host.empty()) out += "  }\n";
   }
   for (const Link& l : t.links())
-    out += fmt::format("  {} -- {} [label=\"{} {}\"];\n", quoted(t.vertex(l.a).id), quoted(t.vertex(l.b).id), to_string(l.type), gbps(l.bw_gbps));
+    if (drawn[l.a] && drawn[l.b])
+      out += fmt::format("  {} -- {} [label=\"{} {}\"];\n", quoted(t.vertex(l.a).id), quoted(t.vertex(l.b).id), to_string(l.type),
+                         gbps(l.bw_gbps));
   out += "}\n";
   return out;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Human-readable views of a topology.
 
+#include <cstdint>
 #include <string>
 
 #include "collkit/topo/topology.h"
@@ -18,7 +19,9 @@ std::string matrix(const Topology& t, std::size_t first = 0, std::size_t count =
 /// The label nvidia-smi would give the route between two ranks ("NV18", "PIX", "NET", ...).
 std::string connection_label(const Topology& t, Rank a, Rank b);
 
-/// Graphviz DOT: hosts as clusters, links labelled with type and GB/s.
-std::string to_dot(const Topology& t);
+/// Graphviz DOT: hosts as clusters, links labelled with type and GB/s. With a window of ranks
+/// [first, first + count), only the hosts holding them, those ranks' own vertices, the vertices
+/// outside any host one link away from these (leaf switches), and the links among all of them.
+std::string to_dot(const Topology& t, std::size_t first = 0, std::size_t count = SIZE_MAX);
 
 }  // namespace collkit::topo

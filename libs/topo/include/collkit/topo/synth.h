@@ -34,7 +34,8 @@ struct NodePreset {
 /// Names of the node presets found in config_dir()/nodes, sorted.
 std::vector<std::string> list_node_presets();
 
-/// Loads a preset by spec ("dgx-h100", "pcie-8gpu:gpus=4"); InputError lists the known names
+/// Loads a preset by spec ("dgx-h100", "pcie-8gpu:gpus=4"), or from a file of one's own when the
+/// name has a '/' or ends in ".json" ("./mynode.json:gpus=4"); InputError lists the known names
 /// when the preset does not exist, and names file and JSON pointer when it is malformed.
 NodePreset load_node_preset(std::string_view spec);
 /// Parses a preset from text (for tests and user files); `file` names it in errors.
