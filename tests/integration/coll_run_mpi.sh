@@ -180,6 +180,13 @@ cmp -s "$TMP/bruck.json" "$TMP/same.json" && ok "--json left the plan alone" || 
 got=$(mpi 2 "$run" --algo ring -b 1T -e 1T --no-discover 2>&1 >/dev/null | grep "^coll-run") && rc=0 || rc=$?
 [[ $rc = 2 && $got == "coll-run: error: size 1T does not fit: mpi buffers need "*" available; lower -e" ]] &&
   ok "a size that does not fit is refused up front" || bad "1T: exit $rc: $got"
+# Sizes whose buffers add up past 2^64 bytes: the sum saturates (it wrapped to "needs 0.0 GiB" and
+# passed the check, then died in std::bad_alloc).
+for size in 2097152T 4194304T; do
+  got=$(mpi 2 "$run" --algo ring -b $size -e $size --no-discover 2>&1 >/dev/null | grep "^coll-run") && rc=0 || rc=$?
+  [[ $rc = 2 && $got == "coll-run: error: size $size does not fit: mpi buffers need 17179869184.0 GiB on a host, "* ]] &&
+    ok "$size: refused with the need saturated" || bad "$size: exit $rc: $got"
+done
 echo '{"schema": "collkit.topology/1"}' >"$TMP/notaplan.json"
 got=$("$run" --plan "$TMP/notaplan.json" 2>&1 >/dev/null) && rc=0 || rc=$?
 [[ $rc = 2 && $got == "coll-run: error: $TMP/notaplan.json: "* ]] && ok "a file of another schema is refused" || bad "schema: $rc $got"

@@ -141,18 +141,20 @@ int ranks_on_my_host(const std::vector<std::string>& hosts, const std::string& m
   return static_cast<int>(std::count(hosts.begin(), hosts.end(), mine));
 }
 
-std::string gib(std::uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+std::string gib(double bytes) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1ull << 30));
   return text;
 }
 
 void check_memory(Backend& b, World& world, const Setup& s, int sharing, double timeout_s) {
-  std::uint64_t need = b.bytes_needed(s) * static_cast<std::uint64_t>(std::max(sharing, 1));
+  std::uint64_t need = 0;  // saturating: "needs 0.0 GiB" was a wrapped product
+  if (__builtin_mul_overflow(b.bytes_needed(s), static_cast<std::uint64_t>(std::max(sharing, 1)), &need)) need = UINT64_MAX;
   std::uint64_t have = b.memory_available();
   std::uint64_t short_ranks = world.sum(have != 0 && need > have ? 1 : 0, timeout_s);
-  std::uint64_t worst = static_cast<std::uint64_t>(world.max(static_cast<double>(need), timeout_s));
-  std::uint64_t least = static_cast<std::uint64_t>(-world.max(-static_cast<double>(have), timeout_s));
+  // As doubles: 2^64 - 1 rounds up to 2^64, which no uint64 holds.
+  double worst = world.max(static_cast<double>(need), timeout_s);
+  double least = -world.max(-static_cast<double>(have), timeout_s);
   if (short_ranks > 0)
     throw InputError("size " + format_size_bytes(s.job.req.bytes) + " does not fit: " + std::string(b.name()) +
                      " buffers need " + gib(worst) + " on a host, " + gib(least) + " available; lower -e");

@@ -1,6 +1,7 @@
 #include "host_rank.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace collkit::exec::detail {
@@ -8,10 +9,16 @@ namespace collkit::exec::detail {
 std::uint64_t HostRank::bytes_needed(const Setup& s, int rank) {
   const plan::PlanInfo& info = s.plan->info();
   std::uint64_t in = plan::input_bytes(s.job.req), out = plan::output_bytes(s.job.req);
-  // Per channel, a receive-and-reduce staging buffer of at most one input's size.
-  std::uint64_t staging = info.channels * std::min(in, plan::buffer_bytes(info, plan::Buf::Input));
-  return in + out + in_place_offsets(s.job.req, rank).buffer_bytes + info.scratch_bytes +
-         (s.in_place == InPlaceMode::Staged ? in : 0) + staging;
+  // Per channel, a receive-and-reduce staging buffer of at most one input's size. Sums saturate:
+  // a size near 2^64 once wrapped to a small need, passed the memory check and died in bad_alloc.
+  std::uint64_t staging = 0;
+  if (__builtin_mul_overflow(std::uint64_t{info.channels}, std::min(in, plan::buffer_bytes(info, plan::Buf::Input)), &staging))
+    return UINT64_MAX;
+  std::uint64_t total = 0;
+  for (std::uint64_t part : {in, out, in_place_offsets(s.job.req, rank).buffer_bytes, std::uint64_t{info.scratch_bytes},
+                             s.in_place == InPlaceMode::Staged ? in : 0, staging})
+    if (__builtin_add_overflow(total, part, &total)) return UINT64_MAX;
+  return total;
 }
 
 void HostRank::setup(const Setup& s, int rank) {
