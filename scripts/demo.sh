@@ -5,8 +5,19 @@
 # Llama-3 70B on two of its hosts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "== dependencies (Debian packages, scripts/setup-deps.sh)"
 ./scripts/setup-deps.sh
-./scripts/build.sh >/dev/null
+# The first build takes about 15 minutes on 2 cores: progress on one line (a line per 10% when
+# not on a terminal), warnings and errors whole; the whole log in build/build.log.
+echo "== building collkit into build/ (the first time about 15 minutes on 2 cores; log: build/build.log)"
+mkdir -p build
+tty=0
+[ -t 1 ] && tty=1
+if ! ./scripts/build.sh 2>&1 | tee build/build.log | awk -v tty=$tty -f scripts/build-progress.awk; then
+  echo "demo: the build failed; its last lines (all of it in build/build.log):" >&2
+  tail -20 build/build.log >&2
+  exit 1
+fi
 bin=build/bin
 out=${COLLKIT_DEMO_OUT:-out/demo}
 mkdir -p "$out"
