@@ -25,12 +25,14 @@
 #include "collkit/plan/synth_info.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/io.h"
+#include "progress.h"
 #include "shell.h"
 #include "subcommands.h"
 
 namespace plan = collkit::plan;
 namespace topo = collkit::topo;
 namespace exec = collkit::exec;
+using collkit::cli::Progress;
 
 namespace {
 
@@ -94,43 +96,6 @@ plan::AlgoOptions algo_options(const Options& o) {
 }
 
 std::string us(double v) { return fmt::format("{:.2f}", v); }
-
-// A count of the plans simulated so far, on stderr, once a search has run 2 s, and only when
-// stderr is a terminal (a log or a pipe gets nothing).
-class Progress {
- public:
-  explicit Progress(std::string what) : what_(std::move(what)), tty_(isatty(STDERR_FILENO) != 0) {}
-  ~Progress() {
-    if (shown_) std::fprintf(stderr, "\r%*s\r", 60, "");
-  }
-  plan::SearchOptions search() {
-    plan::SearchOptions s;
-    if (tty_) s.on_plan = [this](int) { tick(); };
-    return s;
-  }
-  void tick() {  // one more plan simulated (a sweep's evaluations each count from 0: count here)
-    ++plans_;
-    if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(2)) return;
-    std::fprintf(stderr, "\r%s: %d plans simulated", what_.c_str(), plans_);
-    shown_ = true;
-  }
-  // Ops executed or simulated of all ops (verify, one simulation).
-  std::function<void(std::size_t, std::size_t)> ops() {
-    if (!tty_) return {};
-    return [this](std::size_t done, std::size_t total) {
-      if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(2)) return;
-      std::fprintf(stderr, "\r%s: %zu of %zu ops", what_.c_str(), done, total);
-      shown_ = true;
-    };
-  }
-
- private:
-  std::string what_;
-  bool tty_;
-  bool shown_ = false;
-  int plans_ = 0;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
 
 void print_prediction(const plan::PlanInfo& i) {
   if (i.predicted_us <= 0) return;

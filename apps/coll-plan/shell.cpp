@@ -23,6 +23,7 @@
 #include "collkit/topo/show.h"
 #include "collkit/topo/subset.h"
 #include "collkit/topo/synth.h"
+#include "progress.h"
 
 namespace collkit::shell {
 
@@ -176,11 +177,21 @@ void check_interrupt() {
   if (g_interrupted.exchange(false)) throw InputError("interrupted");
 }
 
+// The running command's progress line (on a terminal, after 2 s): execute() holds it, and
+// progress_done() clears it before an answer is printed.
+cli::Progress* g_progress = nullptr;
+void progress_done() {
+  if (g_progress) g_progress->clear();
+}
+
 }  // namespace
 
 plan::SearchOptions interruptible_search() {
   plan::SearchOptions s;
-  s.on_plan = [](int) { check_interrupt(); };
+  s.on_plan = [](int) {
+    check_interrupt();
+    if (g_progress) g_progress->tick();
+  };
   return s;
 }
 
@@ -190,7 +201,10 @@ plan::SimOptions sim_options_on(topo::Topology& t, std::shared_ptr<topo::RouteCa
   if (!routes) routes = std::make_shared<topo::RouteCache>(t);
   plan::SimOptions s;
   s.routes = routes;
-  s.progress = [](std::size_t, std::size_t) { check_interrupt(); };
+  s.progress = [](std::size_t done, std::size_t total) {
+    check_interrupt();
+    if (g_progress) g_progress->ops_done(done, total);
+  };
   return s;
 }
 
@@ -207,6 +221,7 @@ const plan::Evaluation& Session::evaluation(Edit& at, const plan::Request& req) 
   if (it != at.answers.end()) return *it->second;
   auto e = std::make_shared<const plan::Evaluation>(
       plan::evaluate(req, at.topology, {}, sim_options_on(at.topology, at.routes), interruptible_search()));
+  progress_done();
   return *at.answers.emplace(key, std::move(e)).first->second;
 }
 
@@ -245,6 +260,11 @@ bool Session::execute(const std::string& line) {
   if (w.empty()) return true;
   const std::string& c = w[0];
   if (c == "quit" || c == "exit") return false;
+  cli::Progress progress(c);  // shown while a long command runs, cleared before its answer
+  g_progress = &progress;
+  struct Reset {
+    ~Reset() { g_progress = nullptr; }
+  } reset;
   if (c == "help") help(w);
   else if (c == "load") load(w);
   else if (c == "synth") synth(w);
@@ -313,6 +333,7 @@ void Session::plan(const Args& a) {
   if (!r.note.empty()) out_ << r.note << "\n";
   std::string why;
   plan_ = plan::plan_for(algo, r.req, &t, k.algo, sim_options(), interruptible_search(), &why);
+  progress_done();
   plan_file_.clear();
   remember({r.req.coll, r.req.bytes, r.req.root});
   const plan::PlanInfo& i = plan_->info();
@@ -367,6 +388,7 @@ void Session::sweep(const Args& a) {
   if (f < 2) throw InputError("FACTOR: must be 2 or more");
   if (hi < lo) throw InputError("MAX is smaller than MIN");
   auto rows = plan::sweep(coll, static_cast<int>(t.num_ranks()), 0, lo, hi, f, t, {}, sim_options(), interruptible_search());
+  progress_done();
   out_ << fmt::format("# {} on {} ranks of {}\n  {:>10} {:>10} {:>14} {:>12} {:>8}\n", plan::to_string(coll), t.num_ranks(), t.name, "size",
                       "best", "predicted(us)", "busbw(GB/s)", "gap%");
   for (const plan::SweepRow& row : rows) {
@@ -382,6 +404,7 @@ void Session::simulate(const Args& a) {
   if (!plan_) throw InputError("no current plan: plan COLL SIZE first");
   const topo::Topology& t = topology();
   plan::SimResult r = plan::simulate(*plan_, t, sim_options());
+  progress_done();
   plan::Bound b = plan::lower_bound(plan_->info().req, t);
   out_ << fmt::format("time {} us  algbw {:.2f} GB/s  busbw {:.2f} GB/s  bound {} us  gap {:.1f}%\n", us(r.time_us), r.algbw_gbps,
                       r.busbw_gbps, us(b.time_us()), plan::gap_percent(r.time_us, b));
@@ -535,6 +558,14 @@ std::vector<std::string> Session::completions(const Args& before, const std::str
     if (stack_.empty()) return;
     for (const topo::Vertex& v : topology().vertices()) pool.push_back(v.id);
   };
+  // A link's far end: the vertices linked to its first end (all of them if that is not a vertex).
+  auto far_ends = [&](const std::string& first) {
+    if (stack_.empty()) return;
+    const topo::Topology& t = topology();
+    std::optional<topo::VertexId> a = t.find(first);
+    if (!a) return vertices();
+    for (const topo::Adjacent& adj : t.adjacent(*a)) pool.push_back(t.vertex(adj.peer).id);
+  };
   if (before.empty()) {
     for (const auto& c : commands()) pool.push_back(c.name);
     pool.push_back("exit");
@@ -554,12 +585,16 @@ std::vector<std::string> Session::completions(const Args& before, const std::str
       pool = {"single-switch", "fat-tree:rails=", "torus:dims="};
     } else if (c == "fail" && at == 1) {
       pool = {"link", "vertex"};
+    } else if (c == "fail" && at == 3 && before[1] == "link") {
+      far_ends(before[2]);
     } else if (c == "fail" && at >= 2) {
       vertices();
     } else if (c == "scale" && at == 1) {
       pool = {"link", "type"};
-    } else if (c == "scale" && before.size() >= 2 && before[1] == "link" && (at == 2 || at == 3)) {
+    } else if (c == "scale" && before.size() >= 2 && before[1] == "link" && at == 2) {
       vertices();
+    } else if (c == "scale" && before.size() >= 3 && before[1] == "link" && at == 3) {
+      far_ends(before[2]);
     } else if (c == "scale" &&
                ((before.size() >= 2 && before[1] == "link" && at == 4) || (before.size() >= 2 && before[1] == "type" && at == 3))) {
       pool = {"bw", "lat"};
