@@ -244,6 +244,24 @@ std::vector<Path> Router::routes_from(VertexId src) const {
   return routes_to(src, all);
 }
 
+std::vector<char> Router::reachable_from(VertexId src) const {
+  // Rules::step depends on the link's two ends only (and the source), so the vertices an allowed
+  // path reaches are those a search over allowed steps visits.
+  Rules rules(t_, host_, src);
+  std::vector<char> seen(t_.num_vertices(), 0);
+  std::vector<VertexId> queue{src};
+  seen[src] = 1;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    VertexId u = queue[i];
+    for (const Adjacent& a : t_.adjacent(u)) {
+      if (seen[a.peer] || !rules.step(u, a.peer)) continue;
+      seen[a.peer] = 1;
+      queue.push_back(a.peer);
+    }
+  }
+  return seen;
+}
+
 const NicAffinity& Router::affinity() const {
   if (!aff_) aff_ = std::make_shared<NicAffinity>(nic_affinity(t_));
   return *aff_;
