@@ -479,18 +479,23 @@ std::vector<Path> Router::equal_cost_paths(VertexId src, VertexId dst, std::size
 }
 
 std::vector<const Path*> RouteCache::routes_to(VertexId src, const std::vector<VertexId>& dsts) {
+  // One lookup per destination kept (the planner asks for the same routes once per candidate
+  // simulated), a second only for those searched now.
+  std::vector<const Path*> out(dsts.size(), nullptr);
   std::vector<VertexId> missing;
-  for (VertexId d : dsts)
-    if (!paths_.count(key(src, d))) missing.push_back(d);
+  for (std::size_t i = 0; i < dsts.size(); ++i) {
+    auto it = paths_.find(key(src, dsts[i]));
+    if (it != paths_.end()) out[i] = &it->second;
+    else missing.push_back(dsts[i]);
+  }
   if (!missing.empty()) {
     std::sort(missing.begin(), missing.end());
     missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
     std::vector<Path> found = router_.routes_to(src, missing);
     for (std::size_t i = 0; i < missing.size(); ++i) paths_.emplace(key(src, missing[i]), std::move(found[i]));
+    for (std::size_t i = 0; i < dsts.size(); ++i)
+      if (!out[i]) out[i] = &paths_.at(key(src, dsts[i]));
   }
-  std::vector<const Path*> out;
-  out.reserve(dsts.size());
-  for (VertexId d : dsts) out.push_back(&paths_.at(key(src, d)));
   return out;
 }
 
