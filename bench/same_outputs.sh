@@ -5,7 +5,8 @@
 # case and exits 1 at the first difference (with the diff).
 #
 # Usage: bench/same_outputs.sh OLD_BIN_DIR NEW_BIN_DIR [--big]
-#   --big adds 128 and 2048 x dgx-h100 (1024 and 16384 GPUs; minutes on two cores).
+#   --big adds 128 and 2048 x dgx-h100 (1024 and 16384 GPUs; minutes on two cores); --big-only
+#   runs those two alone.
 set -euo pipefail
 old=$(cd "$1" && pwd)
 new=$(cd "$2" && pwd)
@@ -19,6 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 topos=("dgx-h100 2 fat-tree:rails=8" "dgx-h100 16 fat-tree:rails=8" "dgx-a100 4 fat-tree:rails=8" "mi300x 4 torus:dims=2x2"
   "dgx1-v100 2 fat-tree:rails=4")
 [ "$big" = --big ] && topos+=("dgx-h100 128 fat-tree:rails=8" "dgx-h100 2048 fat-tree:rails=8")
+[ "$big" = --big-only ] && topos=("dgx-h100 128 fat-tree:rails=8" "dgx-h100 2048 fat-tree:rails=8")
 cases=0
 
 same() {  # same NAME: $tmp/old.* and $tmp/new.* must match
