@@ -6,6 +6,7 @@
 # Goals: 1024 GPUs under 2 s and 300 MB in all, 16384 under 10 s.
 #
 # Usage: bench/cli_path.sh [build/bin] [out.md]
+#   COLLKIT_BASELINE_BIN=DIR adds bench/cpu_ab.sh's table: this build against the one in DIR.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/build/bin}" && pwd)
@@ -54,6 +55,22 @@ Before this session's changes (commit 3f33539, same machine, CPU seconds): at 16
 auto does not search the knobs of candidates more than 4 x the best, the simulator's fold keeps
 resource orbits in an array and stops growing its group once the representatives run little, and
 routing finds a spine's equal-cost predecessors once per source (docs/plan.md).
+
+Then (commits 246aea9..17d1d31, the same plans and predictions byte for byte, bench/same_outputs.sh):
+the topology's connectivity check is one breadth-first search under the routes' rules instead of
+every route from rank 0 (a load at 16384 GPUs: 0.82 -> 0.65 CPU s, 262 -> 219 MB), the fold's
+rank-pair index hashes by the top bits and its used resources come from marks instead of a sort,
+hier computes its host cycles once per layout, and the route cache looks a kept route up once.
+The table "against the baseline" (when present) is bench/cpu_ab.sh's: baseline and new build
+alternately in one run, CPU seconds, so that others' load falls on both.
 TEXT
+if [ -n "${COLLKIT_BASELINE_BIN:-}" ]; then
+  {
+    echo
+    echo "## Against the baseline"
+    echo
+    "$root/bench/cpu_ab.sh" "$COLLKIT_BASELINE_BIN" "$bin" /dev/stdout
+  } >>"$tmp/out.md"
+fi
 cp "$tmp/out.md" "$out"
 echo "cli_path: wrote $out" >&2

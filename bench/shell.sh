@@ -13,6 +13,7 @@
 # compare runs for tens of seconds). Two cores are shared with whatever else runs.
 #
 # Usage: bench/shell.sh [build/bin] [out.md]
+#   COLLKIT_BASELINE_BIN=DIR adds bench/cpu_ab.sh's table (CPU s, RSS): this build against DIR's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/build/bin}" && pwd)
@@ -80,5 +81,11 @@ done
   echo "under 5 s at 16384, after the first load. \"asked again\" and the unedited side of \"diff\""
   echo "come from the session's memory; a new question pays the planner's simulations, which at"
   echo "16384 GPUs are most of the time (the routes, kept, are not)."
+  if [ -n "${COLLKIT_BASELINE_BIN:-}" ]; then
+    echo
+    echo "## CPU seconds against the baseline"
+    echo
+    "$root/bench/cpu_ab.sh" "$COLLKIT_BASELINE_BIN" "$bin" /dev/stdout
+  fi
 } >"$out"
 echo "shell.sh: wrote $out" >&2

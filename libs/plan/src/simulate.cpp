@@ -511,6 +511,11 @@ class Simulator {
       finish_at(r, now_ + recv_cost(r));
     }
     std::uint64_t k = slot(g);
+    // Sends wait only behind a full window: below it none is blocked, and no lookup is needed.
+    if (in_flight_[k] < static_cast<std::uint16_t>(window_)) {
+      --in_flight_[k];
+      return;
+    }
     auto it = blocked_.find(k);
     if (it == blocked_.end() || it->second.empty()) {
       --in_flight_[k];

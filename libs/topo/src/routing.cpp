@@ -244,6 +244,24 @@ std::vector<Path> Router::routes_from(VertexId src) const {
   return routes_to(src, all);
 }
 
+std::vector<char> Router::reachable_from(VertexId src) const {
+  // Rules::step depends on the link's two ends only (and the source), so the vertices an allowed
+  // path reaches are those a search over allowed steps visits.
+  Rules rules(t_, host_, src);
+  std::vector<char> seen(t_.num_vertices(), 0);
+  std::vector<VertexId> queue{src};
+  seen[src] = 1;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    VertexId u = queue[i];
+    for (const Adjacent& a : t_.adjacent(u)) {
+      if (seen[a.peer] || !rules.step(u, a.peer)) continue;
+      seen[a.peer] = 1;
+      queue.push_back(a.peer);
+    }
+  }
+  return seen;
+}
+
 const NicAffinity& Router::affinity() const {
   if (!aff_) aff_ = std::make_shared<NicAffinity>(nic_affinity(t_));
   return *aff_;
@@ -461,18 +479,23 @@ std::vector<Path> Router::equal_cost_paths(VertexId src, VertexId dst, std::size
 }
 
 std::vector<const Path*> RouteCache::routes_to(VertexId src, const std::vector<VertexId>& dsts) {
+  // One lookup per destination kept (the planner asks for the same routes once per candidate
+  // simulated), a second only for those searched now.
+  std::vector<const Path*> out(dsts.size(), nullptr);
   std::vector<VertexId> missing;
-  for (VertexId d : dsts)
-    if (!paths_.count(key(src, d))) missing.push_back(d);
+  for (std::size_t i = 0; i < dsts.size(); ++i) {
+    auto it = paths_.find(key(src, dsts[i]));
+    if (it != paths_.end()) out[i] = &it->second;
+    else missing.push_back(dsts[i]);
+  }
   if (!missing.empty()) {
     std::sort(missing.begin(), missing.end());
     missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
     std::vector<Path> found = router_.routes_to(src, missing);
     for (std::size_t i = 0; i < missing.size(); ++i) paths_.emplace(key(src, missing[i]), std::move(found[i]));
+    for (std::size_t i = 0; i < dsts.size(); ++i)
+      if (!out[i]) out[i] = &paths_.at(key(src, dsts[i]));
   }
-  std::vector<const Path*> out;
-  out.reserve(dsts.size());
-  for (VertexId d : dsts) out.push_back(&paths_.at(key(src, d)));
   return out;
 }
 

@@ -244,3 +244,61 @@ TEST_CASE("flows to the ports of one leaf climb distinct spines (destination-bas
   }
   CHECK(checked == 16);
 }
+
+TEST_CASE("reachable_from is exactly where routes_from finds a route, from every vertex") {
+  // check_connected() asks reachable_from() (one search) instead of every route from rank 0; the
+  // two must agree, including where links are missing: the fabrics above, a rail-only network,
+  // GPUs joined only through another GPU, and clusters with some links cut.
+  std::vector<Topology> topos;
+  topos.push_back(mini_cluster(4, "fat-tree:rails=2,leaf_radix=4"));
+  topos.push_back(mini_cluster(3, "single-switch"));
+  topos.push_back(synth({"dgx-h100", 6, "fat-tree:rails=8,leaf_radix=8"}));
+  topos.push_back(synth({"dgx1-v100", 4, "fat-tree:rails=2,oversub=2,leaf_radix=4"}));
+  topos.push_back(synth({"dgx-a100", 4, "torus:dims=2x2"}));
+  topos.push_back(synth({"pcie-8gpu", 3, "fat-tree:rails=1,leaf_radix=4"}));
+  topos.push_back(synth({"mi300x", 3, "single-switch"}));
+  topos.push_back(synth({"gb200-nvl72", 2, ""}));
+  {
+    Topology t = mini_cluster(2, "");
+    for (int rail = 0; rail < 2; ++rail) {
+      VertexId sw = t.add_vertex(testing::vertex("rail" + std::to_string(rail), VertexKind::NetSwitch, ""));
+      for (int h = 0; h < 2; ++h)
+        t.add_link({t.at("n" + std::to_string(h) + "/nic" + std::to_string(rail)), sw, LinkType::InfiniBand, 50, 0.6, 1});
+    }
+    topos.push_back(std::move(t));
+  }
+  {
+    Topology t;
+    for (int i = 0; i < 3; ++i) t.add_vertex(testing::vertex("gpu" + std::to_string(i), VertexKind::Gpu, "h"));
+    t.add_link({0, 1, LinkType::NvLink, 100, 0.1, 4});
+    t.add_link({1, 2, LinkType::NvLink, 100, 0.1, 4});
+    topos.push_back(std::move(t));
+  }
+  // The same clusters with every third link (then every fifth) left out: parts fall apart.
+  for (int every : {3, 5})
+    for (const char* fabric : {"fat-tree:rails=2,leaf_radix=4", "single-switch"}) {
+      Topology full = mini_cluster(3, fabric), cut;
+      for (const Vertex& v : full.vertices()) cut.add_vertex(v);
+      for (LinkId l = 0; l < full.num_links(); ++l)
+        if (l % static_cast<LinkId>(every) != 1) cut.add_link(full.link(l));
+      topos.push_back(std::move(cut));
+    }
+  std::size_t pairs = 0, unreachable = 0;
+  for (const Topology& t : topos) {
+    Router r(t);
+    for (VertexId src = 0; src < t.num_vertices(); ++src) {
+      auto routes = r.routes_from(src);
+      auto seen = r.reachable_from(src);
+      REQUIRE(seen.size() == t.num_vertices());
+      for (VertexId dst = 0; dst < t.num_vertices(); ++dst) {
+        CAPTURE(t.vertex(src).id);
+        CAPTURE(t.vertex(dst).id);
+        REQUIRE(static_cast<bool>(seen[dst]) == routes[dst].found);
+        ++pairs;
+        unreachable += routes[dst].found ? 0 : 1;
+      }
+    }
+  }
+  CHECK(pairs > 10000);
+  CHECK(unreachable > 100);  // the cut clusters and the GPU line do leave pairs apart
+}

@@ -90,9 +90,15 @@ class HierAlgorithm final : public Algorithm {
   }
 
   bool supports(const Request& req, const topo::Topology* topo, std::string* why) const override {
+    return !host_grid(req, topo, why).empty();
+  }
+
+  // The hosts' rank cycles when hier applies, else none and the reason in *why: supports() and
+  // layout() share one host_cycles(), most of a layout's cost at 16384 ranks.
+  static std::vector<std::vector<int>> host_grid(const Request& req, const topo::Topology* topo, std::string* why) {
     auto say = [&](std::string text) {
       if (why) *why = std::move(text);
-      return false;
+      return std::vector<std::vector<int>>{};
     };
     if (facts(req.coll).has_root) return say("hier does AllReduce, ReduceScatter, AllGather and AlltoAll only");
     if (!topo) return say("hier needs a topology to group ranks by host");
@@ -103,13 +109,13 @@ class HierAlgorithm final : public Algorithm {
       if (hosts[h].size() != hosts[0].size())
         return say("hosts hold unequal numbers of ranks (host 0: " + std::to_string(hosts[0].size()) + ", host " +
                    std::to_string(h) + ": " + std::to_string(hosts[h].size()) + "); hier needs the same number on each");
-    return true;
+    return hosts;
   }
 
   PlanInfo layout(const Request& req, const topo::Topology* topo, const AlgoOptions& opt) const override {
     std::string why;
-    if (!supports(req, topo, &why)) throw InputError("hier: " + why);
-    auto hosts = host_cycles(req.nranks, *topo);
+    auto hosts = host_grid(req, topo, &why);
+    if (hosts.empty()) throw InputError("hier: " + why);
     std::vector<int> order;
     for (const auto& cycle : hosts) order.insert(order.end(), cycle.begin(), cycle.end());
     auto n = static_cast<std::uint32_t>(hosts.size()), g = static_cast<std::uint32_t>(hosts[0].size());

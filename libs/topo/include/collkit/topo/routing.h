@@ -65,6 +65,12 @@ class Router {
   /// Routes from src to every vertex (index = destination vertex): routes_to() of all of them.
   std::vector<Path> routes_from(VertexId src) const;
 
+  /// Which vertices some allowed path from src reaches (index = vertex): exactly those whose
+  /// routes_from(src) entry is found (the NIC rule is dropped where it would leave a pair
+  /// unconnected, so it never decides reachability), by one breadth-first search instead of
+  /// the routes themselves.
+  std::vector<char> reachable_from(VertexId src) const;
+
   /// Routes from src to the given destinations only (result[i] for dsts[i]): the searches stop as
   /// soon as every destination is settled, so near destinations cost little in big topologies.
   std::vector<Path> routes_to(VertexId src, const std::vector<VertexId>& dsts) const;
