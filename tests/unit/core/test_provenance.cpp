@@ -64,7 +64,7 @@ TEST_CASE("provenance: dates are UTC ISO 8601 to the second") {
   CHECK_THROWS_WITH_AS(iso8601_utc(253402300800), "date 253402300800 s since 1970 is outside years 1970-9999", InputError);
 }
 
-TEST_CASE("provenance: SOURCE_DATE_EPOCH fixes the date; unset or empty, the clock gives it") {
+TEST_CASE("provenance: SOURCE_DATE_EPOCH fixes the date, unset or empty the clock gives it") {
   {
     ScopedEpoch e("1796429581");
     CHECK(artifact_date() == "2026-12-05T00:13:01Z");
@@ -96,7 +96,7 @@ TEST_CASE("provenance: a malformed SOURCE_DATE_EPOCH is an error naming it, neve
   CHECK(checked == 8);
 }
 
-TEST_CASE("provenance: a tool's main records its name and command line; the object has the four fields") {
+TEST_CASE("provenance: a tool's main records its name and command line, the object has the four fields") {
   LibraryAfter restore;
   ScopedEpoch e("1796429581");
   const char* argv[] = {"coll-plan", "generate", "--size", "1M", "-o", "a b.json"};

@@ -88,7 +88,7 @@ TEST_CASE("malformed plan files get one precise line each") {
   CHECK(err(with(good, "\"nranks\": 4", "\"nranks\": 0")) == "p.json: /nranks: must be between 1 and 16777216, got 0");
   CHECK(err(with(good, "\"channels\": 1", "\"channel\": 1")) ==
         "p.json: /: unknown field \"channel\" (expected schema, collective, bytes, nranks, root, elem_bytes, algorithm, made_by, params, "
-        "chunks, scratch_bytes, channels, topology, predicted_us, bound_us, programs)");
+        "chunks, scratch_bytes, channels, topology, predicted_us, bound_us, programs, provenance)");
   CHECK(err(with(good, "\"input\": 4", "\"input\": 0")) == "p.json: /chunks/input: must be >= 1, got 0");
 
   // A root past int once narrowed to a rank: 4294967297 verified as root 1.
@@ -156,7 +156,7 @@ TEST_CASE("a ring plan file with pipeline or channels 0 is refused, not divided 
   CHECK(checked == 2);
 }
 
-TEST_CASE("plans carry provenance, compact and explicit; the loader ignores it") {
+TEST_CASE("plans carry provenance, compact and explicit, and the loader ignores it") {
   int checked = 0;
   for (bool explicit_form : {false, true}) {
     auto gen = generate("ring", {Collective::AllReduce, 4096, 4, 0}, nullptr);
