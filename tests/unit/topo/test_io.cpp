@@ -87,7 +87,7 @@ TEST_CASE("a missing file is a system error naming it") {
   CHECK_THROWS_WITH_AS(load("/nonexistent/topo.json"), "/nonexistent/topo.json: cannot open: No such file or directory", SystemError);
 }
 
-TEST_CASE("a calibration block round-trips; a malformed one is refused with its field") {
+TEST_CASE("a calibration block round-trips, and a malformed one is refused with its field") {
   Topology t = load(fixture("two-gpus.json"));
   CHECK_FALSE(t.calibration);
   Calibration c;
