@@ -156,18 +156,20 @@ std::string knobs(const ov::StrategyResult& r) {
   return s.empty() ? "-" : s;
 }
 
-void print_table(const ov::Report& rep) {
-  std::cout << fmt::format("\n{:<34} {:>11} {:>10} {:>11} {:>8} {:>8} {:>11} {:>8}  {}\n", "strategy", "compute_ms", "comm_ms",
-                           "exposed_ms", "overlap", "slowdn", "step_ms", "speedup", "knobs");
+void print_table(const ov::Report& rep, std::ostream& out) {
+  out << fmt::format("\n{:<34} {:>11} {:>10} {:>11} {:>8} {:>8} {:>11} {:>8}  {}\n", "strategy", "compute_ms", "comm_ms", "exposed_ms",
+                     "overlap", "slowdn", "step_ms", "speedup", "knobs");
   for (const auto& r : rep.rows)
-    std::cout << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8.3f} {:>11} {:>7.3f}x  {}\n", r.name, ms(r.stats.compute_alone_us),
-                             ms(r.stats.comm_us), ms(std::abs(r.stats.exposed_comm_us) < 5e-4 ? 0.0 : r.stats.exposed_comm_us),
-                             percent(r.overlap_ratio), r.slowdown, ms(r.step_us), r.speedup, knobs(r));
+    out << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8.3f} {:>11} {:>7.3f}x  {}\n", r.name, ms(r.stats.compute_alone_us),
+                       ms(r.stats.comm_us), ms(std::abs(r.stats.exposed_comm_us) < 5e-4 ? 0.0 : r.stats.exposed_comm_us),
+                       percent(r.overlap_ratio), r.slowdown, ms(r.step_us), r.speedup, knobs(r));
 }
 
 int run_overlap(const Options& o) {
   for (const std::string& out : {o.json_out, o.trace_out}) collkit::check_output_not_input(out, {o.topo, o.model, o.calibration});
   auto pred = predict(o, nullptr);
+  // What a person reads goes to stdout, or to stderr when stdout carries JSON (--json - / --trace -).
+  std::ostream& out = o.json_out == "-" || o.trace_out == "-" ? std::cerr : std::cout;
   const ov::Model& model = pred->model;
   const topo::Topology& t = pred->t;
   const ov::Layout& l = pred->l;
@@ -178,47 +180,46 @@ int run_overlap(const Options& o) {
   const double contention = pred->req.contention;
 
   const auto& pk = cm.peak();
-  std::cout << fmt::format("{}: {:.2f} B parameters, {} layers on this stage; {} on {} ({} ranks)\n", model.name,
-                           static_cast<double>(ov::parameter_count(model)) / 1e9, w.stage_layers, ov::to_string(l.mode), t.name,
-                           t.num_ranks());
-  std::cout << fmt::format("layout: tp {}{} dp {} zero {} ep {} pp {}, {} micro-batch(es) of {} x {} tokens, {}; GPU {} ({} TFLOP/s, {} GB/s)\n",
-                           l.tp, l.sp ? " (sp)" : "", l.dp, l.zero, l.ep, l.pp, l.microbatches, l.micro_batch, l.seq_len, l.dtype,
-                           pk.label, pk.tflops, pk.mem_bw_gbps);
+  out << fmt::format("{}: {:.2f} B parameters, {} layers on this stage; {} on {} ({} ranks)\n", model.name,
+                     static_cast<double>(ov::parameter_count(model)) / 1e9, w.stage_layers, ov::to_string(l.mode), t.name, t.num_ranks());
+  out << fmt::format("layout: tp {}{} dp {} zero {} ep {} pp {}, {} micro-batch(es) of {} x {} tokens, {}; GPU {} ({} TFLOP/s, {} GB/s)\n",
+                     l.tp, l.sp ? " (sp)" : "", l.dp, l.zero, l.ep, l.pp, l.microbatches, l.micro_batch, l.seq_len, l.dtype, pk.label,
+                     pk.tflops, pk.mem_bw_gbps);
   // The collectives of the step at full size, as libs/plan planned and simulated them.
-  std::cout << "\ncollectives (rank 0's groups, best plan simulated on the topology):\n";
-  std::cout << fmt::format("  {:<10} {:<14} {:>10} {:>6} {:>10} {:>12}\n", "group", "collective", "size", "ranks", "plan", "time_us");
+  out << "\ncollectives (rank 0's groups, best plan simulated on the topology):\n";
+  out << fmt::format("  {:<10} {:<14} {:>10} {:>6} {:>10} {:>12}\n", "group", "collective", "size", "ranks", "plan", "time_us");
   std::set<std::tuple<int, int, std::uint64_t>> seen;
   for (const auto& s : w.segments)
     for (const auto& c : s.comm) {
       ov::CommEstimate e = comm.estimate(c.group, c.coll, c.bytes);
       if (!seen.insert({static_cast<int>(e.group), static_cast<int>(e.coll), e.bytes}).second) continue;
-      std::cout << fmt::format("  {:<10} {:<14} {:>10} {:>6} {:>10} {:>12.2f}\n", ov::to_string(e.group), collkit::plan::to_string(e.coll),
-                               collkit::format_size_bytes(e.bytes), e.nranks, e.algorithm, e.time_us);
+      out << fmt::format("  {:<10} {:<14} {:>10} {:>6} {:>10} {:>12.2f}\n", ov::to_string(e.group), collkit::plan::to_string(e.coll),
+                         collkit::format_size_bytes(e.bytes), e.nranks, e.algorithm, e.time_us);
     }
   if (o.ops) {
-    std::cout << fmt::format("\nlayer 0, first micro-batch, each op alone:\n  {:<18} {:<8} {:<14} {:>12} {:>12} {:>10}  {}\n", "op", "pass", "kind",
-                             "GFLOP", "MB", "time_us", "bound / group");
+    out << fmt::format("\nlayer 0, first micro-batch, each op alone:\n  {:<18} {:<8} {:<14} {:>12} {:>12} {:>10}  {}\n", "op", "pass",
+                       "kind", "GFLOP", "MB", "time_us", "bound / group");
     for (const auto& c : ov::layer_costs(w, cm, comm, 0))
-      std::cout << fmt::format("  {:<18} {:<8} {:<14} {:>12} {:>12.2f} {:>10.2f}  {}\n", c.name, c.backward ? "bwd" : "fwd", c.kind,
-                               c.comm ? "-" : fmt::format("{:.2f}", c.flops / 1e9), c.bytes / 1e6, c.time_us,
-                               c.comm ? c.group : (c.memory_bound ? "memory" : "compute"));
+      out << fmt::format("  {:<18} {:<8} {:<14} {:>12} {:>12.2f} {:>10.2f}  {}\n", c.name, c.backward ? "bwd" : "fwd", c.kind,
+                         c.comm ? "-" : fmt::format("{:.2f}", c.flops / 1e9), c.bytes / 1e6, c.time_us,
+                         c.comm ? c.group : (c.memory_bound ? "memory" : "compute"));
   }
-  print_table(rep);
+  print_table(rep, out);
   const auto& last = rep.rows.back();
-  std::cout << fmt::format("\ncontention {:.3f} (compute slowdown under concurrent communication): {} {:.3f}x, {:.3f}x without it\n",
-                           contention, last.name, last.speedup, last.speedup_no_contention);
-  if (l.pp > 1) std::cout << fmt::format("pipeline bubble: {} ms per step (in step_ms)\n", ms(last.bubble_us));
-  for (const auto& s : rep.skipped) std::cout << "skipped " << s << "\n";
-  for (const auto& n : w.notes) std::cout << "note: " << n << "\n";
+  out << fmt::format("\ncontention {:.3f} (compute slowdown under concurrent communication): {} {:.3f}x, {:.3f}x without it\n", contention,
+                     last.name, last.speedup, last.speedup_no_contention);
+  if (l.pp > 1) out << fmt::format("pipeline bubble: {} ms per step (in step_ms)\n", ms(last.bubble_us));
+  for (const auto& s : rep.skipped) out << "skipped " << s << "\n";
+  for (const auto& n : w.notes) out << "note: " << n << "\n";
 
   ov::RunContext ctx{&w, &t, &cm, &comm, contention};
   if (!o.json_out.empty()) {
     collkit::write_file_atomic(o.json_out, ov::to_json(rep, ctx));
-    if (o.json_out != "-") std::cout << "wrote " << o.json_out << " (collkit.overlap/1)\n";
+    collkit::app::wrote(o.json_out, "collkit.overlap/1");
   }
   if (!o.trace_out.empty()) {
     collkit::write_file_atomic(o.trace_out, ov::to_trace(last, ctx));
-    if (o.trace_out != "-") std::cout << "wrote " << o.trace_out << " (Chrome trace events of " << last.name << "; open in ui.perfetto.dev)\n";
+    collkit::app::wrote(o.trace_out, "Chrome trace events of " + last.name + "; open in ui.perfetto.dev");
   }
   return 0;
 }
@@ -244,64 +245,68 @@ int run_measured(const Options& o) {
   std::unique_ptr<Prediction> uncalibrated;
   if (o.run_calibrate) {
     ov::Calibration cal = ex.calibrate(pred->rep.rows);
-    if (!o.calibration_out.empty() && world.rank() == 0) collkit::write_file_atomic(o.calibration_out, ov::to_json(cal));
+    if (!o.calibration_out.empty() && world.rank() == 0) {
+      collkit::write_file_atomic(o.calibration_out, ov::to_json(cal));
+      collkit::app::wrote(o.calibration_out, "collkit.overlap-calibration/1");
+    }
     uncalibrated = std::move(pred);
     pred = predict(o, &world, &cal);
   }
   const ov::Report& rep = pred->rep;
   const bool root = world.rank() == 0;
+  std::ostream& out =
+      o.json_out == "-" || o.trace_out == "-" || o.trace_predicted == "-" || o.calibration_out == "-" ? std::cerr : std::cout;
   const auto& pk = pred->cm->peak();
   if (root) {
-    std::cout << fmt::format(
-        "{} (scale 1/{}): {} layers, hidden {}, ffn {}, {} x {} tokens; tp {}{} dp {} ep {} zero {} on {} ranks of {}\n", pred->model.name,
-        o.scale, pred->model.layers, pred->model.hidden, pred->model.ffn, pred->l.micro_batch, pred->l.seq_len, pred->l.tp,
-        pred->l.sp ? " (sp)" : "", pred->l.dp, pred->l.ep, pred->l.zero, world.size(), pred->t.name);
-    std::cout << fmt::format(
+    out << fmt::format("{} (scale 1/{}): {} layers, hidden {}, ffn {}, {} x {} tokens; tp {}{} dp {} ep {} zero {} on {} ranks of {}\n",
+                       pred->model.name, o.scale, pred->model.layers, pred->model.hidden, pred->model.ffn, pred->l.micro_batch,
+                       pred->l.seq_len, pred->l.tp, pred->l.sp ? " (sp)" : "", pred->l.dp, pred->l.ep, pred->l.zero, world.size(),
+                       pred->t.name);
+    out << fmt::format(
         "model: {}; {}\n",
         pred->cal ? "calibrated by " + (o.run_calibrate ? std::string("this job (--calibrate)") : o.calibration) : "uncalibrated",
         pred->cal
             ? fmt::format("compute slowdown {:.3f}, communication slowdown {:.3f}", pred->cal->compute_slowdown, pred->cal->comm_slowdown)
             : fmt::format("{} ({:.1f} GFLOP/s nominal), GEMM efficiency {}, contention {}, plans simulated on the topology", pk.label,
                           pk.tflops * 1e3, o.eff.gemm, o.contention));
-    std::cout << "\npredicted (one communication stream, as executed):";
-    print_table(rep);
+    out << "\npredicted (one communication stream, as executed):";
+    print_table(rep, out);
   }
   std::vector<ov::Measured> measured;
   for (const auto& row : rep.rows) measured.push_back(ex.run(row));
   if (!root) return 0;
 
-  std::cout << fmt::format("\nmeasured (rank 0, median of {} steps; compute and communication alone measured the same way):\n", o.iters);
-  std::cout << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8} {:>11} {:>8} {:>11} {:>8}\n", "strategy", "compute_ms", "comm_ms",
-                           "exposed_ms", "overlap", "slowdn", "step_ms", "speedup", "predicted", "error");
+  out << fmt::format("\nmeasured (rank 0, median of {} steps; compute and communication alone measured the same way):\n", o.iters);
+  out << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8} {:>11} {:>8} {:>11} {:>8}\n", "strategy", "compute_ms", "comm_ms",
+                     "exposed_ms", "overlap", "slowdn", "step_ms", "speedup", "predicted", "error");
   std::uint64_t checked = 0, wrong = 0;
   int violations = 0;
   for (std::size_t i = 0; i < measured.size(); ++i) {
     const ov::Measured& m = measured[i];
     const ov::StrategyResult& r = rep.rows[i];
-    std::cout << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8.3f} {:>11} {:>7.3f}x {:>11} {:>8}\n", r.name, ms(m.compute_alone_us),
-                             ms(m.comm_alone_us), ms(m.exposed_comm_us), percent(m.overlap_ratio), m.compute_slowdown, ms(m.step_us),
-                             m.step_us > 0 ? measured[0].step_us / m.step_us : 0.0, ms(r.step_us), error_pct(r.step_us, m.step_us));
+    out << fmt::format("{:<34} {:>11} {:>10} {:>11} {:>8} {:>8.3f} {:>11} {:>7.3f}x {:>11} {:>8}\n", r.name, ms(m.compute_alone_us),
+                       ms(m.comm_alone_us), ms(m.exposed_comm_us), percent(m.overlap_ratio), m.compute_slowdown, ms(m.step_us),
+                       m.step_us > 0 ? measured[0].step_us / m.step_us : 0.0, ms(r.step_us), error_pct(r.step_us, m.step_us));
     checked += m.collectives_checked;
     wrong += m.wrong;
     violations += m.dependency_violations;
   }
-  std::cout << fmt::format(
-      "\ncollectives checked: {} runs over all ranks, {} wrong elements; tasks started before a dependency ended: {}\n", checked, wrong,
-      violations);
+  out << fmt::format("\ncollectives checked: {} runs over all ranks, {} wrong elements; tasks started before a dependency ended: {}\n",
+                     checked, wrong, violations);
   ov::RunContext ctx{&pred->w, &pred->t, pred->cm.get(), pred->comm.get(), pred->req.contention};
   if (!o.json_out.empty()) {
     collkit::write_file_atomic(
         o.json_out, ov::measured_json(rep, ctx, measured, pred->cal ? &*pred->cal : nullptr,
                                       o.run_calibrate ? (o.calibration_out.empty() ? "(this job)" : o.calibration_out) : o.calibration));
-    if (o.json_out != "-") std::cout << "wrote " << o.json_out << " (collkit.overlap/1 with \"measured\")\n";
+    collkit::app::wrote(o.json_out, "collkit.overlap/1 with \"measured\"");
   }
   if (!o.trace_out.empty()) {
     collkit::write_file_atomic(o.trace_out, ov::measured_trace(rep.rows.back(), measured.back(), ctx));
-    if (o.trace_out != "-") std::cout << "wrote " << o.trace_out << " (measured timeline of " << rep.rows.back().name << ")\n";
+    collkit::app::wrote(o.trace_out, "measured timeline of " + rep.rows.back().name);
   }
   if (!o.trace_predicted.empty()) {
     collkit::write_file_atomic(o.trace_predicted, ov::to_trace(rep.rows.back(), ctx));
-    if (o.trace_predicted != "-") std::cout << "wrote " << o.trace_predicted << " (predicted timeline of " << rep.rows.back().name << ")\n";
+    collkit::app::wrote(o.trace_predicted, "predicted timeline of " + rep.rows.back().name);
   }
   if (wrong > 0) throw collkit::Error(fmt::format("{} elements of the collectives' outputs were wrong", wrong));
   if (violations > 0) throw collkit::Error(fmt::format("{} tasks started before a dependency ended", violations));
@@ -321,11 +326,12 @@ int run_calibrate(const Options& o) {
   ov::Executor ex(world, pred->w, pred->t, eo);
   ov::Calibration cal = ex.calibrate(pred->rep.rows);
   if (world.rank() != 0) return 0;
-  std::cout << fmt::format(
+  std::ostream& out = o.calibration_out == "-" ? std::cerr : std::cout;
+  out << fmt::format(
       "{}\n{} GEMM shapes, {} collectives; compute slowdown under communication {:.3f}, communication slowdown under compute {:.3f}\n",
       cal.source, cal.gemms.size(), cal.collectives.size(), cal.compute_slowdown, cal.comm_slowdown);
   collkit::write_file_atomic(o.calibration_out, ov::to_json(cal));
-  if (o.calibration_out != "-") std::cout << "wrote " << o.calibration_out << " (collkit.overlap-calibration/1)\n";
+  collkit::app::wrote(o.calibration_out, "collkit.overlap-calibration/1");
   return 0;
 }
 

@@ -97,32 +97,31 @@ plan::AlgoOptions algo_options(const Options& o) {
 
 std::string us(double v) { return fmt::format("{:.2f}", v); }
 
-void print_prediction(const plan::PlanInfo& i) {
+void print_prediction(const plan::PlanInfo& i, std::ostream& out) {
   if (i.predicted_us <= 0) return;
   double algbw = plan::algbw_gbps(i.req.bytes, i.predicted_us);
-  std::cout << fmt::format("predicted {} us  algbw {:.2f} GB/s  busbw {:.2f} GB/s", us(i.predicted_us), algbw,
-                           algbw * plan::busbw_factor(i.req.coll, i.req.nranks));
-  if (i.bound_us > 0)
-    std::cout << fmt::format("  bound {} us  gap {:.1f}%", us(i.bound_us), 100.0 * (i.predicted_us - i.bound_us) / i.bound_us);
-  std::cout << "\n";
+  out << fmt::format("predicted {} us  algbw {:.2f} GB/s  busbw {:.2f} GB/s", us(i.predicted_us), algbw,
+                     algbw * plan::busbw_factor(i.req.coll, i.req.nranks));
+  if (i.bound_us > 0) out << fmt::format("  bound {} us  gap {:.1f}%", us(i.bound_us), 100.0 * (i.predicted_us - i.bound_us) / i.bound_us);
+  out << "\n";
 }
 
 // A synthesised AlltoAll's flow LP optimum (param lp_us), beside the cut bound printed before it:
 // the best any plan of sends over the topology's routes can do.
 // A synthesised AlltoAll's flow LP optimum beside the time; its parameters read (and checked) as
 // synth-info reads them. `file`: the plan's, for the error a malformed parameter gives.
-void print_flow_lp(const plan::Plan& p, double time_us, const std::string& file) {
+void print_flow_lp(const plan::Plan& p, double time_us, const std::string& file, std::ostream& out = std::cout) {
   if (!p.info().params.count("lp_us")) return;
   plan::SynthInfo s = collkit::naming_file(file, [&] { return plan::synth_info(p, nullptr, {}); });
   if (!(s.lp_us > 0)) return;
-  std::cout << fmt::format("  flow LP optimum {} us ({} GB/s per pair over the ranks' routes)  gap {:.1f}%\n", us(s.lp_us),
-                           s.lp_gbps > 0 ? p.info().params.at("lp_gbps") : "?", 100.0 * (time_us - s.lp_us) / s.lp_us);
+  out << fmt::format("  flow LP optimum {} us ({} GB/s per pair over the ranks' routes)  gap {:.1f}%\n", us(s.lp_us),
+                     s.lp_gbps > 0 ? p.info().params.at("lp_gbps") : "?", 100.0 * (time_us - s.lp_us) / s.lp_us);
 }
 
 // AllReduce's bound for plans shaped as a ReduceScatter then an AllGather, beside the bound that
 // holds for every plan (a tree can beat the former).
-void print_rs_ag(const plan::Bound& b) {
-  if (b.rs_ag_us > 0) std::cout << fmt::format("  RS+AG-shaped plans only: bound {} us (2 x reduce-scatter)\n", us(b.rs_ag_us));
+void print_rs_ag(const plan::Bound& b, std::ostream& out = std::cout) {
+  if (b.rs_ag_us > 0) out << fmt::format("  RS+AG-shaped plans only: bound {} us (2 x reduce-scatter)\n", us(b.rs_ag_us));
 }
 
 int run_generate(const Options& o) {
@@ -146,17 +145,18 @@ int run_generate(const Options& o) {
   }
   std::unique_ptr<plan::Plan> out = std::move(p);
   if (o.explicit_programs) out = std::make_unique<plan::ExplicitPlan>(plan::materialize(*out));
-  if (o.output.empty() || o.output == "-") {
-    std::cout << plan::to_json(*out);
-  } else {
-    plan::save(*out, o.output);
-    std::cout << fmt::format("{} {} of {} on {} ranks: {} channel(s), wrote {}\n", out->info().algorithm, plan::to_string(req.coll),
-                             collkit::format_size_bytes(req.bytes), nranks, out->info().channels, o.output);
-    print_prediction(out->info());
-    if (out->info().predicted_us > 0) print_flow_lp(*out, out->info().predicted_us, o.output);
-    if (t && out->info().predicted_us > 0) print_rs_ag(plan::lower_bound(req, *t));
-    if (!why.empty()) std::cout << "  auto chose " << why << "\n";
-  }
+  // The summary on stdout, or on stderr when stdout carries the plan.
+  const bool to_stdout = o.output.empty() || o.output == "-";
+  std::ostream& said = to_stdout ? std::cerr : std::cout;
+  if (to_stdout) std::cout << plan::to_json(*out) << std::flush;
+  else plan::save(*out, o.output);
+  said << fmt::format("{} {} of {} on {} ranks: {} channel(s)\n", out->info().algorithm, plan::to_string(req.coll),
+                      collkit::format_size_bytes(req.bytes), nranks, out->info().channels);
+  print_prediction(out->info(), said);
+  if (out->info().predicted_us > 0) print_flow_lp(*out, out->info().predicted_us, to_stdout ? "-" : o.output, said);
+  if (t && out->info().predicted_us > 0) print_rs_ag(plan::lower_bound(req, *t), said);
+  if (!why.empty()) said << "  auto chose " << why << "\n";
+  collkit::app::wrote(o.output, std::string(o.explicit_programs ? "explicit " : "") + "collkit.plan/1");
   return 0;
 }
 
@@ -250,7 +250,7 @@ int run_sweep(const Options& o) {
   }
   if (!o.json_out.empty()) {
     collkit::write_file_atomic(o.json_out, plan::tuning_table_json(rows, coll, nranks, t));
-    if (o.json_out != "-") out << "wrote tuning table " << o.json_out << "\n";
+    collkit::app::wrote(o.json_out, "tuning table, collkit.tuning/1");
   }
   return 0;
 }
@@ -266,6 +266,7 @@ int run_export(const Options& o) {
   std::string xml = collkit::naming_file(o.plan_file, [&] { return plan::to_msccl_xml(*p, mo); });
   if (o.output.empty() || o.output == "-") std::cout << xml;
   else collkit::write_file_atomic(o.output, xml);
+  collkit::app::wrote(o.output, "MSCCL XML");
   return 0;
 }
 

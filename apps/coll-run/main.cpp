@@ -150,8 +150,10 @@ int run_autotune(const Flags& f, const CLI::App& sub) {
                          t.model_choice_us, t.best, t.best_us, t.gain());
     if (!f.json_out.empty()) {
       plan::TuningTable table = exec::tuning_table(tuned, opt.collectives[0], res.nranks, res.topology);
+      table.iters = res.iters;
+      table.warmup_iters = res.warmup_iters;
       collkit::write_file_atomic(f.json_out, plan::write_tuning_table(table));
-      if (f.json_out != "-") out << "wrote tuning table " << f.json_out << "\n";
+      collkit::app::wrote(f.json_out, "tuning table, collkit.tuning/1");
     }
     return 0;
   });
@@ -172,7 +174,7 @@ int run_calibrate(const Flags& f) {
       std::cerr << "# " << m.source << "\n" << report;
       if (f.cal_out.empty()) std::cout << collkit::topo::to_json(calibrated);
       else collkit::write_file_atomic(f.cal_out, collkit::topo::to_json(calibrated));
-      if (!f.cal_out.empty()) std::cerr << "wrote calibrated topology " << f.cal_out << "\n";
+      collkit::app::wrote(f.cal_out, "calibrated topology, collkit.topology/1");
     }
     return 0;
   });
@@ -267,6 +269,8 @@ int run_benchmark(const Flags& f, const CLI::App& app) {
         try {
           exec::Results nothing_yet;
           nothing_yet.complete = false;
+          nothing_yet.iters = opt.iters;
+          nothing_yet.warmup_iters = opt.warmup;
           collkit::write_file_atomic(f.json_out, exec::to_json(nothing_yet));
         } catch (const collkit::Error& e) {
           cannot = e.what();
@@ -284,8 +288,14 @@ int run_benchmark(const Flags& f, const CLI::App& app) {
       };
     }
     exec::Results res = exec::run(opt, *backend, world, json_stdout ? std::cerr : std::cout);
-    if (world.rank() == 0 && !f.json_out.empty()) collkit::write_file_atomic(f.json_out, exec::to_json(res));
-    if (world.rank() == 0 && !f.csv_out.empty()) collkit::write_file_atomic(f.csv_out, exec::to_csv(res));
+    if (world.rank() == 0 && !f.json_out.empty()) {
+      collkit::write_file_atomic(f.json_out, exec::to_json(res));
+      collkit::app::wrote(f.json_out, "collkit.results/1");
+    }
+    if (world.rank() == 0 && !f.csv_out.empty()) {
+      collkit::write_file_atomic(f.csv_out, exec::to_csv(res));
+      collkit::app::wrote(f.csv_out, "CSV");
+    }
     if (res.total_wrong > 0) {
       if (world.rank() == 0) std::cerr << "coll-run: error: " << res.total_wrong << " wrong elements\n";
       return 1;
@@ -368,6 +378,7 @@ int main(int argc, char** argv) {
   // Before MPI starts, a bad flag is printed once, by the launcher's rank 0.
   auto start = [&](auto&& run) -> int {
     try {
+      collkit::set_provenance(app.get_name(), argc, argv);  // before anything is written
       return run();
     } catch (const std::exception& e) {
       if (launcher_rank0()) std::cerr << "coll-run: error: " << e.what() << "\n";

@@ -45,8 +45,8 @@ void emit(const topo::Topology& t, const std::string& output) {
     return;
   }
   topo::save(t, output);
-  std::cerr << "coll-topo: wrote " << output << " (" << t.num_ranks() << " ranks, " << t.num_vertices() << " vertices, "
-            << t.num_links() << " links)\n";
+  collkit::app::wrote(output, std::to_string(t.num_ranks()) + " ranks, " + std::to_string(t.num_vertices()) + " vertices, " +
+                                  std::to_string(t.num_links()) + " links");
 }
 
 int run_discover(const Options& o) {

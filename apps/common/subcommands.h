@@ -10,6 +10,7 @@
 
 #include "collkit/config.h"
 #include "collkit/core/error.h"
+#include "collkit/core/provenance.h"
 
 namespace collkit::app {
 
@@ -80,6 +81,13 @@ inline void add_version(CLI::App& app) {
       "print a bash completion script for this tool and exit (e.g. source <(" + app.get_name() + " --completion bash))");
 }
 
+/// "<tool>: wrote FILE (what)" on stderr, every tool's one way of saying where an artifact went
+/// (stdout may carry the artifact itself: nothing is said for "-").
+inline void wrote(const std::string& file, const std::string& what) {
+  if (file.empty() || file == "-") return;
+  std::cerr << collkit::provenance().tool << ": wrote " << file << " (" << what << ")\n";
+}
+
 template <class Options>
 struct Command {
   CLI::App* sub;
@@ -97,6 +105,7 @@ int run(CLI::App& app, int argc, char** argv, const Options& options, std::initi
     return app.exit(e);
   }
   try {
+    set_provenance(app.get_name(), argc, argv);  // before anything is written
     for (const auto& c : commands)
       if (c.sub->parsed()) return c.run(options);
     if (fallback) return fallback(options);

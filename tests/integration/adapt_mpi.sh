@@ -36,6 +36,10 @@ fi
 expect_eq "$(grep -cE '^ +[0-9]+K +[a-z_]+ +[0-9.]+ +[a-z_]+ +[0-9.]+ +[0-9.]+$' "$TMP/tune.txt")" 3 "three sizes tuned"
 expect_eq "$(json_get "$TMP/tuned.json" 'j["schema"] == "collkit.tuning/1" and j["ranges"][0]["min_bytes"] == 0 and "max_bytes" not in j["ranges"][-1] and all(r["measured_us_at_min"] > 0 for r in j["ranges"])')" \
   True "the tuning table holds the measured winners"
+expect_eq "$(json_get "$TMP/tuned.json" '(j["iters"], j["warmup_iters"], j["provenance"]["tool"], j["provenance"]["command"][1])')" \
+  "(2, 1, 'coll-run', 'autotune')" "the tuning table: measured with -n 2 -w 1, by coll-run autotune"
+grep -q "^coll-run: wrote $TMP/tuned.json (tuning table, collkit.tuning/1)$" "$TMP/tune.txt" && ok "autotune says what it wrote" ||
+  bad "autotune's wrote line: $(tail -2 "$TMP/tune.txt")"
 
 # Bad input: one line from rank 0, non-zero exit.
 expect_fail 2 "coll-run: error: --inject slow-link=0-7:x4: \"7\" is not a rank of 0..3" \

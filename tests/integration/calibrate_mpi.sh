@@ -19,6 +19,10 @@ expect_eq "$(json_get "$TMP/cal.json" 'j["calibration"]["per_message_us"] > 0 an
 expect_eq "$(json_get "$TMP/cal.json" 'all(v.get("local_bw_gbps", 0) > 0 for v in j["vertices"] if v["id"] in j["ranks"])')" True \
   "the ranks' vertex has a copy bandwidth"
 grep -q "^plans: [0-9]* timed; factors" "$TMP/cal.txt" && ok "fitted to timed plans" || bad "no plan fit: $(cat "$TMP/cal.txt")"
+expect_eq "$(json_get "$TMP/cal.json" '(j["provenance"]["tool"], j["provenance"]["command"][1:], j["calibration"]["source"].endswith(j["provenance"]["date"][:10]))')" \
+  "('coll-run', ['calibrate', '--quick', '-o', '$TMP/cal.json'], True)" "the calibrated topology: written by coll-run calibrate, dated alike"
+grep -q "^coll-run: wrote $TMP/cal.json (calibrated topology, collkit.topology/1)$" "$TMP/cal.txt" && ok "calibrate says what it wrote" ||
+  bad "calibrate's wrote line: $(tail -2 "$TMP/cal.txt")"
 "$plan" generate --topo "$TMP/cal.json" --nranks 3 --coll allreduce --size 1M --algo ring -o "$TMP/p.json" >"$TMP/gen.txt" 2>&1 &&
   expect_eq "$(json_get "$TMP/p.json" 'j["predicted_us"] > 0')" True "a plan on the calibrated topology is predicted" ||
   bad "generate on the calibrated topology: $(cat "$TMP/gen.txt")"

@@ -24,6 +24,8 @@ check_run() {
   expect_eq "$(json_get "$f" 'j["measured"][0]["hidden_comm_us"]')" "0.0" "$name: none hides no communication"
   expect_eq "$(json_get "$f" 'j["measured"][0]["overlap_ratio"]')" "0.0" "$name: none overlap"
   expect_eq "$(json_get "$f" 'all(m["step_us"] > 0 and m["compute_us"] > 0 and m["comm_us"] > 0 for m in j["measured"])')" "True" "$name: times measured"
+  expect_eq "$(json_get "$f" '(j["iters"], j["warmup_iters"], j["provenance"]["tool"], j["provenance"]["command"][1])')" \
+    "(1, 1, 'coll-overlap', 'run')" "$name: iterations, warm-up and provenance"
 }
 
 common=(--scale 64 --seq-len 4096 --iters 1)

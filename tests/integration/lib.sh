@@ -41,3 +41,7 @@ finish() {
   echo "$((checks - failures)) passed, $failures failed"
   [ "$failures" -eq 0 ]
 }
+
+# strip_provenance FILE: the JSON artifact without its "provenance" (where and when it was written),
+# keys sorted: for comparing two files that two command lines wrote.
+strip_provenance() { python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j.pop("provenance", None); print(json.dumps(j, sort_keys=True))' "$1"; }

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <memory>
 #include <set>
@@ -19,6 +18,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
+#include "collkit/core/provenance.h"
 #include "collkit/core/size.h"
 #include "collkit/exec/backend.h"
 #include "collkit/exec/datatype.h"
@@ -214,12 +214,8 @@ std::vector<PlanTiming> time_plans(World& world, const topo::Topology& topo, con
   return out;
 }
 
-std::string today() {
-  std::time_t now = std::time(nullptr);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&now));
-  return buf;
-}
+// The artifact's date (SOURCE_DATE_EPOCH when set: reproducible files), to the day.
+std::string today() { return provenance().date.substr(0, 10); }
 
 // The second step of apply_calibration(): factors on the fitted bandwidths, the reduction rate and
 // the per-message time that make the simulator's predictions of the timed plans match them.

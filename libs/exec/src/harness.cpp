@@ -168,6 +168,8 @@ Results run(const RunOptions& opt, Backend& backend, World& world, std::ostream&
   res.library_version = backend.library_version();
   res.nranks = backend.nranks();
   res.hosts = world.hosts();
+  res.iters = opt.iters;
+  res.warmup_iters = opt.warmup;
   int sharing = ranks_on_my_host(res.hosts, world.host());
   bool root = world.rank() == 0;
   if (opt.iters < 1) throw InputError("-n: at least 1 iteration");

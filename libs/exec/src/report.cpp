@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "collkit/core/provenance_json.h"
 #include "collkit/core/size.h"
 
 namespace collkit::exec {
@@ -141,6 +142,8 @@ std::string to_json(const Results& r) {
   j["hosts"] = r.hosts;
   if (!r.topology.empty()) j["topology"] = r.topology;
   j["total_wrong"] = r.total_wrong;
+  j["iters"] = r.iters;
+  j["warmup_iters"] = r.warmup_iters;
   // Only a run that was stopped (or is still going) says so: complete files stay as they were.
   if (!r.complete) j["complete"] = false;
   json tables = json::array();
@@ -166,13 +169,14 @@ std::string to_json(const Results& r) {
       if (row.predicted_us > 0) rj["predicted_us"] = row.predicted_us;
       if (row.bound_us > 0) rj["bound_us"] = row.bound_us;
       rj["plan"] = json::parse(row.plan_json);
+      rj["plan"].erase("provenance");  // the file's own says where it came from
       rows.push_back(std::move(rj));
     }
     tj["rows"] = std::move(rows);
     tables.push_back(std::move(tj));
   }
   j["tables"] = std::move(tables);
-  return j.dump(2) + "\n";
+  return append_provenance(j.dump(2) + "\n", 2);
 }
 
 std::string to_csv(const Results& r) {

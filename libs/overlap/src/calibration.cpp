@@ -15,6 +15,7 @@
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
 #include "collkit/core/json_cursor.h"
+#include "collkit/core/provenance_json.h"
 
 namespace collkit::overlap {
 
@@ -157,7 +158,7 @@ std::string to_json(const Calibration& c) {
   for (const CommSample& s : c.collectives)
     cs.push_back({{"collective", std::string(plan::to_string(s.coll))}, {"nranks", s.nranks}, {"bytes", s.bytes}, {"time_us", s.time_us}});
   j["collectives"] = cs;
-  return j.dump(1) + "\n";
+  return append_provenance(j.dump(1) + "\n", 1);
 }
 
 Calibration parse_calibration(const std::string& text, const std::string& file) {
@@ -165,7 +166,7 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   json::Cursor root(file, doc);
   root.expect_object();
   root.expect_schema("overlap-calibration", kCalibrationSchemaMajor);
-  root.expect_keys({"schema", "source", "ranks", "compute_slowdown", "comm_slowdown", "sync_us", "gemms", "collectives"});
+  root.expect_keys({"schema", "source", "ranks", "compute_slowdown", "comm_slowdown", "sync_us", "gemms", "collectives", "provenance"});
   Calibration c;
   c.source = root.at("source").string();
   c.ranks = static_cast<int>(root.at("ranks").integer());

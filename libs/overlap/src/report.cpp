@@ -3,6 +3,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "collkit/core/provenance_json.h"
+
 namespace collkit::overlap {
 
 namespace {
@@ -100,7 +102,7 @@ std::string to_json(const Report& r, const RunContext& ctx) {
     }
     j["schedule"] = {{"strategy", chosen.name}, {"knobs", choices_json(chosen.choices)}, {"tasks", tasks}};
   }
-  return j.dump(1) + "\n";
+  return append_provenance(j.dump(1) + "\n", 1);
 }
 
 std::string to_trace(const StrategyResult& row, const RunContext& ctx, bool measured) {
@@ -137,7 +139,8 @@ std::string to_trace(const StrategyResult& row, const RunContext& ctx, bool meas
                     {"overlap_ratio", row.overlap_ratio},
                     {"compute_slowdown", row.slowdown},
                     {"contention", ctx.contention},
-                    {"simulated", !measured}};
+                    {"simulated", !measured},
+                    {"provenance", provenance_json()}};
   return j.dump() + "\n";
 }
 

@@ -23,6 +23,7 @@
 #include <tuple>
 
 #include "collkit/core/error.h"
+#include "collkit/core/provenance_json.h"
 #include "collkit/plan/export.h"
 #include "collkit/plan/matched.h"
 
@@ -291,6 +292,12 @@ std::string to_msccl_xml(const Plan& plan, const MscclOptions& opt) {
   }
 
   pugi::xml_document doc;
+  // Where the file came from, as the JSON artifacts say it. An XML comment may not hold "--"
+  // (command lines do): the second '-' of each pair is written as JSON's \u002d, which reads back
+  // the same. MSCCL's parser skips comments (mscclXmlSkipComment).
+  std::string made = provenance_json().dump();
+  for (std::size_t at = 0; (at = made.find("--", at)) != std::string::npos; at += 7) made.replace(at + 1, 1, "\\u002d");
+  doc.append_child(pugi::node_comment).set_value((" collkit provenance " + made + " ").c_str());
   pugi::xml_node algo = doc.append_child("algo");
   std::string name = opt.name.empty() ? info.algorithm + "-" + std::string(to_string(info.req.coll)) + "-" + std::to_string(p) : opt.name;
   algo.append_attribute("name") = name.substr(0, 63).c_str();

@@ -5,6 +5,7 @@
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
 #include "collkit/core/json_cursor.h"
+#include "collkit/core/provenance_json.h"
 #include "collkit/plan/algorithm.h"
 
 namespace collkit::plan {
@@ -119,7 +120,7 @@ std::string to_json(const Plan& plan) {
   if (i.predicted_us > 0) j["predicted_us"] = i.predicted_us;
   if (i.bound_us > 0) j["bound_us"] = i.bound_us;
   std::string out = j.dump(2);
-  if (!plan.is_explicit()) return out + "\n";
+  if (!plan.is_explicit()) return append_provenance(out + "\n", 2);
   // Programs one op per line: big explicit plans stay readable and diffable.
   out.pop_back();  // the closing brace
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
@@ -131,7 +132,7 @@ std::string to_json(const Plan& plan) {
     out += r + 1 < plan.nranks() ? "    ],\n" : "    ]\n";
   }
   out += "  ]\n}\n";
-  return out;
+  return append_provenance(std::move(out), 2);
 }
 
 std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file) {
@@ -139,7 +140,7 @@ std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file
   Cursor root(file, doc);
   root.expect_schema("plan", kPlanSchemaMajor);
   root.expect_keys({"schema", "collective", "bytes", "nranks", "root", "elem_bytes", "algorithm", "made_by", "params", "chunks",
-                    "scratch_bytes", "channels", "topology", "predicted_us", "bound_us", "programs"});
+                    "scratch_bytes", "channels", "topology", "predicted_us", "bound_us", "programs", "provenance"});
   PlanInfo info;
   auto coll = root.at("collective");
   auto c = parse_collective(coll.string());

@@ -9,6 +9,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/core/json_cursor.h"
+#include "collkit/core/provenance_json.h"
 
 namespace collkit::plan {
 
@@ -100,7 +101,7 @@ TuningTable read_tuning_table(const std::string& file, const std::string& text) 
   nlohmann::json doc = json::parse(file, text);
   json::Cursor root(file, doc);
   root.expect_schema("tuning", 1);
-  root.expect_keys({"schema", "collective", "nranks", "topology", "ranges"});
+  root.expect_keys({"schema", "collective", "nranks", "topology", "ranges", "iters", "warmup_iters", "provenance"});
   TuningTable t;
   json::Cursor coll = root.at("collective");
   auto c = parse_collective(coll.string());
@@ -116,6 +117,12 @@ TuningTable read_tuning_table(const std::string& file, const std::string& text) 
     if (auto name = topo->find("name")) t.topology_name = name->string();
     if (auto fp = topo->find("fingerprint")) t.topology_fingerprint = fp->string();
   }
+  for (auto [key, to] : {std::pair{"iters", &t.iters}, std::pair{"warmup_iters", &t.warmup_iters}})
+    if (auto count = root.find(key)) {
+      std::int64_t v = count->integer();
+      if (v < 0 || v > (std::int64_t{1} << 31) - 1) count->fail("must be a count >= 0, got " + std::to_string(v));
+      *to = static_cast<int>(v);
+    }
   json::Cursor ranges = root.at("ranges");
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     json::Cursor r = ranges[i];
@@ -167,7 +174,11 @@ std::string write_tuning_table(const TuningTable& table) {
                    {"nranks", table.nranks},
                    {"topology", {{"name", table.topology_name}, {"fingerprint", table.topology_fingerprint}}},
                    {"ranges", std::move(ranges)}};
-  return j.dump(2) + "\n";
+  if (table.iters > 0) {
+    j["iters"] = table.iters;
+    j["warmup_iters"] = table.warmup_iters;
+  }
+  return append_provenance(j.dump(2) + "\n", 2);
 }
 
 }  // namespace collkit::plan

@@ -5,6 +5,7 @@
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
 #include "collkit/core/json_cursor.h"
+#include "collkit/core/provenance_json.h"
 
 namespace collkit::topo {
 
@@ -75,7 +76,7 @@ std::string to_json(const Topology& t) {
     }
   }
   out += "\n}\n";
-  return out;
+  return append_provenance(std::move(out), 2);
 }
 
 namespace {
@@ -135,7 +136,7 @@ Topology from_json(const std::string& text, const std::string& file) {
   json doc = collkit::json::parse(file, text);
   collkit::json::Cursor root(file, doc);
   root.expect_schema("topology", kTopologySchemaMajor);
-  root.expect_keys({"schema", "name", "source", "fingerprint", "notes", "vertices", "links", "ranks", "calibration"});
+  root.expect_keys({"schema", "name", "source", "fingerprint", "notes", "vertices", "links", "ranks", "calibration", "provenance"});
   Topology t;
   if (auto n = root.find("name")) t.name = n->string();
   if (auto s = root.find("source")) t.source = s->string();

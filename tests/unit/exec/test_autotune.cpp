@@ -2,8 +2,14 @@
 
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "collkit/core/error.h"
 #include "collkit/exec/autotune.h"
+#include "collkit/exec/harness.h"
+#include "collkit/plan/algorithm.h"
+#include "collkit/plan/io.h"
+#include "collkit/plan/tuning.h"
 
 using namespace collkit::exec;
 
@@ -65,5 +71,44 @@ TEST_CASE("autotune: the fastest measured per size, against auto's choice, merge
   Results no_auto;
   no_auto.tables.push_back(table("ring", {row(1024, "ring", 150)}));
   CHECK_THROWS_WITH_AS(tune_from(no_auto), "autotune: the run has no `auto` table to compare the measured choice with",
+                       collkit::InputError);
+}
+
+TEST_CASE("results and autotune's table: provenance once at the top, with the iterations and warm-up measured") {
+  Results r;
+  r.nranks = 4;
+  r.iters = 7;
+  r.warmup_iters = 2;
+  Row measured = row(1024, "ring", 10);
+  measured.plan_json =
+      collkit::plan::to_json(*collkit::plan::generate("ring", {collkit::plan::Collective::AllReduce, 1024, 4, 0}, nullptr));
+  REQUIRE(nlohmann::json::parse(measured.plan_json).contains("provenance"));
+  r.tables.push_back(table("auto", {measured}));
+  nlohmann::json j = nlohmann::json::parse(to_json(r));
+  CHECK(j["iters"] == 7);
+  CHECK(j["warmup_iters"] == 2);
+  CHECK(j["provenance"]["tool"] == "library");
+  CHECK(j["provenance"].contains("version"));
+  CHECK(j["provenance"].contains("date"));
+  const nlohmann::json& plan = j["tables"][0]["rows"][0]["plan"];
+  CHECK(plan["schema"] == "collkit.plan/1");
+  CHECK_FALSE(plan.contains("provenance"));  // the file's own says where the whole run came from
+
+  collkit::plan::TuningTable t = tuning_table(tune_from(r), collkit::plan::Collective::AllReduce, 4, "");
+  std::string text = collkit::plan::write_tuning_table(t);
+  CHECK_FALSE(nlohmann::json::parse(text).contains("iters"));  // a predicted table (sweep) says none
+  t.iters = r.iters;
+  t.warmup_iters = r.warmup_iters;
+  text = collkit::plan::write_tuning_table(t);
+  nlohmann::json tj = nlohmann::json::parse(text);
+  CHECK(tj["iters"] == 7);
+  CHECK(tj["warmup_iters"] == 2);
+  CHECK(tj["provenance"]["tool"] == "library");
+  collkit::plan::TuningTable back = collkit::plan::read_tuning_table("t.json", text);
+  CHECK(back.iters == 7);
+  CHECK(back.warmup_iters == 2);
+  CHECK(collkit::plan::write_tuning_table(back) == text);
+  tj["iters"] = -1;
+  CHECK_THROWS_WITH_AS(collkit::plan::read_tuning_table("t.json", tj.dump()), "t.json: /iters: must be a count >= 0, got -1",
                        collkit::InputError);
 }

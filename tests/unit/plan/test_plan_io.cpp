@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/io.h"
@@ -86,7 +88,7 @@ TEST_CASE("malformed plan files get one precise line each") {
   CHECK(err(with(good, "\"nranks\": 4", "\"nranks\": 0")) == "p.json: /nranks: must be between 1 and 16777216, got 0");
   CHECK(err(with(good, "\"channels\": 1", "\"channel\": 1")) ==
         "p.json: /: unknown field \"channel\" (expected schema, collective, bytes, nranks, root, elem_bytes, algorithm, made_by, params, "
-        "chunks, scratch_bytes, channels, topology, predicted_us, bound_us, programs)");
+        "chunks, scratch_bytes, channels, topology, predicted_us, bound_us, programs, provenance)");
   CHECK(err(with(good, "\"input\": 4", "\"input\": 0")) == "p.json: /chunks/input: must be >= 1, got 0");
 
   // A root past int once narrowed to a rank: 4294967297 verified as root 1.
@@ -149,6 +151,25 @@ TEST_CASE("a ring plan file with pipeline or channels 0 is refused, not divided 
     const std::string params = R"("channels": "2", "pipeline": "0")";
     channels.replace(channels.find(params), params.size(), R"("channels": "0", "pipeline": "2")");
     CHECK_THROWS_WITH_AS(from_json(channels, "p.json")->program(0), "ring: plan parameter channels=0 must be >= 1", InputError);
+    ++checked;
+  }
+  CHECK(checked == 2);
+}
+
+TEST_CASE("plans carry provenance, compact and explicit, and the loader ignores it") {
+  int checked = 0;
+  for (bool explicit_form : {false, true}) {
+    auto gen = generate("ring", {Collective::AllReduce, 4096, 4, 0}, nullptr);
+    std::string text = explicit_form ? to_json(materialize(*gen)) : to_json(*gen);
+    nlohmann::json j = nlohmann::json::parse(text);
+    REQUIRE(j.contains("provenance"));
+    CHECK(j["provenance"]["tool"] == "library");
+    CHECK(j["provenance"].contains("version"));
+    CHECK(j["provenance"].contains("date"));
+    j["provenance"] = {{"tool", "coll-plan"}, {"command", {"coll-plan", "generate"}}, {"anything", 1}};
+    auto back = from_json(j.dump(), "p.json");
+    CHECK(back->is_explicit() == explicit_form);
+    CHECK(to_json(*back) == text);
     ++checked;
   }
   CHECK(checked == 2);

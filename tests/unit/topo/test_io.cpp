@@ -87,7 +87,7 @@ TEST_CASE("a missing file is a system error naming it") {
   CHECK_THROWS_WITH_AS(load("/nonexistent/topo.json"), "/nonexistent/topo.json: cannot open: No such file or directory", SystemError);
 }
 
-TEST_CASE("a calibration block round-trips; a malformed one is refused with its field") {
+TEST_CASE("a calibration block round-trips, and a malformed one is refused with its field") {
   Topology t = load(fixture("two-gpus.json"));
   CHECK_FALSE(t.calibration);
   Calibration c;
@@ -112,4 +112,24 @@ TEST_CASE("a calibration block round-trips; a malformed one is refused with its 
   std::string text = to_json(t);
   std::string bad = text.replace(text.find("\"reduce_gbps\":24.9"), 18, "\"reduce_gbps\":-1");
   CHECK_THROWS_WITH_AS(from_json(bad, "t.json"), "t.json: /calibration/reduce_gbps: must be >= 0, got -1", InputError);
+}
+
+TEST_CASE("a topology's provenance is written, ignored when read, and never part of its fingerprint") {
+  Topology t = load(fixture("two-gpus.json"));
+  std::string text = to_json(t);
+  // The last member, on one line.
+  REQUIRE(text.find("\n  \"provenance\": {\"date\":\"") != std::string::npos);
+  CHECK(text.substr(text.rfind("\n  \"")).find("\n  \"provenance\": {") == 0);
+  CHECK(text.ends_with("}\n}\n"));
+  // Another tool, command and date (and a field this collkit does not know): the same topology.
+  std::string start = "\n  \"provenance\": ";
+  std::size_t at = text.find(start) + start.size();
+  std::string other =
+      text.substr(0, at) +
+      R"({"tool": "coll-run", "version": "0.0.1", "command": ["coll-run", "calibrate"], "date": "2020-01-01T00:00:00Z", "host": "x"})" +
+      text.substr(text.find('\n', at));
+  Topology back = from_json(other, "other.json");
+  CHECK(back.fingerprint() == t.fingerprint());
+  CHECK(back.fingerprint_hex() == t.fingerprint_hex());
+  CHECK(to_json(back) == text);  // written with this process's provenance, not the file's
 }

@@ -267,6 +267,8 @@ Measured Executor::run(const StrategyResult& row) {
     throw Error("the ranks' schedules for " + row.name + " differ (each rank predicts its own): not run");
   im.prepare(tasks);
   Measured m;
+  m.iters = im.opt.iters;
+  m.warmup_iters = 1;
   StepResult checked = im.step(tasks, StepMode::Overlapped, true);
   std::vector<StepResult> over;
   std::vector<double> max_steps, compute_alone, comm_alone;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "collkit/core/provenance_json.h"
 #include "collkit/overlap/execute.h"
 #include "collkit/overlap/report.h"
 
@@ -18,6 +19,7 @@ double us(double v) { return std::round(v * 1000.0) / 1000.0; }
 std::string measured_json(const Report& r, const RunContext& ctx, const std::vector<Measured>& measured, const Calibration* cal,
                           const std::string& calibration_file) {
   nlohmann::json j = nlohmann::json::parse(to_json(r, ctx));
+  j.erase("provenance");  // appended again below, last and on one line
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t i = 0; i < measured.size() && i < r.rows.size(); ++i) {
     const Measured& m = measured[i];
@@ -51,13 +53,17 @@ std::string measured_json(const Report& r, const RunContext& ctx, const std::vec
                     {"tasks", tasks}});
   }
   j["measured"] = rows;
+  if (!measured.empty()) {
+    j["iters"] = measured.front().iters;
+    j["warmup_iters"] = measured.front().warmup_iters;
+  }
   j["calibration"] = cal ? nlohmann::json{{"file", calibration_file},
                                           {"compute_slowdown", cal->compute_slowdown},
                                           {"comm_slowdown", cal->comm_slowdown},
                                           {"gemm_shapes", cal->gemms.size()},
                                           {"collectives", cal->collectives.size()}}
                          : nlohmann::json(nullptr);
-  return j.dump(1) + "\n";
+  return append_provenance(j.dump(1) + "\n", 1);
 }
 
 std::string measured_trace(const StrategyResult& predicted, const Measured& m, const RunContext& ctx) {

@@ -84,6 +84,7 @@ struct Results {
   std::string topology;  ///< name of the topology planned on, if any
   std::vector<Table> tables;
   std::uint64_t total_wrong = 0;
+  int iters = 0, warmup_iters = 0;  ///< timed and untimed iterations per measurement (RunOptions')
   bool complete = true;  ///< false in RunOptions::on_row's snapshots: the run goes on (or was stopped)
 };
 

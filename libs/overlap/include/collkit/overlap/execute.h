@@ -41,6 +41,8 @@ struct Measured {
   std::uint64_t collectives_checked = 0;  ///< collective runs whose output was checked, all ranks
   std::uint64_t wrong = 0;                ///< elements that differed, all ranks
   int dependency_violations = 0;          ///< tasks that started before a dependency ended (rank 0)
+  int iters = 0;                          ///< timed steps of each mode (ExecOptions::iters)
+  int warmup_iters = 0;                   ///< untimed steps before them (the checked one)
 };
 
 class Executor {

@@ -55,6 +55,8 @@ struct TuningTable {
   std::string topology_name;
   std::string topology_fingerprint;
   std::vector<TuningRange> ranges;  ///< ascending, disjoint
+  int iters = 0;                    ///< coll-run autotune: timed iterations per candidate; 0 = not measured
+  int warmup_iters = 0;             ///< and untimed ones before them
   /// The range holding `bytes`; null when none does.
   const TuningRange* find(std::uint64_t bytes) const;
 };
