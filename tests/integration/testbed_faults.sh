@@ -66,8 +66,8 @@ grep -Eq "no progress for 5 s: waiting on op .*rank [0-3]" "$TMP/down.txt" && ok
   bad "link down: no stall message: $(grep -m3 -i error "$TMP/down.txt")"
 expect_eq "$(json_get "$TMP/down.json" 'j.get("complete")')" False "link down: the partial --json is marked incomplete"
 named=0
-for r in 0 1; do grep -q "^coll-run: rank $r: rank(s) 2, 3 did not answer" "$TMP/down.txt" && named=$((named + 1)); done
-for r in 2 3; do grep -q "^coll-run: rank $r: rank(s) 0, 1 did not answer" "$TMP/down.txt" && named=$((named + 1)); done
+for r in 0 1; do grep -q "^coll-run: error: rank $r on host ckh1: .*ranks 2 on host ckh2, 3 on host ckh2 did not answer" "$TMP/down.txt" && named=$((named + 1)); done
+for r in 2 3; do grep -q "^coll-run: error: rank $r on host ckh2: .*ranks 0 on host ckh1, 1 on host ckh1 did not answer" "$TMP/down.txt" && named=$((named + 1)); done
 expect_eq "$named" 4 "link down: every rank names the other host's ranks as not answering"
 
 # 2. Host 2's ranks are killed mid-run: Open MPI ends the job itself when a process dies (naming
