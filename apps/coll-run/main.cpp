@@ -110,9 +110,26 @@ int in_job(double timeout_s, Body&& body) {
       if (!silent.empty())
         line += fmt::format("; {} did not answer within {:g} s (dead, hung or unreachable)", name_ranks(world, silent), grace);
     }
+    if (!exec::World::claim_line()) return;  // the watchdog spoke for this rank: it is exiting
     say(line);
     if (world.size() > 1) world.roll_call(grace, 1, silent);
   };
+  // Open MPI's TCP transport can keep a call to a dead peer from returning (on the testbed, a rank
+  // on the other host hung posting to it, past the launcher's SIGKILL): 0.6 s after the
+  // launcher's SIGTERM, a rank that has not printed its line prints one without the roll call and
+  // exits, before the SIGKILL that follows SIGTERM by a second.
+  if (world.size() > 1) {
+    std::thread([me, code = collkit::exit_code_for(exec::JobStopped("", false))] {
+      while (!exec::World::stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      if (!exec::World::claim_line()) return;
+      std::signal(SIGPIPE, SIG_IGN);
+      std::cerr << "coll-run: error: " + me +
+                       ": stopped by the launcher's signal; no roll call: an MPI call did not return (a peer is gone)\n"
+                << std::flush;
+      std::_Exit(code);
+    }).detach();
+  }
   try {
     return body(world);
   } catch (const collkit::InputError& e) {
@@ -125,8 +142,9 @@ int in_job(double timeout_s, Body&& body) {
     std::signal(SIGPIPE, SIG_IGN);  // mpirun gone: its pipe may be too; the exit is what matters
     // The launcher kills what is left a second after its SIGTERM (Open MPI's odls_base_sigkill_timeout),
     // or as soon as one rank has exited: the roll is short.
-    if (e.launcher_gone()) say(me + ": " + e.what());
-    else report(me + ": " + e.what(), 0.3);
+    if (e.launcher_gone()) {
+      if (exec::World::claim_line()) say(me + ": " + e.what());
+    } else report(me + ": " + e.what(), 0.3);
     std::_Exit(collkit::exit_code_for(e));
   } catch (const collkit::TimeoutError& e) {
     // "rank 0: no progress ..." (every wait's message) becomes "rank 0 on host h1: no progress ...".

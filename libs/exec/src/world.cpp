@@ -13,6 +13,7 @@
 
 #include "collkit/core/error.h"
 #include "mpi_check.h"
+#include "world_time.h"
 
 namespace collkit::exec {
 
@@ -38,16 +39,17 @@ bool launched() {
 }
 
 // The signals a launcher ends a job with become an exception in the next wait (a line naming the
-// dead peer instead of a silent death). Once: a second one acts as it would have (SA_RESETHAND),
-// so a rank busy elsewhere than in a wait is still ended. Dispositions already changed (nohup's
-// ignored SIGHUP) are left alone.
+// dead peer instead of a silent death). A second one changes nothing (the rank is already on its
+// way out, and must not die mid-line); the launcher's SIGKILL follows anyway, which also ends a
+// rank busy elsewhere than in a wait.
+// Dispositions already changed (nohup's ignored SIGHUP) are left alone.
 void watch_job() {
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
     struct sigaction old {};
     if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
-    sa.sa_flags = SA_RESETHAND;
+    sa.sa_flags = 0;
     sigemptyset(&sa.sa_mask);
     ::sigaction(sig, &sa, nullptr);
   }
@@ -66,6 +68,11 @@ const char* signal_name(int sig) {
 }  // namespace
 
 bool World::stop_requested() { return g_stop_signal != 0; }
+
+bool World::claim_line() {
+  static std::atomic<bool> claimed{false};
+  return !claimed.exchange(true);
+}
 
 void World::exit_on_stop(int code) {
   g_exit_code = code;
@@ -165,8 +172,8 @@ std::vector<int> World::roll_call(double grace_s, int round, const std::vector<i
       answered[static_cast<std::size_t>(r)] = true;  // not waited for (silent before), not reported
       --expected;
     }
-  double until = MPI_Wtime() + grace_s;
-  for (int heard = 1; heard < expected && MPI_Wtime() < until;) {
+  double until = detail::wall_seconds() + grace_s;  // the process's clock, not MPI's
+  for (int heard = 1; heard < expected && detail::wall_seconds() < until;) {
     for (std::size_t i = 0; i < n; ++i) {
       int flag = 0;
       if (answered[i] || MPI_Test(&recvs[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) continue;

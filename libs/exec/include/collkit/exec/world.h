@@ -91,6 +91,9 @@ class World {
   /// From now on the launcher's SIGTERM (SIGINT, SIGHUP) ends the process at once with `code`
   /// (it is already ending: its line is printed); now, if one came already.
   static void exit_on_stop(int code);
+  /// True for the first caller only: the one line a failing rank prints is printed by whoever
+  /// claims it (the rank's own report, or a watchdog when an MPI call does not return).
+  static bool claim_line();
 
   /// Seconds since an arbitrary point (MPI_Wtime).
   static double now();
