@@ -115,7 +115,7 @@ int in_job(double timeout_s, Body&& body) {
     if (world.size() > 1) world.roll_call(grace, 1, silent);
   };
   // Open MPI's TCP transport can keep a call to a dead peer from returning (on the testbed, a rank
-  // on the other host hung posting to it, past the launcher's SIGKILL): 0.6 s after the
+  // on the other host hung posting its roll call to it until the launcher's SIGKILL): 0.6 s after the
   // launcher's SIGTERM, a rank that has not printed its line prints one without the roll call and
   // exits, before the SIGKILL that follows SIGTERM by a second.
   if (world.size() > 1) {
