@@ -91,12 +91,13 @@ std::string name_ranks(const exec::World& world, const std::vector<int>& ranks) 
 // with SIGTERM because a rank died) calls the roll (every such rank does: survivors of one fault
 // hear each other) and prints one line: what it waited on and the ranks that did not answer, with
 // their hosts. After a timeout the rank then ends the job (MPI_Abort, bounded: a launcher out of
-// reach does not keep it alive); ended by the launcher, it exits. Every survivor has exited
+// reach does not keep it alive: 1 s); ended by the launcher, it exits. Every survivor has exited
 // within --timeout plus about 1.5 s of a fault (docs/errors.md). A rank whose launcher is gone
 // (mpirun killed) says so and exits: no orphans.
 template <class Body>
 int in_job(double timeout_s, Body&& body) {
   exec::World world;
+  world.watch_launcher();
   const std::string me = fmt::format("rank {} on host {}", world.rank(), world.host());
   // The line and, where the roll found silent ranks, who they are: one write, so that the lines of
   // ranks sharing a terminal do not interleave.
@@ -110,23 +111,28 @@ int in_job(double timeout_s, Body&& body) {
       if (!silent.empty())
         line += fmt::format("; {} did not answer within {:g} s (dead, hung or unreachable)", name_ranks(world, silent), grace);
     }
-    if (!exec::World::claim_line()) return;  // the watchdog spoke for this rank: it is exiting
+    if (!exec::World::claim_line()) {  // the watchdog below speaks for this rank and ends it
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      return;
+    }
     say(line);
     if (world.size() > 1) world.roll_call(grace, 1, silent);
   };
   // Open MPI's TCP transport can keep a call to a dead peer from returning (on the testbed, a rank
-  // on the other host hung posting its roll call to it until the launcher's SIGKILL): 0.6 s after the
+  // on the other host hung posting its roll call to it until the launcher's SIGKILL): 0.4 s after the
   // launcher's SIGTERM, a rank that has not printed its line prints one without the roll call and
-  // exits, before the SIGKILL that follows SIGTERM by a second.
+  // exits 0.4 s later (the other ranks' watchdogs print meanwhile: the first exit has Open MPI
+  // SIGKILL the rest), before the SIGKILL that follows SIGTERM by a second.
   if (world.size() > 1) {
     std::thread([me, code = collkit::exit_code_for(exec::JobStopped("", false))] {
-      while (!exec::World::stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      while (!exec::World::stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
       if (!exec::World::claim_line()) return;
       std::signal(SIGPIPE, SIG_IGN);
       std::cerr << "coll-run: error: " + me +
                        ": stopped by the launcher's signal; no roll call: an MPI call did not return (a peer is gone)\n"
                 << std::flush;
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
       std::_Exit(code);
     }).detach();
   }
@@ -142,20 +148,26 @@ int in_job(double timeout_s, Body&& body) {
     std::signal(SIGPIPE, SIG_IGN);  // mpirun gone: its pipe may be too; the exit is what matters
     // The launcher kills what is left a second after its SIGTERM (Open MPI's odls_base_sigkill_timeout),
     // or as soon as one rank has exited: the roll is short.
+    auto stopped = std::chrono::steady_clock::now();
     if (e.launcher_gone()) {
       if (exec::World::claim_line()) say(me + ": " + e.what());
-    } else report(me + ": " + e.what(), 0.3);
+    } else {
+      report(me + ": " + e.what(), 0.3);
+      // Not before a rank stuck in MPI has had its watchdog's line out (0.4 s after the signal):
+      // this exit has Open MPI SIGKILL it.
+      std::this_thread::sleep_until(stopped + std::chrono::milliseconds(500));
+    }
     std::_Exit(collkit::exit_code_for(e));
   } catch (const collkit::TimeoutError& e) {
     // "rank 0: no progress ..." (every wait's message) becomes "rank 0 on host h1: no progress ...".
     std::string what = e.what(), mine = fmt::format("rank {}: ", world.rank());
     if (what.rfind(mine, 0) == 0) what.erase(0, mine.size());
-    report(me + ": " + what, std::min(timeout_s, 1.0));
+    report(me + ": " + what, std::min(timeout_s, 0.5));
     exec::World::exit_on_stop(collkit::exit_code_for(e));
-    // A moment for the other survivors to print before the job is ended under them; a launcher
-    // already ending it (another survivor asked first) needs no second request.
-    if (world.size() > 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    world.abort(collkit::exit_code_for(e));
+    // A moment more for the other survivors (the roll's second round already waited for those
+    // that answered); a launcher already ending the job ends this rank with its code.
+    if (world.size() > 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    world.abort(collkit::exit_code_for(e), 1.0);
   } catch (const std::exception& e) {
     say(e.what());
     world.abort(collkit::exit_code_for(e));

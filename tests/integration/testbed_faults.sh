@@ -114,7 +114,7 @@ within "$gone" 7 && ok "ranks killed, no abort: host 1's ranks gone ${gone} s af
   bad "ranks killed, no abort: host 1's ranks gone after $gone s"
 echo "measured: ranks killed (orte_abort_on_non_zero_status 0): host 1's ranks gone after $gone s"
 for r in 0 1; do
-  expect_eq "$(grep -c "^coll-run: error: rank $r on host ckh1: no progress for 5 s: .*; ranks 2 on host ckh2, 3 on host ckh2 did not answer within 1 s (dead, hung or unreachable)$" \
+  expect_eq "$(grep -c "^coll-run: error: rank $r on host ckh1: no progress for 5 s: .*; ranks 2 on host ckh2, 3 on host ckh2 did not answer within 0.5 s (dead, hung or unreachable)$" \
     "$TMP/killed-noabort.txt" || true)" 1 "ranks killed, no abort: lines of rank $r (host 1) naming ranks 2 and 3 on host ckh2"
 done
 expect_eq "$(json_get "$TMP/killed-noabort.json" 'j.get("complete")')" False "ranks killed, no abort: the partial --json is marked incomplete"

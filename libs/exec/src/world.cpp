@@ -142,6 +142,9 @@ World::World() {
   mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup");
   roll_call_ = MPI_Comm_c2f(dup);
   hosts_ = allgather(host_, 60);
+}
+
+void World::watch_launcher() const {
   if (size_ > 1 && launched()) watch_job();
 }
 

@@ -81,9 +81,13 @@ class World {
   /// after `limit_s` even if MPI_Abort has not returned (it never does when it works).
   [[noreturn]] void abort(int code, double limit_s = 1.5) const;
 
-  /// Throws JobStopped if the launcher has sent this process SIGTERM/SIGINT/SIGHUP or has gone
-  /// away (checked at most every 0.1 s); every wait on other ranks calls it in its loop. The
-  /// handlers are installed by a World of a job of more than one rank, run under a launcher.
+  /// From now on the launcher's SIGTERM/SIGINT/SIGHUP and its disappearance (the rank's parent
+  /// process exits: mpirun killed) are noticed by check_stopped() instead of ending the process
+  /// silently (coll-run opts in; a job of one rank, or run without a launcher, is left alone).
+  void watch_launcher() const;
+  /// Throws JobStopped if, since watch_launcher(), the launcher has sent this process SIGTERM,
+  /// SIGINT or SIGHUP or has gone away (checked at most every 0.1 s); every wait on other ranks
+  /// calls it in its loop.
   static void check_stopped();
   /// The launcher has sent SIGTERM/SIGINT/SIGHUP (it is ending the job: the rank should exit,
   /// not ask it to).
