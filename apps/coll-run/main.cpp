@@ -64,7 +64,7 @@ void say(const std::string& what) {
 int agreed(const exec::World& world, double timeout_s, const std::string& what, int code) {
   if (world.rank() == 0) say(what);
   try {
-    world.barrier(std::min(timeout_s, 10.0), "waiting for rank 0 to print the error");
+    world.barrier_aside(std::min(timeout_s, 10.0), "waiting for rank 0 to print the error");
   } catch (const std::exception&) {  // rank 0 gone or the job ending: the code is what is left to give
   }
   return code;

@@ -212,6 +212,12 @@ void World::barrier(double timeout_s, const std::string& what) const {
   mpi::wait_all(&req, 1, timeout_s, what);
 }
 
+void World::barrier_aside(double timeout_s, const std::string& what) const {
+  MPI_Request req;
+  mpi::check(MPI_Ibarrier(MPI_Comm_f2c(roll_call_), &req), "MPI_Ibarrier");
+  mpi::wait_all(&req, 1, timeout_s, what);
+}
+
 double World::max(double v, double timeout_s) const {
   double out = v;
   MPI_Request req;

@@ -59,6 +59,9 @@ class World {
 
   /// Waits for every rank, giving up after `timeout_s` with a SystemError naming `what`.
   void barrier(double timeout_s, const std::string& what) const;
+  /// The same, on the roll call's communicator: for a rank that stops on an error while the others
+  /// might still be in a collective of the world (a barrier there would be matched against it).
+  void barrier_aside(double timeout_s, const std::string& what) const;
   /// Largest / sum of a value over ranks (with the same timeout rule).
   double max(double v, double timeout_s) const;
   std::uint64_t sum(std::uint64_t v, double timeout_s) const;
