@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -51,37 +52,124 @@ struct Flags {
 std::vector<plan::Collective> collectives(const std::string& s);
 exec::RunOptions options(const Flags& f, const CLI::App& app);
 
+// "coll-run: error: WHAT" in one write: lines of ranks that share a terminal (or mpirun's
+// --tag-output) then never interleave within a line. Output still buffered goes first.
+void say(const std::string& what) {
+  std::cout << std::flush;
+  std::cerr << "coll-run: error: " + what + "\n" << std::flush;
+}
+
+// An error every rank met alike: rank 0 prints it; the others wait (bounded) until it has, since a
+// rank that exits non-zero first has mpirun end the job, rank 0 with it, before the line is out.
+int agreed(const exec::World& world, double timeout_s, const std::string& what, int code) {
+  if (world.rank() == 0) say(what);
+  try {
+    world.barrier_aside(std::min(timeout_s, 10.0), "waiting for rank 0 to print the error");
+  } catch (const std::exception&) {  // rank 0 gone or the job ending: the code is what is left to give
+  }
+  return code;
+}
+
+// Before MPI starts (a bad flag), the launcher's rank 0 prints; the others give it a moment first,
+// as agreed() does.
+int agreed_before_mpi(bool rank0, int code) {
+  if (!rank0) std::this_thread::sleep_for(std::chrono::seconds(1));
+  return code;
+}
+
+// "rank 1 on host h2" / "ranks 2 on host h2, 3 on host h2": the ranks a roll call did not hear.
+std::string name_ranks(const exec::World& world, const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    out += fmt::format("{}{} on host {}", i ? ", " : "", ranks[i], world.hosts()[static_cast<std::size_t>(ranks[i])]);
+  return out;
+}
+
 // Runs `body(world)` on every rank of the job. Errors every rank meets alike (bad input, an
-// unsupported request) are printed once, by rank 0, and every rank exits with the code; an error
-// of one rank (a stalled peer, a failed call) is printed by that rank, which then ends the job. A
-// rank that gave up waiting first calls the roll (every rank that times out does: survivors of one
-// fault name the ranks that are gone, not only the peer each waited on) and lingers a second so
-// that the others print too.
+// unsupported request) are printed once, by rank 0, and every rank exits with the code. A rank
+// that gives up on its peers (a wait without progress past --timeout; the launcher ending the job
+// with SIGTERM because a rank died) calls the roll (every such rank does: survivors of one fault
+// hear each other) and prints one line: what it waited on and the ranks that did not answer, with
+// their hosts. After a timeout the rank then ends the job (MPI_Abort, bounded: a launcher out of
+// reach does not keep it alive: 1 s); ended by the launcher, it exits. Every survivor has exited
+// within --timeout plus about 1.5 s of a fault (docs/errors.md). A rank whose launcher is gone
+// (mpirun killed) says so and exits: no orphans.
 template <class Body>
 int in_job(double timeout_s, Body&& body) {
   exec::World world;
+  world.watch_launcher();
+  const std::string me = fmt::format("rank {} on host {}", world.rank(), world.host());
+  // The line and, where the roll found silent ranks, who they are: one write, so that the lines of
+  // ranks sharing a terminal do not interleave.
+  // Then a second round among those that answered: Open MPI's launcher kills every rank left as
+  // soon as one exits after its SIGTERM, so none exits before all have printed (bounded).
+  auto report = [&](const std::string& what, double grace) {
+    std::string line = what;
+    std::vector<int> silent;
+    if (world.size() > 1) {
+      silent = world.roll_call(grace);
+      if (!silent.empty())
+        line += fmt::format("; {} did not answer within {:g} s (dead, hung or unreachable)", name_ranks(world, silent), grace);
+    }
+    if (!exec::World::claim_line()) {  // the watchdog below speaks for this rank and ends it
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      return;
+    }
+    say(line);
+    if (world.size() > 1) world.roll_call(grace, 1, silent);
+  };
+  // Open MPI's TCP transport can keep a call to a dead peer from returning (on the testbed, a rank
+  // on the other host hung posting its roll call to it until the launcher's SIGKILL): 0.4 s after the
+  // launcher's SIGTERM, a rank that has not printed its line prints one without the roll call and
+  // exits 0.4 s later (the other ranks' watchdogs print meanwhile: the first exit has Open MPI
+  // SIGKILL the rest), before the SIGKILL that follows SIGTERM by a second.
+  if (world.size() > 1) {
+    std::thread([me, code = collkit::exit_code_for(exec::JobStopped("", false))] {
+      while (!exec::World::stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      if (!exec::World::claim_line()) return;
+      std::signal(SIGPIPE, SIG_IGN);
+      std::cerr << "coll-run: error: " + me +
+                       ": stopped by the launcher's signal; no roll call: an MPI call did not return (a peer is gone)\n"
+                << std::flush;
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      std::_Exit(code);
+    }).detach();
+  }
   try {
     return body(world);
   } catch (const collkit::InputError& e) {
-    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
+    return agreed(world, timeout_s, e.what(), collkit::exit_code_for(e));
   } catch (const collkit::UnsupportedError& e) {
-    if (world.rank() == 0) std::cerr << "coll-run: error: " << e.what() << "\n";
-    return collkit::exit_code_for(e);
-  } catch (const collkit::TimeoutError& e) {
-    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
-    if (world.size() > 1) {
-      double grace = std::min(timeout_s, 3.0);
-      std::vector<int> silent = world.roll_call(grace);
-      if (!silent.empty())
-        std::cerr << fmt::format("coll-run: rank {}: rank(s) {} did not answer within {:g} s (dead, hung or unreachable)\n", world.rank(),
-                                 fmt::join(silent, ", "), grace)
-                  << std::flush;
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+    return agreed(world, timeout_s, e.what(), collkit::exit_code_for(e));
+  } catch (const exec::AgreedError& e) {
+    return agreed(world, timeout_s, e.what(), e.code());
+  } catch (const exec::JobStopped& e) {
+    std::signal(SIGPIPE, SIG_IGN);  // mpirun gone: its pipe may be too; the exit is what matters
+    // The launcher kills what is left a second after its SIGTERM (Open MPI's odls_base_sigkill_timeout),
+    // or as soon as one rank has exited: the roll is short.
+    auto stopped = std::chrono::steady_clock::now();
+    if (e.launcher_gone()) {
+      if (exec::World::claim_line()) say(me + ": " + e.what());
+    } else {
+      report(me + ": " + e.what(), 0.3);
+      // Not before a rank stuck in MPI has had its watchdog's line out (0.4 s after the signal):
+      // this exit has Open MPI SIGKILL it.
+      std::this_thread::sleep_until(stopped + std::chrono::milliseconds(500));
     }
-    world.abort(collkit::exit_code_for(e));
+    std::_Exit(collkit::exit_code_for(e));
+  } catch (const collkit::TimeoutError& e) {
+    // "rank 0: no progress ..." (every wait's message) becomes "rank 0 on host h1: no progress ...".
+    std::string what = e.what(), mine = fmt::format("rank {}: ", world.rank());
+    if (what.rfind(mine, 0) == 0) what.erase(0, mine.size());
+    report(me + ": " + what, std::min(timeout_s, 0.5));
+    exec::World::exit_on_stop(collkit::exit_code_for(e));
+    // A moment more for the other survivors (the roll's second round already waited for those
+    // that answered); a launcher already ending the job ends this rank with its code.
+    if (world.size() > 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    world.abort(collkit::exit_code_for(e), 1.0);
   } catch (const std::exception& e) {
-    std::cerr << "coll-run: error: " << e.what() << "\n" << std::flush;
+    say(e.what());
     world.abort(collkit::exit_code_for(e));
   }
 }
@@ -297,8 +385,7 @@ int run_benchmark(const Flags& f, const CLI::App& app) {
       collkit::app::wrote(f.csv_out, "CSV");
     }
     if (res.total_wrong > 0) {
-      if (world.rank() == 0) std::cerr << "coll-run: error: " << res.total_wrong << " wrong elements\n";
-      return 1;
+      return agreed(world, opt.timeout_s, std::to_string(res.total_wrong) + " wrong elements", 1);
     }
     return 0;
   });
@@ -372,7 +459,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (launcher_rank0()) return app.exit(e);
-    return e.get_exit_code();
+    return e.get_exit_code() == 0 ? 0 : agreed_before_mpi(false, e.get_exit_code());
   }
 
   // Before MPI starts, a bad flag is printed once, by the launcher's rank 0.
@@ -381,8 +468,8 @@ int main(int argc, char** argv) {
       collkit::set_provenance(app.get_name(), argc, argv);  // before anything is written
       return run();
     } catch (const std::exception& e) {
-      if (launcher_rank0()) std::cerr << "coll-run: error: " << e.what() << "\n";
-      return collkit::exit_code_for(e);
+      if (launcher_rank0()) say(e.what());
+      return agreed_before_mpi(launcher_rank0(), collkit::exit_code_for(e));
     }
   };
   if (*tune) return start([&] { return run_autotune(f, *tune); });

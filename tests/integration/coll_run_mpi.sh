@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # coll-run under mpirun with the mpi backend: every algorithm of libs/plan for every collective,
 # datatype and operator on 2, 3 and 4 ranks with zero wrong elements, in place and out of place;
-# hier across two synthetic hosts; a plan file; a mismatched plan; a stalled rank and a killed
-# rank stopping the others within --timeout; bad input with one-line errors.
+# hier across two synthetic hosts; a plan file; a mismatched plan; bad input with one-line errors.
 source "$(dirname "$0")/lib.sh"
 run="$COLLKIT_BIN/coll-run"
 if ! command -v mpirun >/dev/null; then echo "skip: mpirun not found"; exit 77; fi
@@ -128,39 +127,8 @@ mpi 4 "$run" --plan "$TMP/bruck.json" -b 1K -e 1M -f 32 -n 1 >"$TMP/sweep.txt" 2
 got=$(mpi 3 "$run" --plan "$TMP/bruck.json" 2>&1 >/dev/null | grep '^coll-run' || true)
 expect_eq "$got" "coll-run: error: $TMP/bruck.json: the plan is for 4 ranks, this job has 3 (mpirun -np 4)" "mismatched plan, one line"
 
-# A stalled rank (SIGSTOP, as a hung process) and a killed one: the others stop within --timeout
-# (plus the roll's 3 s).
-stall_test() {
-  local signal=$1 log="$TMP/stall$1.txt" rc=0 pid="" start
-  start=$(date +%s)
-  mpi 3 "$run" --coll allreduce --algo ring -b 1M -e 1M -n 1000000 -w 0 -c 0 --no-baseline --no-discover --timeout 4 \
-    --json "$TMP/stall$1.json" >"$log" 2>&1 &
-  local launcher=$!
-  for _ in $(seq 100); do
-    for p in $(pgrep -f "coll-run --coll allreduce --algo ring -b 1M" || true); do
-      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then pid=$p; fi
-    done
-    [ -n "$pid" ] && grep -q "float" "$log" 2>/dev/null && break
-    [ -n "$pid" ] && sleep 0.5 && break
-    sleep 0.2
-  done
-  if [ -z "$pid" ]; then bad "SIG$signal: rank 1 never started"; wait "$launcher" || true; return; fi
-  sleep 1
-  kill -"$signal" "$pid"
-  wait "$launcher" || rc=$?
-  local took=$(($(date +%s) - start))
-  if [ "$rc" -ne 0 ] && [ "$took" -lt 60 ]; then ok "SIG$signal on rank 1: the job ended with exit $rc in ${took}s"; else bad "SIG$signal: exit $rc after ${took}s"; fi
-  if [ "$signal" = STOP ]; then
-    expect_eq "$(json_get "$TMP/stall$1.json" 'j.get("complete")')" False "the stopped run's --json is there, marked incomplete"
-    grep -q "no progress for 4 s: waiting on op .* rank 1" "$log" && ok "the message names the stuck op and rank 1" ||
-      bad "no stall message naming rank 1: $(grep -m2 error "$log")"
-    named=$(grep -c "^coll-run: rank [02]: rank(s) 1 did not answer within 3 s (dead, hung or unreachable)$" "$log" || true)
-    expect_eq "$named" 2 "both survivors call the roll and name the hung rank 1"
-  fi
-  kill -9 "$pid" 2>/dev/null || true
-}
-stall_test STOP
-stall_test KILL
+# Faults (a rank killed or stalled, mpirun killed or stopped) and bad input under mpirun: in
+# coll_run_faults_mpi.sh and coll_run_input_mpi.sh.
 
 # Bad input: one line, non-zero exit.
 expect_fail 2 'coll-run: error: unknown collective "allsum" (expected allreduce, reducescatter, allgather, alltoall, broadcast, reduce or all)' \

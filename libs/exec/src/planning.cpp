@@ -34,7 +34,7 @@ std::string decide(World& world, double timeout_s, Fn&& fn) {
     } catch (const UnsupportedError& e) {
       verdict = {{"error", e.what()}, {"kind", "unsupported"}};
     } catch (const std::exception& e) {
-      verdict = {{"error", e.what()}, {"kind", "other"}};
+      verdict = {{"error", e.what()}, {"kind", "other"}, {"code", exit_code_for(e)}};
     }
   }
   json got = json::parse(world.broadcast(world.rank() == 0 ? verdict.dump() : std::string(), timeout_s));
@@ -42,7 +42,7 @@ std::string decide(World& world, double timeout_s, Fn&& fn) {
     std::string kind = got["kind"], what = got["error"];
     if (kind == "input") throw InputError(what);
     if (kind == "unsupported") throw UnsupportedError(what);
-    throw Error(what);
+    throw AgreedError(what, got["code"].get<int>());  // a file rank 0 could not read: printed once, by rank 0
   }
   return got["ok"].get<std::string>();
 }
@@ -60,7 +60,14 @@ std::string shape_key(const plan::Plan& p, std::uint64_t esize) {
 
 Planner::Planner(const RunOptions& opt, int nranks, World& world) : opt_(opt), nranks_(nranks), world_(world) {
   if (!opt.plan_file.empty()) {
-    file_plan_ = plan::load(opt.plan_file);
+    // Rank 0 reads and loads the file; every rank gets its text (read once: `-`, standard input,
+    // works as mpirun gives it to rank 0) or its error, which rank 0 alone then prints.
+    std::string text = decide(world, opt.timeout_s, [&] {
+      std::string t = read_file(opt.plan_file);
+      plan::from_json(t, opt.plan_file);
+      return t;
+    });
+    file_plan_ = plan::from_json(text, opt.plan_file);
     if (file_plan_->nranks() != nranks)
       throw InputError(opt.plan_file + ": the plan is for " + std::to_string(file_plan_->nranks()) + " ranks, this job has " +
                        std::to_string(nranks) + " (mpirun -np " + std::to_string(file_plan_->nranks()) + ")");

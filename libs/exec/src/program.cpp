@@ -2,15 +2,16 @@
 
 #include <algorithm>
 #include <climits>
-#include <map>
 #include <cstdint>
+#include <cstring>
+#include <map>
 #include <numeric>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
-#include <cstring>
 
 #include "collkit/core/error.h"
+#include "collkit/exec/world.h"
 #include "stream_copy.h"
 #include "world_time.h"
 
@@ -372,6 +373,7 @@ void Runner::run(Transport& transport, const std::array<std::byte*, 3>& regions)
       }
       progress = true;
     }
+    World::check_stopped();  // the launcher ending the job, or gone
     if (progress) {
       last = wall_seconds();
     } else {

@@ -116,6 +116,7 @@ std::vector<double> probe_receives(Transport& t, const World& world, std::uint64
           }
           if (h == s) got_s = true;
         }
+        World::check_stopped();
         if (!done.empty()) last = World::now();
         if (World::now() - last > timeout_s)
           throw TimeoutError("rank " + std::to_string(me) + ": no progress for " + std::to_string(timeout_s) + " s while probing rank " +

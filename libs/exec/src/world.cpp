@@ -1,15 +1,95 @@
 #include "collkit/exec/world.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 
 #include "collkit/core/error.h"
 #include "mpi_check.h"
+#include "world_time.h"
 
 namespace collkit::exec {
+
+namespace {
+
+// What check_stopped() reads: the signal the launcher sent (0: none) and the parent process the
+// rank started under (0: not watched, as outside a launcher).
+volatile std::sig_atomic_t g_stop_signal = 0;
+volatile std::sig_atomic_t g_exit_code = -1;  // >= 0: exit at once with it when the signal comes
+pid_t g_parent = 0;
+std::atomic<std::int64_t> g_next_parent_check{0};
+
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+  if (g_exit_code >= 0) ::_exit(g_exit_code);  // async-signal-safe
+}
+
+// Started by a launcher: mpirun/srun set these in every rank's environment.
+bool launched() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* s = std::getenv(v); s && *s) return true;
+  return false;
+}
+
+// The signals a launcher ends a job with become an exception in the next wait (a line naming the
+// dead peer instead of a silent death). A second one changes nothing (the rank is already on its
+// way out, and must not die mid-line); the launcher's SIGKILL follows anyway, which also ends a
+// rank busy elsewhere than in a wait.
+// Dispositions already changed (nohup's ignored SIGHUP) are left alone.
+void watch_job() {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = 0;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+  g_parent = ::getppid();
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    default: return "a signal";
+  }
+}
+
+}  // namespace
+
+bool World::stop_requested() { return g_stop_signal != 0; }
+
+bool World::claim_line() {
+  static std::atomic<bool> claimed{false};
+  return !claimed.exchange(true);
+}
+
+void World::exit_on_stop(int code) {
+  g_exit_code = code;
+  if (g_stop_signal) std::_Exit(code);
+}
+
+void World::check_stopped() {
+  if (int sig = g_stop_signal)
+    throw JobStopped(std::string("stopped by ") + signal_name(sig) + " (the launcher ends the job: a rank failed or mpirun was stopped)",
+                     false);
+  if (g_parent == 0) return;
+  std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (now < g_next_parent_check.load(std::memory_order_relaxed)) return;
+  g_next_parent_check.store(now + 100, std::memory_order_relaxed);
+  if (::getppid() != g_parent)
+    throw JobStopped("the launcher is gone (its process " + std::to_string(g_parent) + " exited, mpirun killed?): stopping", true);
+}
 
 namespace mpi {
 
@@ -17,6 +97,7 @@ void wait_all(MPI_Request* reqs, int n, double timeout_s, const std::string& wha
   double last = MPI_Wtime();
   int done = 0, before = 0;
   for (;;) {
+    World::check_stopped();
     int flag = 0;
     check(MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (flag) return;
@@ -60,6 +141,11 @@ World::World() {
   MPI_Comm dup = MPI_COMM_NULL;
   mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup");
   roll_call_ = MPI_Comm_c2f(dup);
+  hosts_ = allgather(host_, 60);
+}
+
+void World::watch_launcher() const {
+  if (size_ > 1 && launched()) watch_job();
 }
 
 World::~World() {
@@ -68,7 +154,7 @@ World::~World() {
   if (owns_) MPI_Finalize();
 }
 
-std::vector<int> World::roll_call(double grace_s) const {
+std::vector<int> World::roll_call(double grace_s, int round, const std::vector<int>& skip) const {
   // Errors are not checked: a send to a peer that is gone may fail, and the answer is the same.
   // What is still pending at the end is cancelled or let go; the sends read rank_, which lives on.
   MPI_Comm comm = MPI_Comm_f2c(roll_call_);
@@ -78,13 +164,19 @@ std::vector<int> World::roll_call(double grace_s) const {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     auto i = static_cast<std::size_t>(r);
-    MPI_Irecv(&in[i], 1, MPI_INT, r, 0, comm, &recvs[i]);
-    MPI_Isend(&rank_, 1, MPI_INT, r, 0, comm, &sends[i]);
+    MPI_Irecv(&in[i], 1, MPI_INT, r, round, comm, &recvs[i]);
+    MPI_Isend(&rank_, 1, MPI_INT, r, round, comm, &sends[i]);
   }
   std::vector<bool> answered(n, false);
   answered[static_cast<std::size_t>(rank_)] = true;
-  double until = MPI_Wtime() + grace_s;
-  for (int heard = 1; heard < size_ && MPI_Wtime() < until;) {
+  int expected = size_;
+  for (int r : skip)
+    if (r != rank_ && r >= 0 && r < size_ && !answered[static_cast<std::size_t>(r)]) {
+      answered[static_cast<std::size_t>(r)] = true;  // not waited for (silent before), not reported
+      --expected;
+    }
+  double until = detail::wall_seconds() + grace_s;  // the process's clock, not MPI's
+  for (int heard = 1; heard < expected && detail::wall_seconds() < until;) {
     for (std::size_t i = 0; i < n; ++i) {
       int flag = 0;
       if (answered[i] || MPI_Test(&recvs[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) continue;
@@ -105,8 +197,6 @@ std::vector<int> World::roll_call(double grace_s) const {
   return silent;
 }
 
-std::vector<std::string> World::hosts() const { return allgather(host_, 60); }
-
 std::string World::mpi_version() const {
   char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
@@ -119,6 +209,12 @@ std::string World::mpi_version() const {
 void World::barrier(double timeout_s, const std::string& what) const {
   MPI_Request req;
   mpi::check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+  mpi::wait_all(&req, 1, timeout_s, what);
+}
+
+void World::barrier_aside(double timeout_s, const std::string& what) const {
+  MPI_Request req;
+  mpi::check(MPI_Ibarrier(MPI_Comm_f2c(roll_call_), &req), "MPI_Ibarrier");
   mpi::wait_all(&req, 1, timeout_s, what);
 }
 
@@ -173,7 +269,15 @@ std::vector<std::string> World::allgather(const std::string& mine, double timeou
   return out;
 }
 
-void World::abort(int code) const {
+void World::abort(int code, double limit_s) const {
+  // MPI_Abort asks the launcher to end the job and waits for it to (Open MPI: SIGTERM, SIGKILL a
+  // second later); the SIGTERM ends this rank with the code. A launcher out of reach (a host cut
+  // off, a daemon gone) would keep it alive forever: the thread's limit.
+  exit_on_stop(code);
+  std::thread([code, limit_s] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(limit_s));
+    std::_Exit(code);
+  }).detach();
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }

@@ -8,7 +8,34 @@
 #include <string>
 #include <vector>
 
+#include "collkit/core/error.h"
+
 namespace collkit::exec {
+
+/// The job is being ended from outside this rank: the launcher sent SIGTERM (or SIGINT, SIGHUP),
+/// as mpirun does to every rank when one has died, or the launcher itself is gone (the rank's
+/// parent process exited: mpirun killed, leaving the ranks orphans). Thrown by every wait on other
+/// ranks (World::check_stopped()); exit code 3, as SystemError.
+class JobStopped : public SystemError {
+ public:
+  JobStopped(const std::string& what, bool launcher_gone) : SystemError(what), launcher_gone_(launcher_gone) {}
+  /// The launcher is gone (no roll call is worth making: every rank is alive and finds out too).
+  bool launcher_gone() const { return launcher_gone_; }
+
+ private:
+  bool launcher_gone_;
+};
+
+/// An error rank 0 met and gave to every rank (an input file it could not read): every rank
+/// stops alike, rank 0 alone prints it. `code()` is the exit code of the error rank 0 met.
+class AgreedError : public Error {
+ public:
+  AgreedError(const std::string& what, int code) : Error(what), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
 
 class World {
  public:
@@ -24,13 +51,17 @@ class World {
   /// This host's name and this rank's index among the ranks of its host.
   const std::string& host() const { return host_; }
   int local_rank() const { return local_rank_; }
-  /// Every rank's host name, in rank order.
-  std::vector<std::string> hosts() const;
+  /// Every rank's host name, in rank order (gathered once, when the world starts: a rank that
+  /// reports a dead peer can still name its host).
+  const std::vector<std::string>& hosts() const { return hosts_; }
   /// "Open MPI v4.1.4, ..." (MPI_Get_library_version, first line).
   std::string mpi_version() const;
 
   /// Waits for every rank, giving up after `timeout_s` with a SystemError naming `what`.
   void barrier(double timeout_s, const std::string& what) const;
+  /// The same, on the roll call's communicator: for a rank that stops on an error while the others
+  /// might still be in a collective of the world (a barrier there would be matched against it).
+  void barrier_aside(double timeout_s, const std::string& what) const;
   /// Largest / sum of a value over ranks (with the same timeout rule).
   double max(double v, double timeout_s) const;
   std::uint64_t sum(std::uint64_t v, double timeout_s) const;
@@ -44,9 +75,32 @@ class World {
   /// is not a collkit wait, or unreachable. Every rank that gives up calls it, so survivors of one
   /// fault hear from each other; a rank still working answers once it gives up too (within
   /// `grace_s`, or it is counted silent).
-  std::vector<int> roll_call(double grace_s) const;
-  /// Ends the whole job now (MPI_Abort): for the app, after a rank-local error was printed.
-  [[noreturn]] void abort(int code) const;
+  /// `round` tells calls apart (a second round after printing, so that no survivor exits, and has
+  /// the launcher kill the rest, before every survivor has printed); `skip`: ranks not waited for
+  /// (silent in an earlier round).
+  std::vector<int> roll_call(double grace_s, int round = 0, const std::vector<int>& skip = {}) const;
+  /// Ends the whole job now (MPI_Abort): for the app, after a rank-local error was printed. A
+  /// launcher that cannot be reached must not keep the rank alive: the process exits with `code`
+  /// after `limit_s` even if MPI_Abort has not returned (it never does when it works).
+  [[noreturn]] void abort(int code, double limit_s = 1.5) const;
+
+  /// From now on the launcher's SIGTERM/SIGINT/SIGHUP and its disappearance (the rank's parent
+  /// process exits: mpirun killed) are noticed by check_stopped() instead of ending the process
+  /// silently (coll-run opts in; a job of one rank, or run without a launcher, is left alone).
+  void watch_launcher() const;
+  /// Throws JobStopped if, since watch_launcher(), the launcher has sent this process SIGTERM,
+  /// SIGINT or SIGHUP or has gone away (checked at most every 0.1 s); every wait on other ranks
+  /// calls it in its loop.
+  static void check_stopped();
+  /// The launcher has sent SIGTERM/SIGINT/SIGHUP (it is ending the job: the rank should exit,
+  /// not ask it to).
+  static bool stop_requested();
+  /// From now on the launcher's SIGTERM (SIGINT, SIGHUP) ends the process at once with `code`
+  /// (it is already ending: its line is printed); now, if one came already.
+  static void exit_on_stop(int code);
+  /// True for the first caller only: the one line a failing rank prints is printed by whoever
+  /// claims it (the rank's own report, or a watchdog when an MPI call does not return).
+  static bool claim_line();
 
   /// Seconds since an arbitrary point (MPI_Wtime).
   static double now();
@@ -57,6 +111,7 @@ class World {
   int size_ = 1;
   int local_rank_ = 0;
   std::string host_;
+  std::vector<std::string> hosts_;
   int roll_call_ = 0;  ///< a duplicate of the world's communicator, for roll_call() alone (its Fortran handle: no MPI here)
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <exception>
 
 #include "../../host_rank.h"
 #include "../../mpi_check.h"
@@ -129,6 +130,18 @@ class MpiBackend final : public Backend {
   }
 
   ~MpiBackend() override {
+    if (std::uncaught_exceptions() > 0) {
+      // Destroyed by a failure (a stalled or dead peer, the launcher ending the job): receives and
+      // sends of the abandoned plan or native collective may still be in flight, and MPI moves
+      // them on in whatever MPI call comes next (the roll call), into these buffers and through
+      // these operators. They stay, leaked: the process is about to end (freed, a late message
+      // wrote into freed memory and the rank died of SIGSEGV instead of naming its dead peer).
+      [[maybe_unused]] auto* parked = new detail::HostRank(std::move(host_));
+      g_sixteen = new SixteenBit(sixteen_);
+      [[maybe_unused]] auto* parked_slow = slow_.release();
+      [[maybe_unused]] auto* parked_transport = transport_.release();
+      return;
+    }
     for (MPI_Op& op : sixteen_.ops) MPI_Op_free(&op);
     MPI_Type_free(&sixteen_.half);
     MPI_Type_free(&sixteen_.bf16);
