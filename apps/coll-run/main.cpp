@@ -414,8 +414,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--op", f.ops, "reduction: sum, prod, min, max, avg, all (comma list)");
   app.add_option("-d,--datatype", f.types, "float32, float16, bfloat16, float64, int32, int8, uint8, all (comma list)");
   app.add_option("-r,--root", f.root, "root of broadcast and reduce");
-  app.add_option("--json", f.json_out, "write collkit.results/1 here (\"-\": stdout, the tables then on stderr)");
-  app.add_option("--csv", f.csv_out, "write the rows as CSV here (\"-\": stdout, the tables then on stderr)");
+  app.add_option("-J,--json", f.json_out, "write collkit.results/1 here (-J as in nccl-tests; \"-\": stdout, the tables then on stderr)");
+  app.add_option("-F,--csv", f.csv_out, "write the rows as CSV here (\"-\": stdout, the tables then on stderr)");
   app.add_option("-T,--timeout", f.timeout_s, "seconds without progress before a rank gives up");
   app.add_flag("--no-baseline", f.no_baseline, "do not run the backend's native collective");
   app.add_option("--inject", f.inject,

@@ -54,6 +54,10 @@ mpi 2 "$run" --coll allreduce --algo ring -b 1.5K -e 4.5K -i 1.5K -c 2 -T 30 -n 
 expect_eq "$(cut -d, -f6 "$TMP/rows.csv" | tail -n +2 | tr '\n' ' ')" "1536 3072 4608 " "-b 1.5K -e 4.5K -i 1.5K sizes in the CSV"
 expect_eq "$(head -1 "$TMP/rows.csv" | cut -d, -f1-3)" "collective,algorithm,type" "CSV header"
 expect_eq "$(cut -d, -f11 "$TMP/rows.csv" | tail -n +2 | sort -u)" "0" "CSV wrong column after 2 checked runs"
+# nccl-tests' -J (JSON) and the short -F for --csv.
+mpi 2 "$run" --coll allreduce --algo ring -b 1K -e 1K -n 1 -w 0 --no-discover -J "$TMP/short.json" -F "$TMP/short.csv" \
+  >"$TMP/short.txt" 2>&1 || bad "coll-run -J/-F: $(tail -2 "$TMP/short.txt")"
+expect_eq "$(json_get "$TMP/short.json" 'sum(len(t["rows"]) for t in j["tables"])'),$(tail -n +2 "$TMP/short.csv" | wc -l)" "1,1" "-J and -F write the row"
 expect_fail 2 "coll-run: error: -i and -f both set the step between sizes: give one" \
   mpi_said 2 "$run" -b 1K -e 4K -i 1K -f 4 --no-discover
 expect_fail 2 "coll-run: error: -i 1K from -b 1K to -e 1G makes more than 4096 sizes; use a larger step or -f" \
