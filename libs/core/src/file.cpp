@@ -96,12 +96,10 @@ extern "C" void remove_tmp_and_die(int sig) {
   ::raise(sig);
 }
 
-// Installed on the first write, for the signals whose default is to end the process, and only
-// where nobody else handles them (the shell's Ctrl-C, MPI's own handlers stay as they are).
+// Installed at each write (four sigaction calls; writes are few), for the signals whose default is
+// to end the process, and only where nobody else handles them (the shell's Ctrl-C, MPI's own
+// handlers stay as they are): a disposition reset to the default since is covered again.
 void install_tmp_cleanup() {
-  static bool done = false;
-  if (done) return;
-  done = true;
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
     struct sigaction old {};
     if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;

@@ -12,7 +12,7 @@
 
 using namespace collkit::exec;
 
-TEST_CASE("adapt: --inject parses links and ranks; each bad part is named") {
+TEST_CASE("adapt: --inject parses links and ranks, each bad part is named") {
   Injection inj = parse_injection("slow-link=3-1:x4,slow-rank=2:x2.5", 4);
   REQUIRE(inj.slow.size() == 2);
   CHECK(inj.slow[0].a == 1);

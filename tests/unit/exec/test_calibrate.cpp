@@ -54,7 +54,7 @@ Measurements tests_only(const topo::Topology& t) {
 
 }  // namespace
 
-TEST_CASE("calibrate: a line fit recovers fixed time and bandwidth; too few sizes are refused") {
+TEST_CASE("calibrate: a line fit recovers fixed time and bandwidth, too few sizes are refused") {
   LineFit f = fit_line(line(12.5, 7));
   CHECK(f.fixed_us == doctest::Approx(12.5));
   CHECK(f.gbps == doctest::Approx(7));

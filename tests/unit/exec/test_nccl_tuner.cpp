@@ -145,7 +145,7 @@ TEST_CASE("nccl tuner plugin: v5 forces the table's NCCL algorithm, protocol and
   unsetenv("COLLKIT_TUNING_FILE");
 }
 
-TEST_CASE("nccl tuner plugin: v4 reads the same tables; no table leaves NCCL's choices; a bad table fails init") {
+TEST_CASE("nccl tuner plugin: v4 reads the same tables, no table leaves NCCL's choices, a bad table fails init") {
   Plugin plugin;
   REQUIRE_MESSAGE(plugin.handle, dlerror());
   auto* v4 = plugin.symbol<collkit_ncclTuner_v4_t>("ncclTunerPlugin_v4");

@@ -34,7 +34,7 @@ std::string error_of(const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("scale: hidden, head width, FFN, vocabulary, layers and sequence shrink; heads and experts stay") {
+TEST_CASE("scale: hidden, head width, FFN, vocabulary, layers and sequence shrink, heads and experts stay") {
   Model m = load_model("llama3-8b");
   Model s = scale_model(m, 16);
   CHECK(s.hidden == 256);
@@ -59,7 +59,7 @@ TEST_CASE("scale: hidden, head width, FFN, vocabulary, layers and sequence shrin
   CHECK_THROWS_WITH_AS(scale_layout(l, -2), "--scale must be a positive integer, got -2", collkit::InputError);
 }
 
-TEST_CASE("exec_shape: a chunk keeps k and n and takes its share of the rows; mult becomes repetitions") {
+TEST_CASE("exec_shape: a chunk keeps k and n and takes its share of the rows, mult becomes repetitions") {
   ComputeOp g{"fc1", OpKind::Gemm, 1024, 256, 512, 1, 0, 0};
   CHECK(exec_shape(g, 0.25) == GemmShape{256, 256, 512, 1});
   CHECK(exec_shape(g, 1e-9) == GemmShape{1, 256, 512, 1});
@@ -147,7 +147,7 @@ TEST_CASE("calibration: JSON round trip and errors that name the field") {
   CHECK(error_of(R"({"schema": "collkit.overlap/1"})").find("cal.json") == 0);
 }
 
-TEST_CASE("timeline: communication slows while compute runs; one stream serialises the collectives") {
+TEST_CASE("timeline: communication slows while compute runs, one stream serialises the collectives") {
   // 10 us of compute beside 10 us of communication slowed by 1.0 (half speed) while compute runs:
   // 5 us of its work done by t = 10, the other 5 at full speed: it ends at 15.
   std::vector<Task> t = {task("gemm", Stream::Compute, 10), task("ag", Stream::Tp, 10)};

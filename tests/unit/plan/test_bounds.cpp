@@ -147,7 +147,7 @@ TEST_CASE("bounds: oversubscribing a fat-tree raises the bound") {
   CHECK(lower_bound(ag, quarter).bandwidth_us == doctest::Approx(120));
 }
 
-TEST_CASE("bounds: the ring meets the bound on one switch; gap_percent") {
+TEST_CASE("bounds: the ring meets the bound on one switch, gap_percent") {
   auto t = uniform(8, 100, 0);
   Request req{Collective::AllGather, 8000000, 8, 0};
   auto plan = generate("ring", req, nullptr);

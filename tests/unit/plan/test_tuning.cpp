@@ -28,7 +28,7 @@ std::string table(const std::string& ranges) {
 
 }  // namespace
 
-TEST_CASE("tuning table: written and read back the same; an open last range has no max_bytes") {
+TEST_CASE("tuning table: written and read back the same, an open last range has no max_bytes") {
   TuningTable t;
   t.collective = Collective::ReduceScatter;
   t.nranks = 1024;

@@ -138,7 +138,7 @@ TEST_CASE("uneven: the verifier refuses a buffer of part elements") {
   CHECK(verify_error(plan) == "plan: the scratch buffer's 10 bytes are not a whole number of 4-byte elements");
 }
 
-TEST_CASE("uneven: a plan file keeps its element size; old files without one load as bytes") {
+TEST_CASE("uneven: a plan file keeps its element size, old files without one load as bytes") {
   auto plan = generate("ring", Request{Collective::AllReduce, 4 * 1001, 3, 0, 4}, nullptr);
   std::string text = to_json(*plan);
   CHECK(text.find("\"elem_bytes\": 4") != std::string::npos);

@@ -106,7 +106,7 @@ TEST_CASE("verify by channels: ring plans on topologies are decided by channel 0
   CHECK(stated < 18);
 }
 
-TEST_CASE("verify by channels: congruent channels on disjoint chunks pass; on shared chunks, the whole plan's error") {
+TEST_CASE("verify by channels: congruent channels on disjoint chunks pass, on shared chunks, the whole plan's error") {
   Claimed apart = two_rank_allreduce([](std::uint16_t ch) { return std::uint32_t{ch}; });
   VerifyResult r = verify(apart);
   CHECK(r.ok);
@@ -129,7 +129,7 @@ TEST_CASE("verify by channels: congruent channels on disjoint chunks pass; on sh
   CHECK(l.error == "rank 0 output chunk 0: holds {chunk 0 from rank 0} but should hold {chunk 0 from ranks 0-1}");
 }
 
-TEST_CASE("verify by channels: deps onto lower channels keep the reduction; onto a higher one, the whole plan runs") {
+TEST_CASE("verify by channels: deps onto lower channels keep the reduction, onto a higher one, the whole plan runs") {
   // Channel 1's first send waits on channel 0's last op, as hier staggers its channels: still
   // channel 0's image, decided by channel 0.
   Claimed apart = two_rank_allreduce([](std::uint16_t ch) { return std::uint32_t{ch}; });

@@ -128,7 +128,7 @@ TEST_CASE("read_netdevs: a directory that cannot be read is a note, not a crash"
   CHECK(scan.notes[0].find("cannot read") != std::string::npos);
 }
 
-TEST_CASE("assemble_host: a veth becomes a NIC with its shaped rate; an unknown rate is defaulted with a warning") {
+TEST_CASE("assemble_host: a veth becomes a NIC with its shaped rate, an unknown rate is defaulted with a warning") {
   detail::NetdevScan nd;
   nd.netdevs.push_back({"eth0", "veth", "", 0.125, "tc tbf"});
   nd.netdevs.push_back({"bond0", "bond", "", 0, ""});
