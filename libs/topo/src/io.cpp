@@ -1,6 +1,11 @@
 #include "collkit/topo/io.h"
 
+#include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <unordered_map>
+#include <vector>
 
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
@@ -132,16 +137,313 @@ Calibration read_calibration(const collkit::json::Cursor& c) {
 
 }  // namespace
 
-Topology from_json(const std::string& text, const std::string& file) {
-  json doc = collkit::json::parse(file, text);
-  collkit::json::Cursor root(file, doc);
+namespace {
+
+// The root's fields other than "vertices" and "links", read the same way by both loaders.
+void read_head(const collkit::json::Cursor& root, Topology& t) {
   root.expect_schema("topology", kTopologySchemaMajor);
   root.expect_keys({"schema", "name", "source", "fingerprint", "notes", "vertices", "links", "ranks", "calibration", "provenance"});
-  Topology t;
   if (auto n = root.find("name")) t.name = n->string();
   if (auto s = root.find("source")) t.source = s->string();
   if (auto notes = root.find("notes"))
     for (std::size_t i = 0; i < notes->size(); ++i) t.notes.push_back((*notes)[i].string());
+}
+
+void read_tail(const collkit::json::Cursor& root, Topology& t) {
+  auto ranks = root.at("ranks");
+  if (ranks.size() == 0) ranks.fail("the topology has no ranks");
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    auto c = ranks[i];
+    auto v = t.find(c.string());
+    if (!v) c.fail("unknown vertex \"" + c.string() + "\"");
+    t.add_rank(*v);
+  }
+  try {
+    t.check_connected();
+  } catch (const InputError& e) {
+    ranks.fail(std::string("rank set is not connected: ") + e.what());
+  }
+  if (auto cal = root.find("calibration")) t.calibration = read_calibration(*cal);
+}
+
+// A link as the fast path reads it, before its ends are looked up (files list links before
+// vertices: to_json writes the root's keys sorted).
+struct RawLink {
+  std::string a, b;
+  Link link;
+};
+
+// nlohmann SAX handler for the fast path. "vertices" and "links" at the root are read straight
+// into Vertex and RawLink values; everything else at the root is built into a small DOM (`rest`)
+// that read_head and read_tail read as the DOM loader does. Anything the DOM loader would refuse,
+// or that this handler does not mirror exactly (a repeated key in a vertex or link, a float where
+// an integer goes), stops the parse: the caller then falls back to the DOM loader for its error.
+class FastHandler {
+ public:
+  using number_integer_t = json::number_integer_t;
+  using number_unsigned_t = json::number_unsigned_t;
+  using number_float_t = json::number_float_t;
+  using string_t = json::string_t;
+  using binary_t = json::binary_t;
+
+  json rest;
+  std::vector<Vertex> vertices;
+  std::vector<RawLink> links;
+  bool seen_vertices = false, seen_links = false;
+
+  bool null() { return section_ == Section::None && put(json(nullptr), false); }
+  bool boolean(bool b) { return section_ == Section::None && put(json(b), false); }
+  bool binary(binary_t&) { return false; }
+
+  bool number_integer(number_integer_t i) {
+    if (section_ == Section::None) return put(json(i), false);
+    if (depth_ != 2) return false;
+    if (integer_field()) return set_integer(i);
+    return set_number(static_cast<double>(i));
+  }
+  bool number_unsigned(number_unsigned_t u) {
+    if (section_ == Section::None) return put(json(u), false);
+    if (depth_ != 2) return false;
+    if (integer_field()) {
+      if (u > static_cast<number_unsigned_t>(INT64_MAX)) return false;
+      return set_integer(static_cast<std::int64_t>(u));
+    }
+    return set_number(static_cast<double>(u));
+  }
+  bool number_float(number_float_t d, const string_t&) {
+    if (section_ == Section::None) return put(json(d), false);
+    if (depth_ != 2 || integer_field() || !std::isfinite(d)) return false;
+    return set_number(d);
+  }
+
+  bool string(string_t& s) {
+    if (section_ == Section::None) return put(json(s), false);
+    if (depth_ == 3) {  // a vertex's attrs; a repeated key keeps the last value, as the DOM does
+      v_.attrs[attr_key_] = s;
+      return true;
+    }
+    if (depth_ != 2) return false;
+    if (section_ == Section::Vertices) {
+      switch (field_) {
+        case kId: v_.id = s; return !s.empty();
+        case kKind: {
+          auto k = parse_vertex_kind(s);
+          if (!k) return false;
+          v_.kind = *k;
+          return true;
+        }
+        case kHost: v_.host = s; return true;
+        case kLabel: v_.label = s; return true;
+        case kBusid: v_.busid = s; return true;
+        default: return false;
+      }
+    }
+    switch (field_) {
+      case kA: l_.a = s; return true;
+      case kB: l_.b = s; return true;
+      case kType: {
+        auto lt = parse_link_type(s);
+        if (!lt) return false;
+        l_.link.type = *lt;
+        return true;
+      }
+      default: return false;
+    }
+  }
+
+  bool start_object(std::size_t) {
+    if (section_ == Section::None) return put(json::object(), true);
+    if (depth_ == 1) {
+      depth_ = 2;
+      seen_ = 0;
+      if (section_ == Section::Vertices) v_ = Vertex();
+      else l_ = RawLink();
+      return true;
+    }
+    if (depth_ == 2 && section_ == Section::Vertices && field_ == kAttrs) {
+      depth_ = 3;
+      return true;
+    }
+    return false;
+  }
+
+  bool key(string_t& k) {
+    if (section_ == Section::None) {
+      if (stack_.size() == 1 && (k == "vertices" || k == "links")) {
+        bool& seen = k == "vertices" ? seen_vertices : seen_links;
+        if (seen) return false;
+        seen = true;
+        section_ = k == "vertices" ? Section::Vertices : Section::Links;
+        depth_ = 0;
+        return true;
+      }
+      key_ = k;
+      return true;
+    }
+    if (depth_ == 3) {
+      attr_key_ = k;
+      return true;
+    }
+    if (depth_ != 2) return false;
+    field_ = field_of(k);
+    if (field_ < 0 || (seen_ & (1u << field_))) return false;
+    seen_ |= 1u << field_;
+    return true;
+  }
+
+  bool end_object() {
+    if (section_ == Section::None) {
+      stack_.pop_back();
+      return true;
+    }
+    if (depth_ == 3) {
+      depth_ = 2;
+      return true;
+    }
+    if (depth_ != 2) return false;
+    depth_ = 1;
+    if (section_ == Section::Vertices) {
+      if (!(seen_ & (1u << kId)) || !(seen_ & (1u << kKind))) return false;
+      vertices.push_back(std::move(v_));
+      return true;
+    }
+    const unsigned required = (1u << kA) | (1u << kB) | (1u << kType) | (1u << kBw) | (1u << kLatency);
+    if ((seen_ & required) != required) return false;
+    links.push_back(std::move(l_));
+    return true;
+  }
+
+  bool start_array(std::size_t) {
+    if (section_ == Section::None) return put(json::array(), true);
+    if (depth_ != 0) return false;
+    depth_ = 1;
+    return true;
+  }
+
+  bool end_array() {
+    if (section_ == Section::None) {
+      stack_.pop_back();
+      return true;
+    }
+    if (depth_ != 1) return false;
+    section_ = Section::None;
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+ private:
+  enum class Section { None, Vertices, Links };
+  // Vertex fields, then link fields (bit positions in seen_).
+  enum Field { kId, kKind, kHost, kLabel, kBusid, kNuma, kIndex, kLocalBw, kPortBw, kAttrs, kA, kB, kType, kBw, kLatency, kLanes };
+
+  int field_of(const string_t& k) const {
+    static const std::pair<const char*, Field> vertex_fields[] = {{"id", kId},
+                                                                  {"kind", kKind},
+                                                                  {"host", kHost},
+                                                                  {"label", kLabel},
+                                                                  {"busid", kBusid},
+                                                                  {"numa", kNuma},
+                                                                  {"index", kIndex},
+                                                                  {"local_bw_gbps", kLocalBw},
+                                                                  {"port_gbps", kPortBw},
+                                                                  {"attrs", kAttrs}};
+    static const std::pair<const char*, Field> link_fields[] = {
+        {"a", kA}, {"b", kB}, {"type", kType}, {"bw_gbps", kBw}, {"latency_us", kLatency}, {"lanes", kLanes}};
+    if (section_ == Section::Vertices) {
+      for (auto& [name, f] : vertex_fields)
+        if (k == name) return f;
+    } else {
+      for (auto& [name, f] : link_fields)
+        if (k == name) return f;
+    }
+    return -1;
+  }
+
+  bool integer_field() const { return field_ == kNuma || field_ == kIndex || field_ == kLanes; }
+
+  bool set_integer(std::int64_t n) {
+    switch (field_) {
+      case kNuma: v_.numa = static_cast<int>(n); return true;
+      case kIndex: v_.index = static_cast<int>(n); return true;
+      case kLanes:
+        if (n < 1) return false;
+        l_.link.lanes = static_cast<int>(n);
+        return true;
+      default: return false;
+    }
+  }
+
+  bool set_number(double d) {
+    switch (field_) {
+      case kLocalBw: v_.local_bw_gbps = d; return d >= 0;
+      case kPortBw: v_.port_gbps = d; return d >= 0;
+      case kBw: l_.link.bw_gbps = d; return d > 0;
+      case kLatency: l_.link.latency_us = d; return d >= 0;
+      default: return false;
+    }
+  }
+
+  // Adds a value to `rest` where the DOM parser would put it (a repeated key keeps the last value).
+  bool put(json&& v, bool container) {
+    json* slot;
+    if (stack_.empty()) {
+      rest = std::move(v);
+      slot = &rest;
+    } else if (stack_.back()->is_array()) {
+      stack_.back()->push_back(std::move(v));
+      slot = &stack_.back()->back();
+    } else {
+      slot = &(*stack_.back())[key_];
+      *slot = std::move(v);
+    }
+    if (container) stack_.push_back(slot);
+    return true;
+  }
+
+  std::vector<json*> stack_;
+  std::string key_, attr_key_;
+  Section section_ = Section::None;
+  int depth_ = 0;  // in a section: 0 before its array, 1 in it, 2 in an element, 3 in a vertex's attrs
+  int field_ = -1;
+  unsigned seen_ = 0;
+  Vertex v_;
+  RawLink l_;
+};
+
+}  // namespace
+
+std::optional<Topology> from_json_fast(const std::string& text, const std::string& file) {
+  if (text.find('\0') != std::string::npos) return std::nullopt;
+  FastHandler h;
+  if (!json::sax_parse(text, &h) || !h.seen_vertices || !h.seen_links) return std::nullopt;
+  try {
+    collkit::json::Cursor root(file, h.rest);
+    Topology t;
+    read_head(root, t);
+    for (Vertex& v : h.vertices) {
+      if (t.find(v.id)) return std::nullopt;
+      t.add_vertex(std::move(v));
+    }
+    for (RawLink& r : h.links) {
+      auto a = t.find(r.a), b = t.find(r.b);
+      if (!a || !b || *a == *b) return std::nullopt;
+      r.link.a = *a;
+      r.link.b = *b;
+      t.add_link(r.link);
+    }
+    read_tail(root, t);
+    return t;
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+Topology from_json_dom(const std::string& text, const std::string& file) {
+  json doc = collkit::json::parse(file, text);
+  collkit::json::Cursor root(file, doc);
+  Topology t;
+  read_head(root, t);
 
   auto vertices = root.at("vertices");
   std::unordered_map<std::string, std::size_t> first_at;
@@ -181,21 +483,13 @@ Topology from_json(const std::string& text, const std::string& file) {
     t.add_link(l);
   }
 
-  auto ranks = root.at("ranks");
-  if (ranks.size() == 0) ranks.fail("the topology has no ranks");
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    auto c = ranks[i];
-    auto v = t.find(c.string());
-    if (!v) c.fail("unknown vertex \"" + c.string() + "\"");
-    t.add_rank(*v);
-  }
-  try {
-    t.check_connected();
-  } catch (const InputError& e) {
-    ranks.fail(std::string("rank set is not connected: ") + e.what());
-  }
-  if (auto cal = root.find("calibration")) t.calibration = read_calibration(*cal);
+  read_tail(root, t);
   return t;
+}
+
+Topology from_json(const std::string& text, const std::string& file) {
+  if (auto t = from_json_fast(text, file)) return std::move(*t);
+  return from_json_dom(text, file);
 }
 
 Topology load(const std::string& path) { return from_json(read_file(path), path); }
