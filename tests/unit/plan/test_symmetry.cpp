@@ -83,7 +83,9 @@ TEST_CASE("symmetry: every axis an algorithm states holds op for op") {
       for (Collective c :
            {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AlltoAll, Collective::Broadcast}) {
         Request req{c, std::uint64_t{3} << 20, static_cast<int>(t.num_ranks()), 0};
-        if (!a->supports(req, &t, nullptr)) continue;
+        // synth states no symmetry (no axis to check), and lays each plan out by simulating
+        // several: most of this test's time, under the sanitizers minutes, for no check.
+        if (a->name() == "synth" || !a->supports(req, &t, nullptr)) continue;
         std::vector<AlgoOptions> variants{{}};
         for (const char* inter : {"ring", "rhd", "rd"}) {
           AlgoOptions o;
@@ -196,7 +198,9 @@ TEST_CASE("symmetry: simulations sharing one route cache give what each gives al
   for (const Algorithm* a : algorithms())
     for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::AlltoAll}) {
       Request req{c, std::uint64_t{1} << 24, static_cast<int>(t.num_ranks()), 0};
-      if (!a->supports(req, &t, nullptr)) continue;
+      // synth's layouts simulate with their own caches while it is generated (a minute and more
+      // under the sanitizers at 32 ranks); its plans' simulation is tested with synth.
+      if (a->name() == "synth" || !a->supports(req, &t, nullptr)) continue;
       auto plan = generate(a->name(), req, &t);
       SimResult alone = simulate(*plan, t), with = simulate(*plan, t, shared), ignored = simulate(*plan, t, foreign);
       CAPTURE(std::string(a->name()) + " " + std::string(to_string(c)));
