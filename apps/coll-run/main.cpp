@@ -61,12 +61,16 @@ void say(const std::string& what) {
 
 // An error every rank met alike: rank 0 prints it; the others wait (bounded) until it has, since a
 // rank that exits non-zero first has mpirun end the job, rank 0 with it, before the line is out.
+// Every rank has then said what it will say: the watchdog of in_job() stays silent (the launcher's
+// SIGTERM that follows rank 0's exit is not news), and such a signal ends the rank with the code.
 int agreed(const exec::World& world, double timeout_s, const std::string& what, int code) {
   if (world.rank() == 0) say(what);
   try {
     world.barrier_aside(std::min(timeout_s, 10.0), "waiting for rank 0 to print the error");
   } catch (const std::exception&) {  // rank 0 gone or the job ending: the code is what is left to give
   }
+  exec::World::claim_line();
+  exec::World::exit_on_stop(code);
   return code;
 }
 
