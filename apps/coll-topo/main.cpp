@@ -1,6 +1,8 @@
 // coll-topo: discover, synthesise, import, show and validate cluster topologies.
 // Argument parsing and printing only; everything else is libs/topo.
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -89,6 +91,8 @@ int run_show(const Options& o) {
   if (o.dot) {
     // The whole topology unless a window was asked for.
     bool window = o.first_given || o.count_given;
+    if (window && o.first >= t.num_ranks())
+      throw collkit::InputError(fmt::format("--first {}: the topology has {} ranks (0 to {})", o.first, t.num_ranks(), t.num_ranks() - 1));
     std::cout << (window ? topo::to_dot(t, o.first, o.count) : topo::to_dot(t));
     return 0;
   }

@@ -89,6 +89,8 @@ grep -q '"node1/gpu0"' "$TMP/win.dot" && ! grep -q '"node0/gpu0"' "$TMP/win.dot"
   ok "--dot --first 8 --count 8 draws node1 alone ($win_links of $all_links links)" ||
   bad "--dot window: $win_links of $all_links links, $(grep -c '"node' "$TMP/win.dot") node lines"
 
+expect_fail 2 "coll-topo: error: --first 1024: the topology has 1024 ranks (0 to 1023)" "$topo" show --dot --first 1024 "$TMP/big.json"
+
 # --node takes a preset file of one's own, as --model does, with parameters after ':'.
 sed 's/"name": "pcie-8gpu"/"name": "my-box"/' "$(dirname "$0")/../../configs/nodes/pcie-8gpu.json" >"$TMP/my-box.json"
 "$topo" synth --node "$TMP/my-box.json:gpus=2" --nodes 2 -o "$TMP/mine.json" 2>/dev/null &&

@@ -95,10 +95,17 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then ok "ranks killed: the job ended wi
 within "$gone" 7 && ok "ranks killed: host 1's ranks gone ${gone} s after the fault (limit --timeout 5 + 2)" ||
   bad "ranks killed: host 1's ranks gone after $gone s"
 echo "measured: ranks killed (default): host 1's ranks gone after $gone s"
+# Each of host 1's ranks says it was stopped at most once, and one of them at least: Open MPI
+# SIGKILLs what is left as soon as one rank exits after its SIGTERM, which can take the other rank,
+# stuck in a call to the dead peer, before its watchdog's line (2 runs in 5 here).
+said=0
 for r in 0 1; do
-  expect_eq "$(grep -c "^coll-run: error: rank $r on host ckh1: stopped by" "$TMP/killed.txt" || true)" 1 \
-    "ranks killed: lines of rank $r (host 1) saying it was stopped"
+  n=$(grep -c "^coll-run: error: rank $r on host ckh1: stopped by" "$TMP/killed.txt" || true)
+  [ "$n" -le 1 ] && ok "ranks killed: rank $r (host 1) said it was stopped $n time(s), at most once" ||
+    bad "ranks killed: rank $r printed $n lines"
+  said=$((said + n))
 done
+[ "$said" -ge 1 ] && ok "ranks killed: $said of host 1's ranks said they were stopped" || bad "ranks killed: host 1 silent"
 
 # 3. The same under --mca orte_abort_on_non_zero_status 0: mpirun leaves the survivors to find
 # out (issue #12: this form once hung a survivor and mpirun under CI's load, with an unbounded
