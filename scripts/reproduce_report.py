@@ -247,6 +247,23 @@ plot 'gaps_heatmap.dat' matrix rowheaders columnheaders with image pixels, \\
 
 
 # ---------------------------------------------------------------- 2. synthesis
+PUBLISHED_NOTE = ("ForestColl's paper gives no synthesis time in its abstract and its evaluation text is not held "
+                  "here, so it has no point; TACOS's are the abstracts' own figures (their topologies, not ours).")
+
+
+def published_synthesis_times():
+    """The published synthesis times the plot puts beside collkit's: bench/published/synthesis_times.csv."""
+    path = os.path.join(ROOT, "bench", "published", "synthesis_times.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows or rows[0] != ["system", "ranks", "seconds", "what", "source"]:
+        die(f"{path}: expected the columns system,ranks,seconds,what,source")
+    for r in rows[1:]:
+        if len(r) != 5 or not r[1].isdigit() or not re.fullmatch(r"[\d.]+", r[2]):
+            die(f"{path}: a row is not system,ranks,seconds,what,source: {','.join(r)}")
+    return rows[0], rows[1:]
+
+
 def cmd_synth(a):
     names = {0: "synth_vs_bound", 1: "synth_forestcoll", 2: "synth_tori"}
     tables = md_tables(os.path.join(a.out, "synth.md"))
@@ -258,12 +275,15 @@ def cmd_synth(a):
     pts = [l.rstrip("\n").split("\t") for l in open(os.path.join(a.work, "synth_scale.tsv")) if l.strip()]
     cols = ["collective", "ranks", "synthesis s (coll-plan generate --algo synth)", "max RSS MB", "status"]
     rows = [[c, int(n), f"{float(s):.2f}", f"{int(m) / 1024:.0f}" if st == "ok" else "", st] for c, n, s, m, st in pts]
+    pub_cols, pub_rows = published_synthesis_times()
     write_table(a.out, "synth_time", "Synthesis time against ranks (dgx-h100, 1 GiB)", a.cmds, cols, rows,
                 intro=["Wall time and peak memory of `coll-plan generate --algo synth` (tree packing or the AlltoAll "
                        "LP, and the simulations it chooses with) on `coll-topo synth --node dgx-h100 --nodes N`, "
-                       "measured by `/usr/bin/time`. ForestColl's and TACOS's published synthesis times are not "
-                       "plotted: their papers' evaluation figures are not held in this repository (see synth.md's "
-                       "anchors), so no published series could be checked."])
+                       "measured by `/usr/bin/time`. Published synthesis times (bench/published/synthesis_times.csv, "
+                       "each with its source) are drawn beside them as points; they are other machines, topologies "
+                       "and collectives, so they place collkit on the same axes, not in a race."],
+                after=["Published synthesis times (bench/published/synthesis_times.csv):", ""]
+                + md_table(pub_cols, pub_rows) + ["", PUBLISHED_NOTE])
     dat = os.path.join(a.out, "synth_time.dat")
     colls = list(dict.fromkeys(r[0] for r in rows))
     with open(dat, "w") as f:
@@ -273,14 +293,22 @@ def cmd_synth(a):
                 if r[0] == c and r[4] == "ok":
                     f.write(f"{r[1]} {r[2]}\n")
             f.write("\n\n")
+        for system in dict.fromkeys(r[0] for r in pub_rows):
+            f.write(f'"published: {system}"\n')
+            for r in pub_rows:
+                if r[0] == system:
+                    f.write(f"{r[1]} {r[2]}\n")
+            f.write("\n\n")
+    series = len(colls) + len(dict.fromkeys(r[0] for r in pub_rows))
     gnuplot(a.out, "synth_time", """set title 'Synthesis time of coll-plan generate --algo synth (dgx-h100 x N, 1 GiB)'
 set logscale xy
 set xlabel 'ranks'
 set ylabel 'seconds'
 set grid
 set key top left
-plot for [i=0:%d] 'synth_time.dat' index i using 1:2 with linespoints lw 2 title columnheader(1)
-""" % (len(colls) - 1))
+plot for [i=0:%d] 'synth_time.dat' index i using 1:2 with linespoints lw 2 title columnheader(1), \\
+     for [i=%d:%d] 'synth_time.dat' index i using 1:2 with points pt 7 ps 1.5 title columnheader(1)
+""" % (len(colls) - 1, len(colls), series - 1))
     main = tables[0][2]
     ratios = [float(r[3]) for r in main if re.fullmatch(r"[\d.]+", r[3])]
     fc = tables[1][2]
@@ -292,7 +320,8 @@ plot for [i=0:%d] 'synth_time.dat' index i using 1:2 with linespoints lw 2 title
              [f"Over {len(ratios)} synthesised rows, synth / bound: median {statistics.median(ratios):.3f}, worst "
               f"{max(ratios):.3f}." if ratios else "No synthesised rows.",
               "ForestColl A100: " + "; ".join(f"{r[0]} {r[5]} of the optimum" for r in fc) + ".",
-              "ForestColl's and TACOS's published synthesis times: not held in this repository, so not plotted beside ours.",
+              "Published synthesis times beside ours: " + "; ".join(f"{r[0]} {r[1]} ranks {r[2]} s" for r in pub_rows)
+              + ". " + PUBLISHED_NOTE,
               "Synthesis time against ranks: up to " + str(max([r[1] for r in rows if r[4] == "ok"], default=0)) + " ranks; "
               + (f"larger clusters refused ({next(r[4] for r in rows if r[4] != 'ok')})" if any(r[4] != "ok" for r in rows)
                  else "every size of the sweep synthesised") + ".",
