@@ -10,13 +10,13 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 grep -q "COLLKIT_HAVE_CUDA 1" "$build/generated/collkit/config.h" ||
   { echo "gpu-carry: $build was built without CUDA: build with CUDA first (scripts/build.sh finds /usr/local/cuda)"; exit 1; }
-COLLKIT_BUILD_DIR=$build COLLKIT_TARGETS="coll-run coll-plan coll-topo collkit_gpu_kernel_test" ./scripts/build.sh >/dev/null
+COLLKIT_BUILD_DIR=$build COLLKIT_TARGETS="coll-run coll-plan coll-topo coll-overlap collkit_gpu_kernel_test" ./scripts/build.sh >/dev/null
 exclude=$(git rev-parse --git-common-dir)/info/exclude
 mkdir -p "$(dirname "$exclude")"
 grep -qx "/.gpucarry/" "$exclude" 2>/dev/null || echo "/.gpucarry/" >>"$exclude"
 rm -rf .gpucarry
 mkdir -p .gpucarry/bin .gpucarry/lib .gpucarry/ompi
-cp "$build"/bin/{coll-run,coll-plan,coll-topo,collkit_gpu_kernel_test} .gpucarry/bin/
+cp "$build"/bin/{coll-run,coll-plan,coll-topo,coll-overlap,collkit_gpu_kernel_test} .gpucarry/bin/
 strip --strip-debug .gpucarry/bin/*
 ompi=$(dirname "$(find /usr/lib -name mca_btl_self.so -print -quit)")
 cp "$ompi"/*.so .gpucarry/ompi/

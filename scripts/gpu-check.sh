@@ -38,6 +38,9 @@ if [ "${1:-}" = --carried ]; then
   step "GPU integration tests (tests/integration/coll_run_gpu.sh)"
   COLLKIT_BIN=$c/bin COLLKIT_FIXTURES=$PWD/tests/fixtures COLLKIT_CONFIGS=$PWD/configs COLLKIT_DOCS=$PWD/docs \
     timeout 270 bash tests/integration/coll_run_gpu.sh
+  step "GPU overlap test (tests/integration/coll_overlap_gpu.sh: cuBLAS GEMMs, nccl with two GPUs)"
+  COLLKIT_BIN=$c/bin COLLKIT_FIXTURES=$PWD/tests/fixtures COLLKIT_CONFIGS=$PWD/configs COLLKIT_DOCS=$PWD/docs \
+    timeout 270 bash tests/integration/coll_overlap_gpu.sh
   step "cuda backend: 4 ranks on one GPU (no native collective to compare with)"
   timeout 150 "$run" --backend cuda --ranks 4 "${cuda_bench[@]}"
   step "nccl backend: one rank (singleton)"
@@ -51,7 +54,7 @@ step "build (build-gpu)"
 # libs/topo's string concatenations, which -Werror turns into a failed build.
 arch=()
 [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && arch=(-DCMAKE_CUDA_ARCHITECTURES="$CMAKE_CUDA_ARCHITECTURES")
-COLLKIT_BUILD_DIR=build-gpu COLLKIT_TARGETS="coll-run coll-plan coll-topo collkit_gpu_kernel_test" \
+COLLKIT_BUILD_DIR=build-gpu COLLKIT_TARGETS="coll-run coll-plan coll-topo coll-overlap collkit_gpu_kernel_test" \
   ./scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLKIT_BUILD_BENCH=OFF -DCOLLKIT_WITH_CUDA=ON "${arch[@]}"
 grep -q "COLLKIT_HAVE_CUDA 1" build-gpu/generated/collkit/config.h ||
   { echo "gpu-check: the build found no CUDA (see build-gpu/configure.log)"; exit 1; }

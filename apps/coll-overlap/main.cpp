@@ -53,6 +53,7 @@ struct Options {
   double timeout_s = 120;
   std::string trace_predicted, calibration_out;
   bool run_calibrate = false;
+  std::string device = "cpu";  // run/calibrate --device
 };
 
 // --topo: a collkit.topology/1 file, else a node preset placed --nodes times (coll-topo synth).
@@ -100,7 +101,7 @@ std::unique_ptr<Prediction> predict(const Options& o, collkit::exec::World* job,
   }
   ov::check_layout(p->l, p->model, p->t);
   topo::GpuPeak peak;
-  if (job) {
+  if (job && ov::parse_device(o.device) == ov::Device::Cpu) {
     int here = 0;
     for (const auto& h : job->hosts()) here += h == job->host();
     // No datasheet gives a CPU rank's memory bandwidth; 20 GB/s is one DDR4/DDR5 channel's order.
@@ -224,6 +225,27 @@ int run_overlap(const Options& o) {
   return 0;
 }
 
+// Checks that every rank can compute on --device (ov::check_device): false, with `code` set, when
+// one cannot; rank 0 has printed why, the others stay silent.
+bool device_ready(collkit::exec::World& world, const Options& o, int& code) {
+  try {
+    ov::check_device(world, ov::parse_device(o.device), o.timeout_s);
+    return true;
+  } catch (const collkit::exec::AgreedError& e) {
+    if (world.rank() == 0) std::cerr << "coll-overlap: error: " << e.what() << "\n";
+    code = e.code();
+    return false;
+  }
+}
+
+ov::ExecOptions exec_options(const Options& o) {
+  ov::ExecOptions eo;
+  eo.iters = o.iters;
+  eo.timeout_s = o.timeout_s;
+  eo.device = ov::parse_device(o.device);
+  return eo;
+}
+
 // Percent error of a prediction against a measurement.
 std::string error_pct(double predicted, double measured) {
   return measured > 0 ? fmt::format("{:+.1f}%", 100 * (predicted / measured - 1)) : "-";
@@ -235,11 +257,9 @@ int run_measured(const Options& o) {
   if (o.run_calibrate && !o.calibration.empty()) throw collkit::InputError("run: give --calibrate or --calibration FILE, not both");
   ov::ThreadedJob job;
   collkit::exec::World& world = job.world();
+  if (int code = 0; !device_ready(world, o, code)) return code;
   auto pred = predict(o, &world);
-  ov::ExecOptions eo;
-  eo.iters = o.iters;
-  eo.timeout_s = o.timeout_s;
-  ov::Executor ex(world, pred->w, pred->t, eo);
+  ov::Executor ex(world, pred->w, pred->t, exec_options(o));
   // --calibrate: measure the uncalibrated model's schedules first, then predict with that (the
   // executor keeps working on the first prediction's workload and topology: kept alive).
   std::unique_ptr<Prediction> uncalibrated;
@@ -269,6 +289,7 @@ int run_measured(const Options& o) {
             ? fmt::format("compute slowdown {:.3f}, communication slowdown {:.3f}", pred->cal->compute_slowdown, pred->cal->comm_slowdown)
             : fmt::format("{} ({:.1f} GFLOP/s nominal), GEMM efficiency {}, contention {}, plans simulated on the topology", pk.label,
                           pk.tflops * 1e3, o.eff.gemm, o.contention));
+    out << "executed with: " << ex.describe() << "\n";
     out << "\npredicted (one communication stream, as executed):";
     print_table(rep, out);
   }
@@ -320,10 +341,9 @@ int run_calibrate(const Options& o) {
   collkit::exec::World& world = job.world();
   Options plain = o;
   plain.calibration.clear();  // measure what the schedules run, whatever an earlier file said
+  if (int code = 0; !device_ready(world, o, code)) return code;
   auto pred = predict(plain, &world);
-  ov::ExecOptions eo;
-  eo.timeout_s = o.timeout_s;
-  ov::Executor ex(world, pred->w, pred->t, eo);
+  ov::Executor ex(world, pred->w, pred->t, exec_options(o));
   ov::Calibration cal = ex.calibrate(pred->rep.rows);
   if (world.rank() != 0) return 0;
   std::ostream& out = o.calibration_out == "-" ? std::cerr : std::cout;
@@ -389,9 +409,12 @@ int main(int argc, char** argv) {
                  "model's constants");
   auto* models = app.add_subcommand("models", "list configs/models/ with their parameter counts against the published ones");
   auto* run = app.add_subcommand("run",
-                                 "under mpirun: execute each strategy's schedule (OpenBLAS GEMMs, collectives through libs/exec's mpi "
-                                 "backend on a communication thread) and print the measurement beside the prediction");
+                                 "under mpirun: execute each strategy's schedule (OpenBLAS or cuBLAS GEMMs, collectives through "
+                                 "libs/exec's mpi or nccl backend on a communication thread) and print the measurement beside the "
+                                 "prediction");
   run->add_option("--iters", o.iters, "timed steps per strategy and mode (default 3)")->check(CLI::PositiveNumber);
+  run->add_option("--device", o.device,
+                  "cpu: OpenBLAS GEMMs, the mpi backend (default); gpu: cuBLAS GEMMs on each rank's GPU, the nccl backend");
   run->add_option("--timeout", o.timeout_s, "seconds a collective may make no progress (default 120)")->check(CLI::PositiveNumber);
   run->add_flag("--calibrate", o.run_calibrate, "measure a calibration in this job first (as coll-overlap calibrate) and predict with it");
   run->add_option("--calibration-out", o.calibration_out, "with --calibrate: also write the calibration to this file");
@@ -402,6 +425,7 @@ int main(int argc, char** argv) {
                                        "the other runs; write a calibration file");
   calibrate->add_option("-o,--output", o.calibration_out, "the calibration file to write (\"-\" for stdout)")->required();
   calibrate->add_option("--timeout", o.timeout_s, "seconds a collective may make no progress (default 120)")->check(CLI::PositiveNumber);
+  calibrate->add_option("--device", o.device, "cpu (default) or gpu, as for run");
   return collkit::app::run<Options>(app, argc, argv, o, {{models, run_models}, {run, run_measured}, {calibrate, run_calibrate}},
                                     run_overlap);
 }

@@ -5,8 +5,6 @@
 
 #include "collkit/overlap/execute.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,6 +23,7 @@
 #include "collkit/plan/planner.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/subset.h"
+#include "gemm.h"
 
 namespace collkit::overlap {
 
@@ -80,9 +79,10 @@ struct Executor::Impl {
   ExecOptions opt;
   std::map<CommKey, Comm> comms;
   std::map<Group, topo::Topology> groups;
-  std::vector<float> a, b, c;  // GEMM operands, sized to the largest shape seen
+  std::unique_ptr<detail::GemmEngine> gemms;  // operands sized to the largest shape seen
 
   Impl(exec::World& wo, const Workload& wl, const topo::Topology& t, const ExecOptions& o) : world(wo), w(wl), topo(t), opt(o) {}
+  const char* backend_name() const { return opt.device == Device::Gpu ? "nccl" : "mpi"; }
 
   int group_size(Group g) const { return static_cast<int>(group_ranks(w.layout, g).size()); }
   bool is_comm(const Task& t) const { return t.stream != Stream::Compute; }
@@ -114,7 +114,7 @@ struct Executor::Impl {
     Comm cm;
     cm.plan = plan::from_json(text.substr(2), "rank 0's plan");
     cm.job = exec::Job{cm.plan->info().req, exec::DataType::BFloat16, exec::RedOp::Sum};
-    cm.backend = exec::make_backend({"mpi", opt.timeout_s, 0}, world);
+    cm.backend = exec::make_backend({backend_name(), opt.timeout_s, 0}, world);
     exec::Setup s;
     s.plan = cm.plan.get();
     s.job = cm.job;
@@ -140,22 +140,16 @@ struct Executor::Impl {
       bm = std::max(bm, static_cast<std::size_t>(s.k * s.n));
       cm = std::max(cm, static_cast<std::size_t>(s.m * s.n));
     }
-    // Small values: the products stay far from overflow whatever the inner size.
-    if (a.size() < am) a.assign(am, 1e-3f);
-    if (b.size() < bm) b.assign(bm, 1e-3f);
-    if (c.size() < cm) c.assign(cm, 0.0f);
+    gemms->reserve(am, bm, cm);
   }
 
-  void gemm(const GemmShape& s) {
-    for (int r = 0; r < s.reps; ++r)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k), 1.0f,
-                  a.data(), static_cast<int>(s.k), b.data(), static_cast<int>(s.n), 0.0f, c.data(), static_cast<int>(s.n));
-  }
+  void gemm(const GemmShape& s) { gemms->run(s); }
 
   // One run of a collective; with `check`, on a fresh input and every element of the output checked.
   std::uint64_t collective(Comm& cm, bool check) {
     if (check) cm.backend->write_input(0, exec::Placement::OutOfPlace, cm.input);
     cm.backend->run(exec::Subject::Plan, exec::Placement::OutOfPlace);
+    cm.backend->synchronize();  // the nccl backend queues the run on its stream: the step times it done
     if (!check) return 0;
     cm.backend->read_output(0, exec::Placement::OutOfPlace, exec::Subject::Plan, cm.output);
     return exec::count_wrong(cm.job, world.rank(), cm.output.data());
@@ -229,11 +223,41 @@ Executor::Executor(exec::World& world, const Workload& w, const topo::Topology& 
     : impl_(std::make_unique<Impl>(world, w, topo, opt)) {
   if (std::string why = cannot_execute(w.layout, world.size()); !why.empty()) throw InputError(why);
   if (opt.iters < 1) throw InputError("--iters must be at least 1, got " + std::to_string(opt.iters));
-  // One core per BLAS call: the ranks and their communication threads share this host's cores.
-  openblas_set_num_threads(1);
+  impl_->gemms = opt.device == Device::Gpu ? detail::make_gpu_gemm(world.local_rank()) : detail::make_cpu_gemm();
+}
+
+void check_device(exec::World& world, Device device, double timeout_s) {
+  // Every rank learns whether every rank can compute where asked before anything else: a rank
+  // without a GPU stops the job with one line (rank 0's) instead of leaving the others waiting.
+  std::string why;
+  int code = 0;
+  try {
+    if (device == Device::Gpu) (void)detail::make_gpu_gemm(world.local_rank());
+  } catch (const std::exception& e) {
+    why = e.what();
+    code = exit_code_for(e);
+  }
+  std::vector<std::string> all = world.allgather(why.empty() ? std::string() : std::to_string(code) + " " + why, timeout_s);
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty()) {
+      std::size_t space = all[r].find(' ');
+      std::string text = all[r].substr(space + 1);
+      throw exec::AgreedError(all.size() > 1 ? "rank " + std::to_string(r) + " (" + world.hosts()[r] + "): " + text : text,
+                              std::stoi(all[r].substr(0, space)));
+    }
 }
 
 Executor::~Executor() = default;
+
+std::string Executor::describe() const {
+  return impl_->gemms->describe() + "; collectives on libs/exec's " + impl_->backend_name() + " backend";
+}
+
+Device parse_device(const std::string& s) {
+  if (s == "cpu") return Device::Cpu;
+  if (s == "gpu") return Device::Gpu;
+  throw InputError("--device must be cpu or gpu, got '" + s + "'");
+}
 
 namespace {
 

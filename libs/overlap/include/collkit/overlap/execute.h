@@ -1,9 +1,10 @@
 #pragma once
 // coll-overlap run and calibrate (docs/overlap.md, "Measured"): a schedule the model chose,
-// executed for real on every rank of an MPI job. Compute tasks run as single-precision GEMMs
-// (OpenBLAS, one thread per rank) of the shapes the workload lists, chunked as the strategy says;
-// collectives run through libs/exec's mpi backend (collkit's plan, bfloat16 sums, every element
-// checked as coll-run checks it) on one communication thread, in issue order; each side waits for
+// executed for real on every rank of an MPI job. Compute tasks run as GEMMs of the shapes the
+// workload lists, chunked as the strategy says (--device cpu: single precision through OpenBLAS,
+// one thread per rank; gpu: bfloat16 through cuBLAS on the rank's GPU); collectives run through
+// libs/exec's mpi backend (gpu: nccl; collkit's plan, bfloat16 sums, every element checked as
+// coll-run checks it) on one communication thread, in issue order; each side waits for
 // the dependencies the schedule states. Every rank runs the same schedule (rank 0's): this needs
 // a layout whose groups with more than one rank are the whole job, and no pipeline stages.
 
@@ -19,9 +20,22 @@
 
 namespace collkit::overlap {
 
+/// Where a rank computes and communicates: cpu (OpenBLAS GEMMs, the mpi backend) or gpu (cuBLAS
+/// GEMMs on the rank's GPU, the nccl backend; refused with the reason where the build has no CUDA
+/// or the rank sees no GPU).
+enum class Device : std::uint8_t { Cpu, Gpu };
+/// "cpu" or "gpu"; anything else is an InputError naming the flag.
+Device parse_device(const std::string& s);
+
+/// Checks that every rank can compute on `device` (gpu: a GPU of its own, a build with CUDA):
+/// when one cannot, every rank throws the same exec::AgreedError (the first such rank's reason).
+/// Collective call.
+void check_device(exec::World& world, Device device, double timeout_s);
+
 struct ExecOptions {
   int iters = 3;           ///< timed steps per mode (overlapped, compute alone, communication alone); the median is kept
   double timeout_s = 120;  ///< a collective without progress for this long stops the job
+  Device device = Device::Cpu;
 };
 
 /// What the job measured for one schedule: rank 0's tasks of the median overlapped step, and
@@ -53,6 +67,9 @@ class Executor {
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
+
+  /// What runs the GEMMs and the collectives, for the report's header.
+  std::string describe() const;
 
   /// Runs `row`'s schedule: one checked step, then opt.iters steps of each mode. Collective call.
   Measured run(const StrategyResult& row);
