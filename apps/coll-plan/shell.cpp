@@ -525,7 +525,10 @@ void Session::diff(const Args& a) {
 void Session::save(const Args& a) {
   if (a.size() != 3 || (a[1] != "plan" && a[1] != "topo")) usage("save");
   if (a[1] == "topo") {
-    topo::save(topology(), a[2]);
+    // The file says which what-ifs made it (its provenance is the shell's command line alone).
+    topo::Topology t = topology();
+    for (std::size_t i = 1; i < stack_.size(); ++i) t.notes.push_back("coll-plan shell what-if: " + stack_[i].what);
+    topo::save(t, a[2]);
     out_ << "wrote " << a[2] << "\n";
     return;
   }

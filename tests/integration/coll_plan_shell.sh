@@ -77,6 +77,11 @@ grep -qx "mpirun -np 4 coll-run --plan $TMP/p.json -b 1048576 -e 1048576" "$TMP/
 "$plan" verify "$TMP/p.json" >/dev/null && ok "the saved plan verifies" || bad "saved plan does not verify"
 grep -q "<algo " "$TMP/p.xml" && ok "the export is MSCCL XML" || bad "export: $(head -3 "$TMP/p.xml")"
 "$COLLKIT_BIN/coll-topo" validate "$TMP/t.json" >/dev/null && ok "the saved topology validates" || bad "saved topology invalid"
+# An edited topology says which what-ifs made it, in order; undone ones are gone.
+printf 'synth pcie-8gpu:gpus=4\nremove rank 3\nscale type pcie bw 0.5\nscale type pcie lat 2\nundo\nsave topo %s\n' "$TMP/te.json" |
+  "$plan" shell --strict >"$TMP/te.out" 2>&1 || bad "save an edited topology: $(cat "$TMP/te.out")"
+expect_eq "$(json_get "$TMP/te.json" '[n for n in j.get("notes", []) if n.startswith("coll-plan shell")]')" \
+  "['coll-plan shell what-if: remove rank 3 (ranks after it move down one)', 'coll-plan shell what-if: scale 8 pcie links bandwidth x0.5']" "a saved topology lists its what-ifs"
 
 # 5. A real terminal.
 if python3 "$(dirname "$0")/shell_pty.py" "$plan" "$TMP/history" >"$TMP/pty.txt" 2>&1; then
