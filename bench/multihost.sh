@@ -19,6 +19,11 @@
 # COLLKIT_BENCH_RATES (default "1gbit 10gbit"), COLLKIT_BENCH_MAXBYTES (default 64M),
 # COLLKIT_BENCH_ITERS (timed iterations per size, default 3).
 set -euo pipefail
+# One testbed per machine (fixed namespace names): the whole script runs holding it, after waiting
+# up to 30 minutes for a session in another checkout (its ctest or bench) to end (exit 3 then).
+# flock -o: the lock stays with flock itself, not with daemons the script leaves behind.
+[ -n "${COLLKIT_TESTBED_LOCKED:-}" ] ||
+  exec env COLLKIT_TESTBED_LOCKED=1 flock -o -w 1800 -E 3 /tmp/collkit-testbed.lock bash "$0" "$@"
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/build/bin}" && pwd)
 out=${2:-$root/results/multihost.md}

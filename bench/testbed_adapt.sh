@@ -15,6 +15,11 @@
 # COLLKIT_BENCH_PAIR_RATE (default 200mbit): the slow pair's rate in part 2, well below what unshaped
 # TCP between the namespaces reaches here (bound by the shared cores, not by a link rate).
 set -euo pipefail
+# One testbed per machine (fixed namespace names): the whole script runs holding it, after waiting
+# up to 30 minutes for a session in another checkout (its ctest or bench) to end (exit 3 then).
+# flock -o: the lock stays with flock itself, not with daemons the script leaves behind.
+[ -n "${COLLKIT_TESTBED_LOCKED:-}" ] ||
+  exec env COLLKIT_TESTBED_LOCKED=1 flock -o -w 1800 -E 3 /tmp/collkit-testbed.lock bash "$0" "$@"
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/build/bin}" && pwd)
 out=${2:-$root/results/testbed_adapt.md}

@@ -11,6 +11,11 @@
 # then, on 4 hosts x 1 rank, the traffic between hosts 1 and 2 alone slowed by tc (a real slow link,
 # nothing injected): coll-run adapt's probe names ranks 0-1 and its ring avoids them.
 # Needs root (network namespaces); skips with exit 77 where they cannot be made.
+# One testbed per machine (fixed namespace names): the whole script runs holding it, after waiting
+# up to 30 minutes for a session in another checkout (its ctest or bench) to end (exit 77 then).
+# flock -o: the lock stays with flock itself, not with daemons the script leaves behind.
+[ -n "${COLLKIT_TESTBED_LOCKED:-}" ] ||
+  exec env COLLKIT_TESTBED_LOCKED=1 flock -o -w 1800 -E 77 /tmp/collkit-testbed.lock bash "$0" "$@"
 source "$(dirname "$0")/lib.sh"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 tb="$root/scripts/testbed.sh"

@@ -6,6 +6,11 @@
 # collective with every plan that applies, across the hosts with 0 wrong elements, the native
 # collective beside each and its time ratio recorded.
 # Needs root (network namespaces); skips with exit 77 where they cannot be made.
+# One testbed per machine (fixed namespace names): the whole script runs holding it, after waiting
+# up to 30 minutes for a session in another checkout (its ctest or bench) to end (exit 77 then).
+# flock -o: the lock stays with flock itself, not with daemons the script leaves behind.
+[ -n "${COLLKIT_TESTBED_LOCKED:-}" ] ||
+  exec env COLLKIT_TESTBED_LOCKED=1 flock -o -w 1800 -E 77 /tmp/collkit-testbed.lock bash "$0" "$@"
 source "$(dirname "$0")/lib.sh"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 tb="$root/scripts/testbed.sh"
