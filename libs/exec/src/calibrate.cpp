@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -185,8 +186,10 @@ std::vector<PlanTiming> time_plans(World& world, const topo::Topology& topo, con
   ro.topo_file = world.rank() == 0 ? file : "(rank 0's)";
   ro.collectives = {plan::Collective::AllGather, plan::Collective::AllReduce};
   ro.algorithms = {"ring", "rhd"};
+  // Up to 64 MiB: past the last-level cache of the CPUs this runs on (tens of MiB), so the fit
+  // sees the memory behind it (--quick: 64 KiB and 4 MiB only).
   ro.min_bytes = 64 << 10;
-  ro.max_bytes = 4 << 20;
+  ro.max_bytes = opt.quick ? 4 << 20 : 64 << 20;
   ro.factor = opt.quick ? 64 : 4;
   ro.sizes_given = true;
   ro.iters = opt.quick ? 5 : 10;
@@ -224,13 +227,14 @@ void fit_to_plans(topo::Topology& t, const std::vector<topo::VertexId>& vertices
   std::vector<std::unique_ptr<plan::Plan>> plans;
   for (const PlanTiming& p : timings) plans.push_back(plan::from_json(p.plan_json, "calibrate: " + p.what));
   const topo::Topology base = t;
-  // x: log-factors on (bandwidth, reduction rate, per-message time).
-  auto scaled = [&](const std::array<double, 3>& x) {
+  // x: log-factors on (bandwidth, reduction rate, per-message time, bandwidth beyond the cache).
+  auto scaled = [&](const std::array<double, 4>& x) {
     topo::Topology s = base;
     for (topo::VertexId v : vertices) s.mutable_vertex(v).local_bw_gbps *= std::exp(x[0]);
     for (topo::LinkId l : links) s.mutable_link(l).bw_gbps *= std::exp(x[0]);
     s.calibration->reduce_gbps *= std::exp(x[1]);
     s.calibration->per_message_us *= std::exp(x[2]);
+    s.calibration->beyond_cache_factor = std::exp(x[3]);
     return s;
   };
   auto errors = [&](const topo::Topology& s) {
@@ -238,7 +242,7 @@ void fit_to_plans(topo::Topology& t, const std::vector<topo::VertexId>& vertices
     for (std::size_t i = 0; i < plans.size(); ++i) e.push_back(plan::simulate(*plans[i], s).time_us / timings[i].measured_us);
     return e;
   };
-  auto cost = [&](const std::array<double, 3>& x) {
+  auto cost = [&](const std::array<double, 4>& x) {
     double sum = 0;
     for (double r : errors(scaled(x))) sum += r > 0 ? std::log(r) * std::log(r) : 1e9;
     return sum;
@@ -248,14 +252,21 @@ void fit_to_plans(topo::Topology& t, const std::vector<topo::VertexId>& vertices
     for (double r : ratios) e.push_back(std::fabs(r - 1) * 100);
     return median(e);
   };
-  std::array<double, 3> x{0, 0, 0};
-  bool active[3] = {!vertices.empty() || !links.empty(), base.calibration->reduce_gbps > 0, base.calibration->per_message_us > 0};
-  // Coordinate descent, a golden-section search per factor over x1/20..x20, three rounds.
+  // The cache factor is fitted only when some timed plan's working set passes the cache (else
+  // nothing depends on it), and only downwards: memory behind a cache is not faster than it.
+  bool past_cache = false;
+  for (const auto& p : plans) past_cache = past_cache || plan::past_cache(*p, base);
+  std::array<double, 4> x{0, 0, 0, 0};
+  bool active[4] = {!vertices.empty() || !links.empty(), base.calibration->reduce_gbps > 0, base.calibration->per_message_us > 0,
+                    past_cache};
+  // Coordinate descent, a golden-section search per factor over x1/20..x20 (the cache's
+  // x1/20..x1), eight rounds (the factors trade off: three left the cache factor 20% off on a
+  // known model).
   const double golden = (std::sqrt(5.0) - 1) / 2;
-  for (int round = 0; round < 3; ++round)
-    for (int k = 0; k < 3; ++k) {
+  for (int round = 0; round < 8; ++round)
+    for (int k = 0; k < 4; ++k) {
       if (!active[k]) continue;
-      double lo = -3, hi = 3;
+      double lo = -3, hi = k == 3 ? 0 : 3;
       auto at = [&](double v) {
         auto y = x;
         y[static_cast<std::size_t>(k)] = v;
@@ -276,9 +287,13 @@ void fit_to_plans(topo::Topology& t, const std::vector<topo::VertexId>& vertices
   t = scaled(x);
   std::vector<double> after = errors(t);
   lines.push_back(
-      fmt::format("plans: {} timed; factors bandwidth x{:.2f}, reduction x{:.2f}, per message x{:.2f}; median |error| {:.1f}% "
+      fmt::format("plans: {} timed; factors bandwidth x{:.2f}, reduction x{:.2f}, per message x{:.2f}{}; median |error| {:.1f}% "
                   "-> {:.1f}%",
-                  plans.size(), std::exp(x[0]), std::exp(x[1]), std::exp(x[2]), before, median_abs(after)));
+                  plans.size(), std::exp(x[0]), std::exp(x[1]), std::exp(x[2]),
+                  past_cache ? fmt::format(", beyond the {} MiB cache x{:.2f}", base.calibration->cache_bytes >> 20, std::exp(x[3]))
+                  : base.calibration->cache_bytes > 0 ? ", no plan past the cache"
+                                                      : ", cache size not known",
+                  before, median_abs(after)));
   for (std::size_t i = 0; i < plans.size(); ++i)
     lines.push_back(fmt::format("  {}: measured {:.1f} us, predicted {:.1f} us ({:+.1f}%)", timings[i].what, timings[i].measured_us,
                                 after[i] * timings[i].measured_us, (after[i] - 1) * 100));
@@ -287,6 +302,24 @@ void fit_to_plans(topo::Topology& t, const std::vector<topo::VertexId>& vertices
 }
 
 }  // namespace
+
+std::uint64_t last_level_cache_bytes() {
+  // /sys/devices/system/cpu/cpu0/cache/indexN/{level,type,size}: "3", "Unified", "32768K".
+  std::uint64_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 16; ++i) {
+    std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
+    std::ifstream level(dir + "level"), type(dir + "type"), size(dir + "size");
+    int lv = 0;
+    std::string ty, sz;
+    if (!(level >> lv) || !(type >> ty) || !(size >> sz) || ty == "Instruction") continue;
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(sz.c_str(), &end, 10);
+    std::uint64_t unit = *end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : *end == 'G' ? 1024ull * 1024 * 1024 : 1;
+    if (n > 0 && lv > best_level) best_level = lv, best = n * unit;
+  }
+  return best;
+}
 
 LineFit fit_line(const std::vector<Sample>& samples) {
   // Minimises sum(((fixed + slope * bytes) - t) / t)^2: weights 1/t^2 on the normal equations.
@@ -352,6 +385,8 @@ Measurements measure(World& world, const topo::Topology& topo, const CalibrateOp
     }
   }
   m.reduce_gbps = reduce_rate(world, plan.reduce_bytes, plan.reps, opt.timeout_s);
+  // The smallest cache any rank has (a rank that cannot tell gives 0, and so no cache model).
+  m.cache_bytes = static_cast<std::uint64_t>(-world.max(-static_cast<double>(last_level_cache_bytes()), opt.timeout_s));
   m.plans = time_plans(world, topo, opt);
   auto hosts = world.hosts();
   std::set<std::string> distinct(hosts.begin(), hosts.end());
@@ -365,6 +400,7 @@ topo::Topology apply_calibration(const topo::Topology& topo, const Measurements&
   topo::Calibration cal;
   cal.source = m.source;
   cal.reduce_gbps = m.reduce_gbps;
+  cal.cache_bytes = m.cache_bytes;
   std::vector<std::string> lines;
   std::vector<double> software;  // shared-memory classes' fixed times: no wire, only software
   for (const PairClassMeasurement& c : m.classes)

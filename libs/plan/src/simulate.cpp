@@ -710,16 +710,54 @@ void check_options(const SimOptions& opt) {
 
 namespace sim {
 
-SimResult simulate_folded(const Plan& plan, const topo::Topology& topo, const SimOptions& given, const std::optional<Fold>& fold) {
+namespace {
+
+// Each rank vertex's working set under `plan`: its ranks' input, output and scratch, in bytes.
+std::unordered_map<topo::VertexId, double> working_sets(const Plan& plan, const topo::Topology& topo) {
+  const PlanInfo& info = plan.info();
+  const double per_rank = static_cast<double>(buffer_bytes(info, Buf::Input)) + static_cast<double>(buffer_bytes(info, Buf::Output)) +
+                          static_cast<double>(buffer_bytes(info, Buf::Scratch));
+  std::unordered_map<topo::VertexId, double> ws;
+  for (int r = 0; r < plan.nranks() && static_cast<std::size_t>(r) < topo.num_ranks(); ++r)
+    ws[topo.rank_vertex(static_cast<topo::Rank>(r))] += per_rank;
+  return ws;
+}
+
+}  // namespace
+
+std::optional<topo::Topology> beyond_cache(const Plan& plan, const topo::Topology& topo, double& reduce_scale) {
+  reduce_scale = 1;
+  const topo::Calibration* cal = topo.calibration ? &*topo.calibration : nullptr;
+  if (!cal || cal->cache_bytes == 0 || cal->beyond_cache_factor == 1) return std::nullopt;
+  std::optional<topo::Topology> out;
+  for (const auto& [v, ws] : working_sets(plan, topo)) {
+    if (ws <= static_cast<double>(cal->cache_bytes)) continue;
+    // A byte is in the cache with probability cache / ws: the time per byte blends the two rates.
+    const double in_cache = static_cast<double>(cal->cache_bytes) / ws;
+    const double scale = 1 / (in_cache + (1 - in_cache) / cal->beyond_cache_factor);
+    if (!out) out = topo;
+    out->mutable_vertex(v).local_bw_gbps *= scale;
+    reduce_scale = std::min(reduce_scale, scale);
+  }
+  return out;
+}
+
+SimResult simulate_folded(const Plan& plan, const topo::Topology& given_topo, const SimOptions& given, const std::optional<Fold>& fold) {
   check_options(given);
   // A calibrated topology states the software overhead and the reduction rate it measured; the
   // options' own figures, when set, win.
   SimOptions opt = given;
-  if (topo.calibration) {
-    if (opt.per_message_us <= 0) opt.per_message_us = topo.calibration->per_message_us;
-    if (opt.reduce_gbps <= 0) opt.reduce_gbps = topo.calibration->reduce_gbps;
+  if (given_topo.calibration) {
+    if (opt.per_message_us <= 0) opt.per_message_us = given_topo.calibration->per_message_us;
+    if (opt.reduce_gbps <= 0) opt.reduce_gbps = given_topo.calibration->reduce_gbps;
   }
-  std::shared_ptr<topo::RouteCache> routes = route_cache(topo, opt);
+  std::shared_ptr<topo::RouteCache> routes = route_cache(given_topo, opt);
+  // Its memory: the ranks' buffers past a vertex's last-level cache copy and reduce at the rate
+  // calibrate fitted beyond it (the routes, links and symmetry stay the given topology's).
+  double reduce_scale = 1;
+  std::optional<topo::Topology> slower = beyond_cache(plan, given_topo, reduce_scale);
+  const topo::Topology& topo = slower ? *slower : given_topo;
+  if (slower && given.reduce_gbps <= 0) opt.reduce_gbps *= reduce_scale;
   if (fold) {
     try {
       return Simulator(plan, topo, opt, &*fold, *routes).run();
@@ -731,6 +769,13 @@ SimResult simulate_folded(const Plan& plan, const topo::Topology& topo, const Si
 }
 
 }  // namespace sim
+
+bool past_cache(const Plan& plan, const topo::Topology& topo) {
+  if (!topo.calibration || topo.calibration->cache_bytes == 0) return false;
+  for (const auto& [v, ws] : sim::working_sets(plan, topo))
+    if (ws > static_cast<double>(topo.calibration->cache_bytes)) return true;
+  return false;
+}
 
 SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOptions& opt) {
   bool fits = plan.nranks() >= 1 && static_cast<std::size_t>(plan.nranks()) <= topo.num_ranks();

@@ -46,5 +46,10 @@ std::shared_ptr<topo::RouteCache> route_cache(const topo::Topology& topo, const 
 /// simulate() with the fold already looked for (nullopt: none), for a caller that needed it
 /// first (the planner leaves out big plans that do not fold).
 SimResult simulate_folded(const Plan& plan, const topo::Topology& topo, const SimOptions& opt, const std::optional<Fold>& fold);
+/// A calibrated topology's memory model for this plan: a copy whose rank vertices' local
+/// bandwidth is scaled for the part of their ranks' working set (input + output + scratch per
+/// rank) past Calibration::cache_bytes, moving at beyond_cache_factor x the fitted rate; the
+/// smallest such scale in `reduce_scale` (1 when none). nullopt when nothing changes.
+std::optional<topo::Topology> beyond_cache(const Plan& plan, const topo::Topology& topo, double& reduce_scale);
 
 }  // namespace collkit::plan::sim

@@ -61,6 +61,10 @@ std::string to_json(const Topology& t) {
     }
     j["calibration"] = {
         {"per_message_us", c.per_message_us}, {"reduce_gbps", c.reduce_gbps}, {"source", c.source}, {"classes", std::move(classes)}};
+    if (c.cache_bytes > 0) {
+      j["calibration"]["cache_bytes"] = c.cache_bytes;
+      j["calibration"]["beyond_cache_factor"] = c.beyond_cache_factor;
+    }
   }
   // One vertex, link or rank per line keeps 16k-GPU files diffable and quick to write.
   std::string out = "{\n";
@@ -114,10 +118,16 @@ Vertex read_vertex(const collkit::json::Cursor& c) {
 
 Calibration read_calibration(const collkit::json::Cursor& c) {
   c.expect_object();
-  c.expect_keys({"per_message_us", "reduce_gbps", "source", "classes"});
+  c.expect_keys({"per_message_us", "reduce_gbps", "source", "classes", "cache_bytes", "beyond_cache_factor"});
   Calibration cal;
   cal.per_message_us = c.at("per_message_us").non_negative_number();
   cal.reduce_gbps = c.at("reduce_gbps").non_negative_number();
+  if (auto x = c.find("cache_bytes")) {
+    std::int64_t b = x->integer();
+    if (b < 0) x->fail("expected a whole number of bytes >= 0, got " + std::to_string(b));
+    cal.cache_bytes = static_cast<std::uint64_t>(b);
+  }
+  if (auto x = c.find("beyond_cache_factor")) cal.beyond_cache_factor = x->positive_number();
   if (auto s = c.find("source")) cal.source = s->string();
   if (auto classes = c.find("classes")) {
     for (std::size_t i = 0; i < classes->size(); ++i) {

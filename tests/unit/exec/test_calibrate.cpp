@@ -158,3 +158,62 @@ TEST_CASE("calibrate: factors fitted to timed plans recover the model the plans 
   CHECK(fitted.calibration->per_message_us == doctest::Approx(31.5).epsilon(0.05));
   CHECK(report.find("plans: 8 timed; factors bandwidth x0.50") != std::string::npos);
 }
+
+TEST_CASE("calibrate: the bandwidth beyond the last-level cache is fitted from plans timed past it") {
+  topo::Topology t = two_hosts();
+  Measurements m = tests_only(t);
+  m.cache_bytes = 4 << 20;  // 4 MiB: two ranks of 1 MiB plans fit in it, of 16 MiB ones do not
+  topo::Topology from_tests = apply_calibration(t, m, nullptr);
+  REQUIRE(from_tests.calibration);
+  CHECK(from_tests.calibration->cache_bytes == (4u << 20));
+  CHECK(from_tests.calibration->beyond_cache_factor == 1);
+  // The "machine": the tests' rates in the cache, a third of them past it.
+  topo::Topology truth = from_tests;
+  truth.calibration->beyond_cache_factor = 1.0 / 3;
+  int timed = 0, past = 0;
+  for (plan::Collective coll : {plan::Collective::AllGather, plan::Collective::AllReduce})
+    for (const char* algo : {"ring", "rhd"})
+      for (std::uint64_t bytes : {65536ull, 1048576ull, 16777216ull, 67108864ull}) {
+        auto p = plan::generate(algo, {coll, bytes, 4, 0}, &t);
+        past += plan::past_cache(*p, truth) ? 1 : 0;
+        m.plans.push_back({plan::to_json(*p), algo, plan::simulate(*p, truth).time_us});
+        ++timed;
+      }
+  CHECK(timed == 16);
+  CHECK(past == 8);  // 16 and 64 MiB
+  std::string report;
+  topo::Topology fitted = apply_calibration(t, m, &report);
+  CAPTURE(report);
+  CHECK(fitted.calibration->beyond_cache_factor == doctest::Approx(1.0 / 3).epsilon(0.05));
+  for (const PlanTiming& pt : m.plans) {
+    auto p = plan::from_json(pt.plan_json, "p.json");
+    CHECK(plan::simulate(*p, fitted).time_us == doctest::Approx(pt.measured_us).epsilon(0.03));
+  }
+  CHECK(report.find("beyond the 4 MiB cache x0.3") != std::string::npos);
+  // Written and read back; a file without the fields means no cache model.
+  topo::Topology again = topo::from_json(topo::to_json(fitted), "cal.json");
+  CHECK(again.calibration->cache_bytes == (4u << 20));
+  CHECK(again.calibration->beyond_cache_factor == doctest::Approx(fitted.calibration->beyond_cache_factor));
+  CHECK(topo::from_json(topo::to_json(t), "plain.json").calibration == std::nullopt);
+}
+
+TEST_CASE("calibrate: without a cache size, or with no plan past it, the cache factor stays 1") {
+  topo::Topology t = two_hosts();
+  Measurements m = tests_only(t);
+  auto p = plan::generate("ring", {plan::Collective::AllReduce, 65536, 4, 0}, &t);
+  m.plans.push_back({plan::to_json(*p), "ring", 500});
+  m.plans.push_back({plan::to_json(*plan::generate("ring", {plan::Collective::AllReduce, 1 << 20, 4, 0}, &t)), "ring", 4000});
+  std::string report;
+  topo::Topology none = apply_calibration(t, m, &report);
+  CHECK(none.calibration->beyond_cache_factor == 1);
+  CHECK(report.find(", cache size not known;") != std::string::npos);
+  m.cache_bytes = 64 << 20;
+  topo::Topology inside = apply_calibration(t, m, &report);
+  CHECK(inside.calibration->beyond_cache_factor == 1);
+  CHECK(report.find(", no plan past the cache;") != std::string::npos);
+  // The simulator leaves a plan inside the cache alone whatever the factor says.
+  topo::Topology slow = inside;
+  slow.calibration->beyond_cache_factor = 0.1;
+  CHECK(plan::simulate(*p, slow).time_us == plan::simulate(*p, inside).time_us);
+  CHECK_FALSE(plan::past_cache(*p, slow));
+}

@@ -112,6 +112,22 @@ TEST_CASE("a calibration block round-trips, and a malformed one is refused with 
   std::string text = to_json(t);
   std::string bad = text.replace(text.find("\"reduce_gbps\":24.9"), 18, "\"reduce_gbps\":-1");
   CHECK_THROWS_WITH_AS(from_json(bad, "t.json"), "t.json: /calibration/reduce_gbps: must be >= 0, got -1", InputError);
+
+  // The memory model: written only when a cache size is known, read back as written.
+  CHECK(text.find("cache_bytes") == std::string::npos);
+  t.calibration->cache_bytes = 32u << 20;
+  t.calibration->beyond_cache_factor = 0.55;
+  std::string cached = to_json(t);
+  Topology with_cache = from_json(cached, "t.json");
+  CHECK(with_cache.calibration->cache_bytes == (32u << 20));
+  CHECK(with_cache.calibration->beyond_cache_factor == 0.55);
+  std::string neg = cached;
+  neg.replace(neg.find("\"cache_bytes\":33554432"), 22, "\"cache_bytes\":-5");
+  CHECK_THROWS_WITH_AS(from_json(neg, "t.json"), "t.json: /calibration/cache_bytes: expected a whole number of bytes >= 0, got -5",
+                       InputError);
+  std::string zero = cached;
+  zero.replace(zero.find("\"beyond_cache_factor\":0.55"), 26, "\"beyond_cache_factor\":0");
+  CHECK_THROWS_WITH_AS(from_json(zero, "t.json"), "t.json: /calibration/beyond_cache_factor: must be > 0, got 0", InputError);
 }
 
 TEST_CASE("a topology's provenance is written, ignored when read, and never part of its fingerprint") {

@@ -56,7 +56,14 @@ struct Measurements {
   std::vector<PlanTiming> plans;
   double reduce_gbps = 0;  ///< float32 sum of two buffers into a third, every rank at once, bytes of one input per second
   std::string source;      ///< backend, library, ranks, hosts, date
+  /// The smallest last-level cache any rank's CPU has (bytes, from sysfs; 0: not known). With
+  /// plans timed past it, the fit finds how much slower the bytes beyond it move.
+  std::uint64_t cache_bytes = 0;
 };
+
+/// This CPU's last-level cache in bytes (the highest cache level sysfs lists for cpu0), 0 when
+/// sysfs does not say.
+std::uint64_t last_level_cache_bytes();
 
 struct CalibrateOptions {
   bool quick = false;  ///< fewer sizes and repetitions: seconds instead of a minute

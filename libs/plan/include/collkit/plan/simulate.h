@@ -70,4 +70,9 @@ void check_options(const SimOptions& opt);
 /// is missing, and when the plan deadlocks.
 SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOptions& opt = {});
 
+/// Whether `plan`'s working set on some rank vertex (its ranks' input, output and scratch) is
+/// larger than the topology's calibrated last-level cache (topo::Calibration::cache_bytes): the
+/// simulator then moves the bytes past it at beyond_cache_factor x the fitted rates.
+bool past_cache(const Plan& plan, const topo::Topology& topo);
+
 }  // namespace collkit::plan

@@ -88,6 +88,11 @@ struct Calibration {
   };
   double per_message_us = 0;  ///< software overhead per message
   double reduce_gbps = 0;     ///< local reduction throughput (float32 sum, every rank at once)
+  /// The memory beside the fits: the last-level cache of a rank's CPU vertex (bytes; 0: not known)
+  /// and the bandwidth, as a factor on the fitted rates, of the bytes of the ranks' working set
+  /// beyond it (1: no cache effect). The simulator applies it per vertex (docs/adapt.md).
+  std::uint64_t cache_bytes = 0;
+  double beyond_cache_factor = 1;
   std::string source;         ///< who measured: backend, library, ranks, hosts, date
   std::vector<PairClass> classes;
 };
