@@ -217,6 +217,33 @@ std::vector<PlanTiming> time_plans(World& world, const topo::Topology& topo, con
   return out;
 }
 
+// Other work on the job's hosts, read once the tests are done: each host's 1-minute load average
+// (/proc/loadavg) less its ranks of this job (each was runnable throughout, polling; the average
+// lags, so an idle host reads below that). One line naming the busiest host when more than half a
+// core's worth is left; empty otherwise.
+std::string other_work(const World& world, double timeout_s) {
+  double load = -1;
+  if (std::ifstream in("/proc/loadavg"); !(in >> load)) load = -1;
+  const auto cores = static_cast<double>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  const std::vector<std::string>& hosts = world.hosts();
+  const auto mine = static_cast<double>(std::count(hosts.begin(), hosts.end(), world.host()));
+  std::string line = load < 0 ? std::string() : fmt::format("{} {} {} {} {}", load - mine, load, cores, mine, world.host());
+  std::string worst;
+  double most = 0.5;
+  for (const std::string& one : world.allgather(line, timeout_s)) {
+    std::istringstream in(one);
+    double other = 0, avg = 0, n = 0, ranks = 0;
+    std::string host;
+    if (!(in >> other >> avg >> n >> ranks >> host) || other <= most) continue;
+    most = other;
+    worst = fmt::format("{} had load average {:.1f} on {:g} cores beside this job's {:g} ranks", host, avg, n, ranks);
+  }
+  if (worst.empty()) return {};
+  return "busy host: " + worst +
+         " while measuring: other work shared the cores, so the fits and factors read it as a slower machine; "
+         "calibrate again on an idle host";
+}
+
 // The artifact's date (SOURCE_DATE_EPOCH when set: reproducible files), to the day.
 std::string today() { return provenance().date.substr(0, 10); }
 
@@ -388,6 +415,7 @@ Measurements measure(World& world, const topo::Topology& topo, const CalibrateOp
   // The smallest cache any rank has (a rank that cannot tell gives 0, and so no cache model).
   m.cache_bytes = static_cast<std::uint64_t>(-world.max(-static_cast<double>(last_level_cache_bytes()), opt.timeout_s));
   m.plans = time_plans(world, topo, opt);
+  m.busy = other_work(world, opt.timeout_s);
   auto hosts = world.hosts();
   std::set<std::string> distinct(hosts.begin(), hosts.end());
   m.source = fmt::format("coll-run calibrate{}, mpi backend ({}), {} ranks on {} host(s), {}", opt.quick ? " --quick" : "",
@@ -475,6 +503,10 @@ topo::Topology apply_calibration(const topo::Topology& topo, const Measurements&
   lines.push_back(fmt::format("tests: software overhead per message {:.2f} us; float32 reduction {:.2f} GB/s (every rank at once)",
                               cal.per_message_us, cal.reduce_gbps));
   t.notes.push_back("calibrated: " + m.source);
+  if (!m.busy.empty()) {
+    lines.push_back("warning: " + m.busy);
+    t.notes.push_back("calibration warning: " + m.busy);
+  }
   t.calibration = std::move(cal);
   if (!m.plans.empty()) fit_to_plans(t, fitted_vertices, fitted_links, m.plans, lines);
   if (report) {

@@ -106,6 +106,19 @@ TEST_CASE("calibrate: the tests' fits are written into vertices, links and the c
   CHECK(plan::simulate(*p, c).time_us > plan::simulate(*p, plain).time_us);
 }
 
+TEST_CASE("calibrate: other work found on a host while measuring is a warning in the report and a note in the topology") {
+  topo::Topology t = two_hosts();
+  Measurements m = tests_only(t);
+  std::string report;
+  topo::Topology quiet = apply_calibration(t, m, &report);
+  CHECK(report.find("warning") == std::string::npos);
+  m.busy = "busy host: a had load average 9.0 on 2 cores beside this job's 2 ranks while measuring";
+  topo::Topology busy = apply_calibration(t, m, &report);
+  CHECK(report.find("\nwarning: busy host: a had load average 9.0 on 2 cores") != std::string::npos);
+  CHECK(busy.notes.size() == quiet.notes.size() + 1);
+  CHECK(busy.notes.back() == "calibration warning: " + m.busy);
+}
+
 TEST_CASE("calibrate: a class whose times did not grow with size is reported, not written as a zero rate") {
   topo::Topology t = two_hosts();
   Measurements m = tests_only(t);

@@ -59,6 +59,9 @@ struct Measurements {
   /// The smallest last-level cache any rank's CPU has (bytes, from sysfs; 0: not known). With
   /// plans timed past it, the fit finds how much slower the bytes beyond it move.
   std::uint64_t cache_bytes = 0;
+  /// Other work found on the hosts while measuring (their 1-minute load average past what this
+  /// job's own ranks put there), one line; empty when the hosts were otherwise idle.
+  std::string busy;
 };
 
 /// This CPU's last-level cache in bytes (the highest cache level sysfs lists for cpu0), 0 when
