@@ -33,7 +33,7 @@ max_size=${COLLKIT_BENCH_MAX_SIZE:-16M}
   echo "costs the ring little."
   echo
   echo "Per size: the plain ring healthy (no faults); then, with the faults, a detection run of 12 iterations"
-  echo "of the plain ring with every send timed per peer (us per MiB, post to finished), the best per pair"
+  echo "of the plain ring with every send timed (post to finished, us per MiB), the fastest message per pair"
   echo "kept; pairs above three times the lower quartile are named once two iterations agree (\"detected at"
   echo "iteration\"), and the adapted plan runs from the next iteration on (\"recovered at iteration\"): a ring"
   echo "order avoiding the named pairs where one exists, else, when one rank is in every named pair, the"

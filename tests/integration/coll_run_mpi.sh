@@ -22,7 +22,7 @@ for np in 2 3 4; do
   fi
   expect_eq "$(json_get "$TMP/all$np.json" 'j["total_wrong"]')" 0 "np $np wrong elements"
   expect_eq "$(json_get "$TMP/all$np.json" 'sorted({t["algorithm"] for t in j["tables"]})')" \
-    "['bruck', 'direct', 'hier', 'pairwise', 'rd', 'reducescatter_gather', 'rhd', 'ring', 'scatter_allgather', 'synth', 'tree', 'twoshot']" \
+    "['bruck', 'direct', 'hier', 'pairwise', 'rd', 'reducescatter_gather', 'rhd', 'ring', 'scatter_allgather', 'straggler', 'synth', 'tree', 'twoshot']" \
     "np $np algorithms run"
   expect_eq "$(json_get "$TMP/all$np.json" 'sorted({t["collective"] for t in j["tables"] if t["algorithm"] == "synth"})')" \
     "['allgather', 'allreduce', 'alltoall', 'broadcast', 'reduce', 'reducescatter']" \

@@ -99,18 +99,18 @@ void TimedTransport::poll(std::vector<std::uint32_t>& finished) {
     std::uint32_t h = finished[i];
     if (h >= sent_.size() || sent_[h].start < 0) continue;
     Sent& s = sent_[h];
-    us_[static_cast<std::size_t>(s.peer)] += (now - s.start) * 1e6;
-    bytes_[static_cast<std::size_t>(s.peer)] += static_cast<double>(s.bytes);
+    if (s.bytes > 0) {
+      double us_per_mib = (now - s.start) * 1e6 / (static_cast<double>(s.bytes) / (1 << 20));
+      double& best = best_[static_cast<std::size_t>(s.peer)];
+      if (best == 0 || us_per_mib < best) best = us_per_mib;
+    }
     s.start = -1;
   }
 }
 
 std::vector<double> TimedTransport::take_us_per_mib() {
-  std::vector<double> out(us_.size(), 0);
-  for (std::size_t p = 0; p < us_.size(); ++p)
-    if (bytes_[p] > 0) out[p] = us_[p] / (bytes_[p] / (1 << 20));
-  std::fill(us_.begin(), us_.end(), 0);
-  std::fill(bytes_.begin(), bytes_.end(), 0);
+  std::vector<double> out = best_;
+  std::fill(best_.begin(), best_.end(), 0);
   return out;
 }
 

@@ -86,8 +86,8 @@ class Backend {
   /// Times every send of the plan's runs from now on (or stops): how adaptation finds a slow peer
   /// from the collective's own iterations. UnsupportedError where the backend cannot (the default).
   virtual void time_sends(bool on);
-  /// Per peer, microseconds per MiB this rank's plan sends to it took (post to finished) since the
-  /// last call or time_sends(true); 0 for a peer sent nothing. Starts over.
+  /// Per peer, the fastest of this rank's plan's sends to it (post to finished) since the last call
+  /// or time_sends(true), in microseconds per MiB; 0 for a peer sent nothing. Starts over.
   virtual std::vector<double> send_times();
 };
 
