@@ -1,41 +1,63 @@
 #!/usr/bin/env bash
-# Adaptation to slow links and ranks (issue #13): mpirun -np 4 coll-run adapt on this machine, ring
-# AllReduce 1-16 MiB, healthy / degraded / adapted per fault, and what the probe found.
-# Goal: the adapted ring recovers at least half of what a 4x slow link costs.
+# Adaptation to slow links and ranks (issue #13): mpirun -np 4 coll-run adapt on this machine,
+# AllReduce 1-16 MiB, healthy / degraded / adapted per fault, found from the degraded ring's own
+# iterations (the iteration it was named at and the one the adapted plan took over at).
+# Goal: the adapted plan recovers at least half of what a 4x slow link (or rank) costs.
 # Usage: bench/adapt.sh [build/bin] [out.md]
-# COLLKIT_BENCH_FAULTS (space-separated --inject values) and COLLKIT_BENCH_MAX_SIZE (default 16M)
-# shorten a run.
+# COLLKIT_BENCH_FAULTS (space-separated --inject values), COLLKIT_BENCH_PROBE_FAULTS (those also
+# found by the probe; empty: none) and COLLKIT_BENCH_MAX_SIZE (default 16M) shorten a run.
 set -euo pipefail
 bin=${1:-build/bin}
 out=${2:-results/adapt.md}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-read -r -a faults <<<"${COLLKIT_BENCH_FAULTS:-slow-link=0-1:x4 slow-link=0-1:x16 slow-link=1-2:x16,slow-link=0-3:x16 slow-rank=2:x8}"
+read -r -a faults <<<"${COLLKIT_BENCH_FAULTS:-slow-link=0-1:x4 slow-link=0-1:x16 slow-link=1-2:x16,slow-link=0-3:x16 slow-rank=2:x4 slow-rank=2:x8}"
+read -r -a probed <<<"${COLLKIT_BENCH_PROBE_FAULTS-slow-rank=2:x8}"  # also found by the probe (--detect probe)
 max_size=${COLLKIT_BENCH_MAX_SIZE:-16M}
 {
   echo "# Adapting to slow links and ranks: coll-run adapt"
   echo
-  echo "$(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, \`mpirun -np 4\` on one host."
+  echo "$(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, \`mpirun -np 4\` on one host;"
+  echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo "Written by \`bench/adapt.sh\`; each block is"
   echo
   echo '```'
-  echo "mpirun --oversubscribe -np 4 coll-run adapt --inject FAULTS --probe-bytes 4M -b 1M -e $max_size -f 4 -n 10 -w 3"
+  echo "mpirun --oversubscribe -np 4 coll-run adapt --inject FAULTS -b 1M -e $max_size -f 4 -n 10 -w 3"
   echo '```'
   echo
   echo "The faults hold every message of a slowed pair back by (factor - 1) x its bytes at the pair's own"
-  echo "rate (measured by the probe before any fault), so a factor slows the link, not the collective: on"
-  echo "this machine four processes share two cores and the copies through shared memory are not what"
-  echo "bounds a ring, so a 4x slower link costs the ring little. The probe (each pair, shift by shift, best"
-  echo "of five) names pairs above three times the lower quartile of the pairs; the ring is re-planned in an order that avoids them."
-  echo "recovered = (degraded - adapted) / (degraded - healthy); \"(no loss)\" where degraded is within 10% of"
-  echo "healthy. A slow rank cannot be routed around by a ring order (every rank is on the ring)."
+  echo "rate (measured once, pair by pair, before any fault), each pair on its own: a slow rank's links are"
+  echo "each slow, and a message on one does not wait for another. On this machine four processes share"
+  echo "two cores and the copies through shared memory are not all that bounds a ring, so a 4x slower link"
+  echo "costs the ring little."
+  echo
+  echo "Per size: the plain ring healthy (no faults); then, with the faults, a detection run of 12 iterations"
+  echo "of the plain ring with every send timed (post to finished, us per MiB), the fastest message per pair"
+  echo "kept; pairs above three times the lower quartile are named once two iterations agree (\"detected at"
+  echo "iteration\"), and the adapted plan runs from the next iteration on (\"recovered at iteration\"): a ring"
+  echo "order avoiding the named pairs where one exists, else, when one rank is in the most named pairs, the"
+  echo "straggler-aware AllReduce around it (docs/algorithms.md); what the adapted plan's own iterations show"
+  echo "is named in turn and may re-plan again (\"recovered at\" is the last switch). Then the plain ring (degraded) and the"
+  echo "adapted plan are timed under the faults (-n 10 after -w 3), and the adapted plan verified and run once"
+  echo "with every element checked (#wrong). recovered = (degraded - adapted) / (degraded - healthy); \"(no loss)\""
+  echo "where degraded is within 10% of healthy."
   for f in "${faults[@]}"; do
     echo
     echo "## --inject $f"
     echo
     echo '```'
-    mpirun --oversubscribe -np 4 "$bin/coll-run" adapt --inject "$f" --probe-bytes 4M -b 1M -e "$max_size" -f 4 -n 10 -w 3
+    mpirun --oversubscribe -np 4 "$bin/coll-run" adapt --inject "$f" -b 1M -e "$max_size" -f 4 -n 10 -w 3
+    echo '```'
+  done
+  for f in "${probed[@]}"; do
+    echo
+    echo "## --inject $f --detect probe --probe-bytes 4M"
+    echo
+    echo "The same fault found the old way: each pair probed in turn (best of five) before any size."
+    echo
+    echo '```'
+    mpirun --oversubscribe -np 4 "$bin/coll-run" adapt --inject "$f" --detect probe --probe-bytes 4M -b 1M -e "$max_size" -f 4 -n 10 -w 3
     echo '```'
   done
 } >"$tmp/out.md"

@@ -45,7 +45,7 @@ mpi2 "$bin/coll-run" --topo "$tmp/cluster.json" --coll allreduce,allgather,reduc
 echo "testbed_adapt.sh: 2. adaptation, 4 hosts x 1 rank, the pair ckh1-ckh2 slowed to $pair_rate" >&2
 "$tb" up 4 --ranks-per-host 1 >/dev/null
 mpi4() { timeout 1800 "$tb" mpirun --host ckh1:1,ckh2:1,ckh3:1,ckh4:1 "$@"; }
-adapt_args=(adapt --coll allreduce -b 1M -e 16M -f 4 -n 10 -w 2)
+adapt_args=(adapt --detect probe --coll allreduce -b 1M -e 16M -f 4 -n 10 -w 2)
 mpi4 "$bin/coll-run" "${adapt_args[@]}" >"$tmp/healthy.txt" 2>&1 || { cat "$tmp/healthy.txt"; exit 1; }
 "$tb" pair ckh1 ckh2 "$pair_rate"
 mpi4 "$bin/coll-run" "${adapt_args[@]}" >"$tmp/slow.txt" 2>&1 || { cat "$tmp/slow.txt"; exit 1; }

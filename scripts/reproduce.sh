@@ -173,11 +173,11 @@ sec_fidelity() {
 # (bench/testbed_adapt.sh) in the full run where network namespaces can be made.
 sec_adapt() {
   if [ $quick = 1 ]; then
-    export COLLKIT_BENCH_FAULTS=slow-link=0-1:x16 COLLKIT_BENCH_MAX_SIZE=4M
-    log_cmd "export COLLKIT_BENCH_FAULTS=slow-link=0-1:x16 COLLKIT_BENCH_MAX_SIZE=4M"
+    export COLLKIT_BENCH_FAULTS=slow-link=0-1:x16 COLLKIT_BENCH_PROBE_FAULTS= COLLKIT_BENCH_MAX_SIZE=4M
+    log_cmd "export COLLKIT_BENCH_FAULTS=slow-link=0-1:x16 COLLKIT_BENCH_PROBE_FAULTS= COLLKIT_BENCH_MAX_SIZE=4M"
   fi
   x bash "$root/bench/adapt.sh" "$bin" "$out/adapt.md"
-  unset COLLKIT_BENCH_FAULTS COLLKIT_BENCH_MAX_SIZE
+  unset COLLKIT_BENCH_FAULTS COLLKIT_BENCH_PROBE_FAULTS COLLKIT_BENCH_MAX_SIZE
   local testbed="not run in --quick (about 2 minutes of tc-shaped TCP)" why
   if [ $quick = 0 ]; then
     if why=$("$root/scripts/testbed.sh" check 2>&1); then

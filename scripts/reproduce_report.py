@@ -419,20 +419,18 @@ plot 'fidelity.dat' index 0 using 1:2 with points pt 7 ps 0.8 title columnheader
 
 # ---------------------------------------------------------------- 5. adaptation
 def parse_adapt(path):
-    """[(fault, size, healthy, degraded, adapted, recovered, found, order)] from adapt.md's blocks."""
-    rows, fault, found, order = [], "", "", ""
+    """[(fault, size, healthy, degraded, adapted, recovered, detected at, recovered at, adapted plan)] from adapt.md's
+    blocks (coll-run adapt's rows: size, the three times, recovered, the iterations, #wrong, the plan)."""
+    rows, fault = [], ""
     for line in open(path):
         s = line.strip()
         if s.startswith("## --inject "):
             fault = s[len("## --inject "):]
-        elif s.startswith("# slow pairs found:"):
-            found = s.split(":", 1)[1].strip()
-        elif s.startswith("# adapted ring order:"):
-            order = s.split(":", 1)[1].strip()
         elif fault and s and not s.startswith("#") and not s.startswith("`"):
             f = s.split()
-            if len(f) >= 5 and re.fullmatch(r"\d+[KMG]?", f[0]):
-                rows.append([fault, f[0], f[1], f[2], f[3], " ".join(f[4:]), found or "none", order])
+            if len(f) >= 9 and re.fullmatch(r"\d+[KMG]?", f[0]):
+                recovered, rest = (" ".join(f[4:6]), f[6:]) if f[4] == "(no" else (f[4], f[5:])
+                rows.append([fault, f[0], f[1], f[2], f[3], recovered, rest[0], rest[1], " ".join(rest[3:])])
     return rows
 
 
@@ -440,12 +438,13 @@ def cmd_adapt(a):
     rows = parse_adapt(os.path.join(a.out, "adapt.md"))
     if not rows:
         die("adapt.md: no healthy/degraded/adapted rows")
-    cols = ["fault injected", "size", "healthy us", "degraded us", "adapted us", "recovered", "slow pairs found",
-            "adapted ring order"]
+    cols = ["fault injected", "size", "healthy us", "degraded us", "adapted us", "recovered", "detected at iteration",
+            "recovered at iteration", "adapted plan"]
     write_table(a.out, "adapt_times", "Adaptation: ring AllReduce healthy, degraded and adapted", a.cmds, cols, rows,
                 intro=["`coll-run adapt` under `mpirun -np 4` (bench/adapt.sh; its full report with the probe's "
-                       "matrices is [adapt.md](adapt.md)). recovered = (degraded - adapted) / "
-                       "(degraded - healthy)."])
+                       "detection runs is [adapt.md](adapt.md)). recovered = (degraded - adapted) / "
+                       "(degraded - healthy); detected at: the iteration of the degraded ring after which the slow "
+                       "pairs were named; recovered at: the first iteration run with the adapted plan."])
     labels = []
     with open(os.path.join(a.out, "adapt_times.dat"), "w") as f:
         for r in rows:
@@ -463,8 +462,9 @@ set bmargin 8
 set grid y
 plot 'adapt_times.dat' using 2:xtic(1) title 'healthy', '' using 3 title 'degraded', '' using 4 title 'adapted'
 """)
-    body = ["Iterations to detect and to recover: not built. `coll-run adapt` probes every pair once before it "
-            "times anything and re-plans at once; there is no online detector whose iterations could be counted.",
+    body = ["Iterations to detect and to recover: the columns `detected at iteration` and `recovered at iteration` "
+            "of the table: `coll-run adapt` times every send of the running ring per peer, names the slow pairs once "
+            "two iterations agree and runs the adapted plan from the next iteration.",
             "", "![healthy, degraded, adapted](adapt_times.png)", "",
             "Tables: [adapt_times.md](adapt_times.md) ([csv](adapt_times.csv)); bench/adapt.sh's report [adapt.md](adapt.md)."]
     tb = os.path.join(a.out, "testbed_adapt.md")
@@ -476,8 +476,8 @@ plot 'adapt_times.dat' using 2:xtic(1) title 'healthy', '' using 3 title 'degrad
         body.append(f"Across hosts (bench/testbed_adapt.sh): {a.testbed}.")
     fragment(a.out, 5, "Adaptation: healthy, degraded, adapted",
              "`coll-run adapt` with slow links and a slow rank injected: the ring AllReduce's time on a healthy "
-             "machine, with the fault, and re-planned in the order the probe chose. A slow link can be routed "
-             "around by a ring order; a slow rank cannot (every rank is on the ring).", body)
+             "machine, with the fault, and re-planned from what the ring's own iterations showed: a slow link is routed "
+             "around by a ring order; a slow rank, which every ring passes through, by the straggler-aware AllReduce.", body)
 
 
 # ---------------------------------------------------------------- 6. overlap

@@ -47,6 +47,8 @@ struct Flags {
   // faults (the main run and adapt)
   std::string inject;
   std::string probe_bytes = "1M";
+  std::string detect = "iterations";
+  int detect_iters = 12;
 };
 
 std::vector<plan::Collective> collectives(const std::string& s);
@@ -200,6 +202,10 @@ int run_adapt(const Flags& f, const CLI::App& sub) {
     opt.timeout_s = f.timeout_s;
     opt.probe_bytes = collkit::parse_size_bytes(f.probe_bytes);
     if (opt.probe_bytes == 0 || opt.probe_bytes > (64u << 20)) throw collkit::InputError("--probe-bytes: 1 byte to 64M");
+    if (f.detect != "iterations" && f.detect != "probe")
+      throw collkit::InputError("--detect: expected iterations or probe, got \"" + f.detect + "\"");
+    opt.probe = f.detect == "probe";
+    opt.online_iters = f.detect_iters;
     exec::BackendOptions bo;
     bo.timeout_s = f.timeout_s;
     auto backend = exec::make_backend(bo, world);
@@ -425,8 +431,9 @@ int main(int argc, char** argv) {
   app.add_option("--inject", f.inject,
                  "slow the plans' messages: slow-link=A-B:xF, slow-rank=R:xF (comma list; the native collective is not slowed)");
   auto* adp = app.add_subcommand("adapt",
-                                 "inject faults (--inject), or take the network as it is, find slow links with a probe, re-plan the "
-                                 "ring around them; healthy, degraded and adapted times per size");
+                                 "inject faults (--inject), or take the network as it is, find slow links and ranks from the "
+                                 "collective's own iterations (or a probe), re-plan around them (a ring order, the straggler plan); "
+                                 "healthy, degraded and adapted times per size");
   adp->add_option("--inject", f.inject,
                   "the faults: slow-link=A-B:xF, slow-rank=R:xF (comma list); none: adapt to the links as they are (a slow link "
                   "of the real network)");
@@ -436,6 +443,10 @@ int main(int argc, char** argv) {
   adp->add_option("-f,--stepfactor", f.factor, "multiply the size by this between rows (default 2)");
   adp->add_option("-n,--iters", f.iters, "timed iterations per measurement (default 20)");
   adp->add_option("-w,--warmup_iters", f.warmup, "untimed iterations before each (default 5)");
+  adp->add_option("--detect", f.detect,
+                  "iterations (default): find the faults from the degraded ring's own iterations at every size, sends timed "
+                  "per peer; probe: once, each pair in turn, before the sizes");
+  adp->add_option("--detect-iters", f.detect_iters, "iterations of the detection run per size (default 12)");
   adp->add_option("--probe-bytes", f.probe_bytes, "bytes each pair exchanges in the probe (default 1M)");
   adp->add_option("--timeout", f.timeout_s, "seconds without progress before a rank gives up (default 60)");
   auto* tune = app.add_subcommand("autotune",

@@ -22,7 +22,7 @@ for np in 2 3 4; do
   fi
   expect_eq "$(json_get "$TMP/all$np.json" 'j["total_wrong"]')" 0 "np $np wrong elements"
   expect_eq "$(json_get "$TMP/all$np.json" 'sorted({t["algorithm"] for t in j["tables"]})')" \
-    "['bruck', 'direct', 'hier', 'pairwise', 'rd', 'reducescatter_gather', 'rhd', 'ring', 'scatter_allgather', 'synth', 'tree', 'twoshot']" \
+    "['bruck', 'direct', 'hier', 'pairwise', 'rd', 'reducescatter_gather', 'rhd', 'ring', 'scatter_allgather', 'straggler', 'synth', 'tree', 'twoshot']" \
     "np $np algorithms run"
   expect_eq "$(json_get "$TMP/all$np.json" 'sorted({t["collective"] for t in j["tables"] if t["algorithm"] == "synth"})')" \
     "['allgather', 'allreduce', 'alltoall', 'broadcast', 'reduce', 'reducescatter']" \
@@ -98,8 +98,8 @@ for np in 3 5; do
       "np $np, $2 bytes: float sizes, rounded per rank only where the collective slices"
   done
 done
-# 12 with synth, whose AlltoAll runs on the machine's one discovered vertex (its trees need a GPU per rank).
-expect_eq "$(json_get "$TMP/odd5-1000.json" 'len({t["algorithm"] for t in j["tables"]})')" 12 "odd sizes: every algorithm"
+# 13 with synth, whose AlltoAll runs on the machine's one discovered vertex (its trees need a GPU per rank), and straggler.
+expect_eq "$(json_get "$TMP/odd5-1000.json" 'len({t["algorithm"] for t in j["tables"]})')" 13 "odd sizes: every algorithm"
 expect_eq "$(json_get "$TMP/odd5-1000.json" 'sorted({t["collective"] for t in j["tables"] if t["algorithm"] == "synth"})')" "['alltoall']" \
   "odd sizes: synth runs alltoall"
 

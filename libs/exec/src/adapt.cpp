@@ -178,3 +178,72 @@ std::vector<int> ring_order_avoiding(int n, const std::vector<std::pair<int, int
 }
 
 }  // namespace collkit::exec
+
+namespace collkit::exec {
+
+std::string Adaptation::describe() const {
+  if (straggler >= 0) return "straggler around rank " + std::to_string(straggler);
+  std::string text = "ring ";
+  for (std::size_t i = 0; i < order.size(); ++i) text += (i ? "," : "") + std::to_string(order[i]);
+  return text;
+}
+
+int slow_rank(const std::vector<std::pair<int, int>>& found) {
+  // The rank in the most slow pairs, when it is in two or more and no other rank is in as many: a
+  // pair between two other ranks is a slow link besides, or a false alarm (a rank not scheduled).
+  std::vector<int> count;
+  for (auto [a, b] : found)
+    for (int r : {a, b}) {
+      if (r < 0) continue;
+      if (static_cast<std::size_t>(r) >= count.size()) count.resize(static_cast<std::size_t>(r) + 1, 0);
+      ++count[static_cast<std::size_t>(r)];
+    }
+  int best = -1, ties = 0;
+  for (int r = 0; r < static_cast<int>(count.size()); ++r) {
+    int c = count[static_cast<std::size_t>(r)];
+    if (best < 0 || c > count[static_cast<std::size_t>(best)]) best = r, ties = 1;
+    else if (c == count[static_cast<std::size_t>(best)]) ++ties;
+  }
+  return best >= 0 && count[static_cast<std::size_t>(best)] >= 2 && ties == 1 ? best : -1;
+}
+
+Adaptation adapt_to(int n, const std::vector<std::pair<int, int>>& found, bool allreduce) {
+  Adaptation a;
+  a.order = ring_order_avoiding(n, found);
+  std::vector<std::pair<int, int>> kept = ring_pairs(a.order);
+  bool avoided =
+      std::none_of(found.begin(), found.end(), [&kept](const auto& p) { return std::find(kept.begin(), kept.end(), p) != kept.end(); });
+  int slow = slow_rank(found);
+  // Every ring passes through a slow rank twice: a ring that avoids the pairs seen slow so far is
+  // tried first (they may be links), and the straggler plan once no ring avoids them.
+  if (!avoided && allreduce && slow >= 0) {
+    a.straggler = slow;
+    a.order.clear();
+  }
+  return a;
+}
+
+Detector::Detector(int n, double threshold)
+    : threshold_(threshold), best_(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n), 0)) {}
+
+bool Detector::observe(const std::vector<std::vector<double>>& times) {
+  for (std::size_t from = 0; from < best_.size() && from < times.size(); ++from)
+    for (std::size_t to = 0; to < best_.size() && to < times[from].size(); ++to) {
+      double t = times[from][to];
+      if (from != to && t > 0 && (best_[from][to] == 0 || t < best_[from][to])) best_[from][to] = t;
+    }
+  std::vector<std::pair<int, int>> now = slow_pairs(best_, threshold_);
+  // Kept as a set: the order among the slow pairs may change with every iteration.
+  std::sort(now.begin(), now.end());
+  same_ = now == last_ ? same_ + 1 : 1;
+  last_ = now;
+  if (same_ < 2 || now.empty()) return false;
+  std::vector<std::pair<int, int>> sorted = found_;
+  std::sort(sorted.begin(), sorted.end());
+  if (now == sorted) return false;
+  // In slow_pairs()'s order (slowest first), which adapt_to() weighs.
+  found_ = slow_pairs(best_, threshold_);
+  return true;
+}
+
+}  // namespace collkit::exec

@@ -78,6 +78,42 @@ void SlowTransport::poll(std::vector<std::uint32_t>& finished) {
   }
 }
 
+std::uint32_t TimedTransport::post_send(int peer, std::uint16_t channel, const std::byte* data, std::uint64_t bytes) {
+  std::uint32_t h = inner_->post_send(peer, channel, data, bytes);
+  if (h >= sent_.size()) sent_.resize(h + 1);
+  sent_[h] = {World::now(), peer, bytes};
+  return h;
+}
+
+std::uint32_t TimedTransport::post_recv(int peer, std::uint16_t channel, std::byte* data, std::uint64_t bytes) {
+  std::uint32_t h = inner_->post_recv(peer, channel, data, bytes);
+  if (h < sent_.size()) sent_[h].start = -1;  // a handle reused for a receive
+  return h;
+}
+
+void TimedTransport::poll(std::vector<std::uint32_t>& finished) {
+  std::size_t first = finished.size();
+  inner_->poll(finished);
+  double now = World::now();
+  for (std::size_t i = first; i < finished.size(); ++i) {
+    std::uint32_t h = finished[i];
+    if (h >= sent_.size() || sent_[h].start < 0) continue;
+    Sent& s = sent_[h];
+    if (s.bytes > 0) {
+      double us_per_mib = (now - s.start) * 1e6 / (static_cast<double>(s.bytes) / (1 << 20));
+      double& best = best_[static_cast<std::size_t>(s.peer)];
+      if (best == 0 || us_per_mib < best) best = us_per_mib;
+    }
+    s.start = -1;
+  }
+}
+
+std::vector<double> TimedTransport::take_us_per_mib() {
+  std::vector<double> out = best_;
+  std::fill(best_.begin(), best_.end(), 0);
+  return out;
+}
+
 std::vector<double> send_rates_gbps(Transport& t, const World& world, std::uint64_t bytes, double timeout_s) {
   std::vector<std::vector<double>> times = gather_receive_times(world, probe_receives(t, world, bytes, timeout_s), timeout_s);
   const std::vector<double>& from_me = times[static_cast<std::size_t>(world.rank())];

@@ -49,6 +49,35 @@ class SlowTransport final : public Transport {
   std::vector<std::uint32_t> scratch_;
 };
 
+/// coll-run adapt's detection from the running plan: a decorator timing every send from post to
+/// finished (the injected hold, the transfer, and the wait for the peer's receive when it came
+/// later), per byte, the fastest message per peer kept. A receive's wait says little in a ring,
+/// where every rank waits at the pace of the slowest link; a send's time stays with its own link,
+/// and its fastest message is the one whose peer was ready and scheduled: on a loaded machine the
+/// mean of a fast link's messages is mostly waiting, while every message of a slow link is slow.
+class TimedTransport final : public Transport {
+ public:
+  explicit TimedTransport(int nranks) : best_(static_cast<std::size_t>(nranks), 0) {}
+  /// The transport the next sends go through (kept until changed; set before each run).
+  void wrap(Transport& inner) { inner_ = &inner; }
+  std::uint32_t post_send(int peer, std::uint16_t channel, const std::byte* data, std::uint64_t bytes) override;
+  std::uint32_t post_recv(int peer, std::uint16_t channel, std::byte* data, std::uint64_t bytes) override;
+  void poll(std::vector<std::uint32_t>& finished) override;
+  /// Per peer, the fastest message to it since the last call in microseconds per MiB (0: nothing
+  /// sent), and starts over.
+  std::vector<double> take_us_per_mib();
+
+ private:
+  struct Sent {
+    double start = -1;  // World::now(); -1: not a timed send
+    int peer = 0;
+    std::uint64_t bytes = 0;
+  };
+  Transport* inner_ = nullptr;
+  std::vector<Sent> sent_;  // by handle
+  std::vector<double> best_;  // per peer, us per MiB
+};
+
 /// The rate this rank's messages reach every other rank at over `t` (index: the receiver; 0 for
 /// itself), in GB/s: a probe of `bytes` per pair, its receive times exchanged (every rank calls it).
 std::vector<double> send_rates_gbps(Transport& t, const World& world, std::uint64_t bytes, double timeout_s);

@@ -87,3 +87,75 @@ TEST_CASE("adapt: ring orders avoid the slow pairs where a cycle without them ex
   CHECK(ring_pairs({0, 1, 2, 3}) == std::vector<std::pair<int, int>>{{0, 1}, {1, 2}, {2, 3}, {0, 3}});
   CHECK(ring_pairs({0, 1}) == std::vector<std::pair<int, int>>{{0, 1}});
 }
+
+TEST_CASE("adapt: a slow rank is the one rank in the most slow pairs, two pairs or more") {
+  CHECK(slow_rank({{1, 2}, {2, 3}}) == 2);
+  CHECK(slow_rank({{0, 2}, {2, 3}, {1, 2}}) == 2);
+  CHECK(slow_rank({{0, 2}, {2, 3}, {1, 2}, {1, 3}}) == 2);  // and a pair between two others
+  CHECK(slow_rank({{0, 1}, {1, 2}, {0, 3}}) == -1);         // ranks 0 and 1 in two each: no one rank
+  CHECK(slow_rank({{0, 1}}) == -1);                         // one pair: a link
+  CHECK(slow_rank({}) == -1);
+}
+
+TEST_CASE("adapt: a ring around slow links, the straggler plan around a rank no ring avoids") {
+  // A link: a ring without it.
+  Adaptation link = adapt_to(4, {{0, 1}}, true);
+  CHECK(link.straggler == -1);
+  CHECK(link.order == std::vector<int>{0, 2, 1, 3});
+  CHECK(link.describe() == "ring 0,2,1,3");
+  // Both ring links of rank 2 slow, as the plain ring sees a slow rank 2: on 4 ranks no ring
+  // avoids them (rank 2 has one other neighbour), so the straggler plan around rank 2.
+  Adaptation rank = adapt_to(4, {{1, 2}, {2, 3}}, true);
+  CHECK(rank.straggler == 2);
+  CHECK(rank.order.empty());
+  CHECK(rank.describe() == "straggler around rank 2");
+  // The straggler plan is an AllReduce: for AllGather, the ring keeping the slowest pair off.
+  Adaptation gather = adapt_to(4, {{1, 2}, {2, 3}}, false);
+  CHECK(gather.straggler == -1);
+  CHECK(gather.order.size() == 4u);
+  // On 6 ranks a ring avoids rank 2's two slow pairs: tried first (they may be links); once every
+  // ring through rank 2 is known slow, the straggler plan.
+  Adaptation first = adapt_to(6, {{1, 2}, {2, 3}}, true);
+  CHECK(first.straggler == -1);
+  auto kept = ring_pairs(first.order);
+  CHECK(std::find(kept.begin(), kept.end(), std::pair<int, int>{1, 2}) == kept.end());
+  CHECK(std::find(kept.begin(), kept.end(), std::pair<int, int>{2, 3}) == kept.end());
+  CHECK(adapt_to(6, {{1, 2}, {2, 3}, {0, 2}, {2, 4}, {2, 5}}, true).straggler == 2);
+}
+
+TEST_CASE("adapt: the detector names slow pairs once two iterations agree, from the best time per pair") {
+  // A plain ring on 4 ranks sends 0->1, 1->2, 2->3, 3->0; rank 2 slow: 1->2 and 2->3 take 8x.
+  auto ring_times = [](double slow, double noisy) {
+    std::vector<std::vector<double>> t(4, std::vector<double>(4, 0));
+    t[0][1] = 100 * noisy;
+    t[1][2] = 100 * slow;
+    t[2][3] = 100 * slow;
+    t[3][0] = 100;
+    return t;
+  };
+  Detector d(4, 3.0);
+  CHECK_FALSE(d.observe(ring_times(8, 1)));  // one iteration: not yet
+  CHECK(d.found().empty());
+  CHECK(d.observe(ring_times(8, 1)));  // two agree: named
+  CHECK(d.found() == std::vector<std::pair<int, int>>{{1, 2}, {2, 3}});
+  CHECK_FALSE(d.observe(ring_times(8, 1)));  // nothing new
+  // An iteration where rank 0 was not scheduled (its send 20x) changes nothing: the best is kept.
+  CHECK_FALSE(d.observe(ring_times(8, 20)));
+  CHECK(d.best()[0][1] == 100);
+  // The straggler plan then sends over every pair of rank 2: all slow, named as the new set.
+  std::vector<std::vector<double>> all(4, std::vector<double>(4, 0));
+  for (int f : {0, 1, 3}) {
+    all[static_cast<std::size_t>(f)][2] = 900;
+    all[2][static_cast<std::size_t>(f)] = 900;
+  }
+  all[0][1] = all[1][3] = all[3][0] = 100;
+  CHECK_FALSE(d.observe(all));
+  CHECK(d.observe(all));
+  CHECK(slow_rank(d.found()) == 2);
+  CHECK(d.found().size() == 3u);
+  // Nothing slow: never named.
+  Detector healthy(4, 3.0);
+  int named = 0;
+  for (int i = 0; i < 5; ++i) named += healthy.observe(ring_times(1.2, 1)) ? 1 : 0;
+  CHECK(named == 0);
+}

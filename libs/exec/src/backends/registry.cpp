@@ -14,6 +14,14 @@ std::vector<double> Backend::probe(std::uint64_t, double) {
   throw UnsupportedError("probing links: backend " + std::string(name()) + " cannot (the mpi backend can)");
 }
 
+void Backend::time_sends(bool on) {
+  if (on) throw UnsupportedError("timing sends: backend " + std::string(name()) + " cannot (the mpi backend can)");
+}
+
+std::vector<double> Backend::send_times() {
+  throw UnsupportedError("timing sends: backend " + std::string(name()) + " cannot (the mpi backend can)");
+}
+
 std::unique_ptr<Backend> make_backend(const BackendOptions& opt, World& world) {
   if (opt.ranks < 0) throw InputError("--ranks: cannot be negative");
   if (opt.ranks > 0 && opt.name != "cuda")

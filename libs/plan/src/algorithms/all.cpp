@@ -15,6 +15,7 @@ std::vector<AlgorithmFactory> algorithm_factories() {
       make_twoshot,
       make_scatter_allgather,
       make_reducescatter_gather,
+      make_straggler,
       make_synth_front,
   };
 }

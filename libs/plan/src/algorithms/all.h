@@ -19,6 +19,7 @@ const Algorithm* make_bruck();
 const Algorithm* make_pairwise();
 const Algorithm* make_direct();
 const Algorithm* make_twoshot();
+const Algorithm* make_straggler();
 const Algorithm* make_scatter_allgather();
 const Algorithm* make_reducescatter_gather();
 const Algorithm* make_synth();

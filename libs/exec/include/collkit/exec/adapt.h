@@ -51,6 +51,46 @@ std::vector<int> ring_order_avoiding(int n, const std::vector<std::pair<int, int
 /// The pairs of ring order `order` (each once, a < b).
 std::vector<std::pair<int, int>> ring_pairs(const std::vector<int>& order);
 
+/// The plan adapted to what was found: a ring in some order, or the straggler-aware AllReduce
+/// (libs/plan/src/algorithms/straggler.cpp) around one slow rank.
+struct Adaptation {
+  int straggler = -1;      ///< the straggler plan around this rank; -1: a ring
+  std::vector<int> order;  ///< the ring's order (a ring only)
+  /// "ring 0,2,1,3" or "straggler around rank 2".
+  std::string describe() const;
+  bool operator==(const Adaptation&) const = default;
+};
+
+/// The rank in the most pairs of `found`, when it is in two or more and no other rank is in as
+/// many: a slow rank (or every link to it that was seen slow); -1 when none.
+int slow_rank(const std::vector<std::pair<int, int>>& found);
+
+/// What to run once `found` (slow_pairs()'s order) is known on `n` ranks: a ring order that avoids
+/// every found pair where one exists; else, for AllReduce (`allreduce`), the straggler plan around
+/// the rank in the most found pairs (slow_rank()); else the ring keeping the slowest pairs off.
+Adaptation adapt_to(int n, const std::vector<std::pair<int, int>>& found, bool allreduce);
+
+/// Detection from a running collective's own iterations: each iteration's send times per pair
+/// (`times[from][to]`, us per MiB, 0 where nothing was sent) are kept as the best seen per pair (an
+/// iteration a rank was not scheduled in says nothing about a link); slow_pairs() of those names
+/// the slow pairs once the same set has come out of two iterations in a row. A new plan sends over
+/// other pairs, which the next iterations add.
+class Detector {
+ public:
+  Detector(int n, double threshold);
+  /// Takes one iteration; true when the pairs named changed (found() is the new set).
+  bool observe(const std::vector<std::vector<double>>& times);
+  const std::vector<std::pair<int, int>>& found() const { return found_; }
+  /// The best time seen per pair so far ([from][to], us per MiB; 0: never sent).
+  const std::vector<std::vector<double>>& best() const { return best_; }
+
+ private:
+  double threshold_;
+  std::vector<std::vector<double>> best_;
+  std::vector<std::pair<int, int>> last_, found_;
+  int same_ = 0;  // iterations in a row that gave last_
+};
+
 class Backend;
 
 /// coll-run adapt: one fault set, one collective over sizes.
@@ -62,27 +102,38 @@ struct AdaptOptions {
   std::uint64_t probe_bytes = 1 << 20;
   double threshold = 3.0;  ///< a pair is slow above this x the lower quartile of the pairs
   double timeout_s = 60;
+  /// Find the faults with the probe before any size (the pairs one by one) instead of from the
+  /// collective's own iterations at every size.
+  bool probe = false;
+  int online_iters = 12;  ///< iterations of the detection run per size (detection from iterations)
 };
 
 struct AdaptRow {
   std::uint64_t bytes = 0;
   double healthy_us = 0, degraded_us = 0, adapted_us = 0;
+  /// Detection from iterations: the iteration (from 1) after which the faults were first named
+  /// (0: never), and the first one run with the plan finally adapted (0: never re-planned).
+  int detected_at = 0, recovered_at = 0;
+  Adaptation adapted;           ///< the plan measured as adapted
+  std::uint64_t wrong = 0;      ///< elements wrong after a checked run of it, all ranks
+  std::vector<double> iter_us;  ///< the detection run's iterations, the slowest rank's time each
   /// Of the time the faults cost, the part adapting won back: (degraded - adapted) / (degraded - healthy).
   double recovered() const { return degraded_us > healthy_us ? (degraded_us - adapted_us) / (degraded_us - healthy_us) : 0; }
 };
 
 struct AdaptReport {
-  std::vector<std::vector<double>> probe;  ///< [from][to] receive time of probe_bytes, us
-  std::vector<std::pair<int, int>> found;  ///< the pairs the probe found slow
+  std::vector<std::vector<double>> probe;  ///< [from][to] receive time of probe_bytes, us (with --probe)
+  std::vector<std::pair<int, int>> found;  ///< the pairs the probe (or the last size's detection) found slow
   int probes = 0;                          ///< probe runs until found (each: n-1 shifts)
-  std::vector<int> order;                  ///< the ring order adapted to them
+  std::vector<int> order;                  ///< the ring order adapted to them (the probe's)
   std::vector<AdaptRow> rows;
 };
 
-/// Injects the faults, finds them with the backend's probe, re-plans the ring around them and
-/// measures a ring plan healthy (no faults), degraded (faults, identity order) and adapted (faults,
-/// the new order) at every size; rank 0 prints as it goes. InputError for a collective a ring cannot
-/// run, UnsupportedError where the backend takes no faults.
+/// Injects the faults and, at every size, measures a ring plan healthy (no faults) and degraded
+/// (faults, identity order); finds the faults from the degraded ring's own iterations (or, with
+/// `probe`, once with the backend's probe), re-plans (adapt_to()), verifies and checks the adapted
+/// plan and measures it under the faults; rank 0 prints as it goes. InputError for a collective a
+/// ring cannot run, UnsupportedError where the backend takes no faults or cannot time sends.
 AdaptReport adapt_run(const AdaptOptions& opt, Backend& backend, World& world, std::ostream& out);
 
 }  // namespace collkit::exec

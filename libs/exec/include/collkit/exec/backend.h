@@ -83,6 +83,12 @@ class Backend {
   /// transport, faults included (index: the sender; 0 for itself): the probe adaptation reads.
   /// UnsupportedError where the backend cannot (the default).
   virtual std::vector<double> probe(std::uint64_t bytes, double timeout_s);
+  /// Times every send of the plan's runs from now on (or stops): how adaptation finds a slow peer
+  /// from the collective's own iterations. UnsupportedError where the backend cannot (the default).
+  virtual void time_sends(bool on);
+  /// Per peer, the fastest of this rank's plan's sends to it (post to finished) since the last call
+  /// or time_sends(true), in microseconds per MiB; 0 for a peer sent nothing. Starts over.
+  virtual std::vector<double> send_times();
 };
 
 struct BackendOptions {

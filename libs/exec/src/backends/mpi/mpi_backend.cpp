@@ -139,6 +139,7 @@ class MpiBackend final : public Backend {
       [[maybe_unused]] auto* parked = new detail::HostRank(std::move(host_));
       g_sixteen = new SixteenBit(sixteen_);
       [[maybe_unused]] auto* parked_slow = slow_.release();
+      [[maybe_unused]] auto* parked_timed = timed_.release();
       [[maybe_unused]] auto* parked_transport = transport_.release();
       return;
     }
@@ -209,6 +210,17 @@ class MpiBackend final : public Backend {
 
   std::vector<double> probe(std::uint64_t bytes, double timeout_s) override {
     return detail::probe_receives(transport(), world_, bytes, timeout_s);
+  }
+
+  void time_sends(bool on) override {
+    if (on && !timed_) timed_ = std::make_unique<detail::TimedTransport>(world_.size());
+    timing_ = on;
+    if (on) timed_->take_us_per_mib();  // starts over
+  }
+
+  std::vector<double> send_times() override {
+    if (!timed_) return std::vector<double>(static_cast<std::size_t>(world_.size()), 0);
+    return timed_->take_us_per_mib();
   }
 
   void synchronize() override {}
@@ -288,8 +300,10 @@ class MpiBackend final : public Backend {
 
   // The plan's transport: through the fault injector once --inject has set one up.
   detail::Transport& transport() {
-    if (slow_ && !slow_->injection().empty()) return *slow_;
-    return *transport_;
+    detail::Transport& t = slow_ && !slow_->injection().empty() ? static_cast<detail::Transport&>(*slow_) : *transport_;
+    if (!timing_) return t;
+    timed_->wrap(t);
+    return *timed_;
   }
 
   World& world_;
@@ -298,6 +312,8 @@ class MpiBackend final : public Backend {
   SixteenBit sixteen_;
   std::unique_ptr<MpiTransport> transport_;
   std::unique_ptr<detail::SlowTransport> slow_;
+  std::unique_ptr<detail::TimedTransport> timed_;  // coll-run adapt's send timing
+  bool timing_ = false;
   detail::HostRank host_;
   std::string native_wait_;  // what a stalled native collective was doing
 };
