@@ -2,6 +2,7 @@
 // timelines. Argument parsing and printing only; everything else is libs/overlap.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -224,6 +225,20 @@ int run_overlap(const Options& o) {
   return 0;
 }
 
+// predict() for a job: its input errors (the layout against the job's ranks, a flag, a file) come
+// before any collective and every rank meets them alike, so rank 0 alone prints the line and the
+// others exit with its code (four ranks' lines interleaved on mpirun's stderr otherwise).
+// nullptr: this rank exits quietly with `code`.
+std::unique_ptr<Prediction> predict_in_job(const Options& o, collkit::exec::World& world, int& code) {
+  try {
+    return predict(o, &world);
+  } catch (const collkit::InputError& e) {
+    if (world.rank() == 0) throw;
+    code = collkit::exit_code_for(e);
+    return nullptr;
+  }
+}
+
 // Percent error of a prediction against a measurement.
 std::string error_pct(double predicted, double measured) {
   return measured > 0 ? fmt::format("{:+.1f}%", 100 * (predicted / measured - 1)) : "-";
@@ -235,7 +250,9 @@ int run_measured(const Options& o) {
   if (o.run_calibrate && !o.calibration.empty()) throw collkit::InputError("run: give --calibrate or --calibration FILE, not both");
   ov::ThreadedJob job;
   collkit::exec::World& world = job.world();
-  auto pred = predict(o, &world);
+  int quiet = 0;
+  auto pred = predict_in_job(o, world, quiet);
+  if (!pred) return quiet;
   ov::ExecOptions eo;
   eo.iters = o.iters;
   eo.timeout_s = o.timeout_s;
@@ -269,6 +286,12 @@ int run_measured(const Options& o) {
             ? fmt::format("compute slowdown {:.3f}, communication slowdown {:.3f}", pred->cal->compute_slowdown, pred->cal->comm_slowdown)
             : fmt::format("{} ({:.1f} GFLOP/s nominal), GEMM efficiency {}, contention {}, plans simulated on the topology", pk.label,
                           pk.tflops * 1e3, o.eff.gemm, o.contention));
+    std::string split;
+    for (const auto& [kind, list] : ex.groups()) {
+      split += fmt::format("{}{}", split.empty() ? "" : "; ", ov::to_string(kind));
+      for (const auto& g : list) split += fmt::format(" [{}]", fmt::join(g, ","));
+    }
+    if (!split.empty()) out << "groups (a communicator each): " << split << "\n";
     out << "\npredicted (one communication stream, as executed):";
     print_table(rep, out);
   }
@@ -296,8 +319,9 @@ int run_measured(const Options& o) {
   ov::RunContext ctx{&pred->w, &pred->t, pred->cm.get(), pred->comm.get(), pred->req.contention};
   if (!o.json_out.empty()) {
     collkit::write_file_atomic(
-        o.json_out, ov::measured_json(rep, ctx, measured, pred->cal ? &*pred->cal : nullptr,
-                                      o.run_calibrate ? (o.calibration_out.empty() ? "(this job)" : o.calibration_out) : o.calibration));
+        o.json_out,
+        ov::measured_json(rep, ctx, measured, pred->cal ? &*pred->cal : nullptr,
+                          o.run_calibrate ? (o.calibration_out.empty() ? "(this job)" : o.calibration_out) : o.calibration, ex.groups()));
     collkit::app::wrote(o.json_out, "collkit.overlap/1 with \"measured\"");
   }
   if (!o.trace_out.empty()) {
@@ -320,7 +344,9 @@ int run_calibrate(const Options& o) {
   collkit::exec::World& world = job.world();
   Options plain = o;
   plain.calibration.clear();  // measure what the schedules run, whatever an earlier file said
-  auto pred = predict(plain, &world);
+  int quiet = 0;
+  auto pred = predict_in_job(plain, world, quiet);
+  if (!pred) return quiet;
   ov::ExecOptions eo;
   eo.timeout_s = o.timeout_s;
   ov::Executor ex(world, pred->w, pred->t, eo);
