@@ -192,7 +192,7 @@ TEST_CASE("overlap layout: every rank's groups of one kind partition the ranks")
       CHECK(std::count(seen.begin(), seen.end(), 1) == l.gpus());
     }
   }
-  CHECK(checked == 4 * (4 + 4 + 4 + 32 + 12));
+  CHECK(checked == 4 * (4 + 4 + 4 + 16 + 12));
   Layout l;
   l.tp = 2, l.dp = 2;
   CHECK(group_ranks(l, Group::Tp, 3) == std::vector<Rank>{2, 3});
