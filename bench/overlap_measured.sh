@@ -8,11 +8,18 @@
 # beside it; per run the |error| of every strategy, the median per layout and overall, and whether
 # the predicted ranking of strategies equals the measured one.
 # Usage: bench/overlap_measured.sh [build/bin] [results/overlap_measured.md]
+# COLLKIT_BENCH_RAW=DIR keeps every run's JSON, text and calibration there (and `meta`: the
+# script's time, load and steps); COLLKIT_BENCH_FROM=DIR runs nothing and summarises such a
+# directory again (the same runs, the summary's code changed).
 set -euo pipefail
 bin=${1:-build/bin}
 out=${2:-results/overlap_measured.md}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+if [ -n "${COLLKIT_BENCH_FROM:-}" ]; then
+  tmp=$COLLKIT_BENCH_FROM
+else
+  tmp=$(mktemp -d)
+  trap '[ -n "${COLLKIT_BENCH_RAW:-}" ] && mkdir -p "$COLLKIT_BENCH_RAW" && cp "$tmp"/* "$COLLKIT_BENCH_RAW"/; rm -rf "$tmp"' EXIT
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 iters=${COLLKIT_BENCH_ITERS:-5}
 start=$(date +%s)
@@ -27,8 +34,11 @@ layouts=(
   "llama3-8b TP4+SP|4|--model llama3-8b --tp 4 --sp --scale 16"
   "llama3-70b DP4|4|--model llama3-70b --dp 4 --scale 32 --seq-len 8192"
   "mixtral-8x7b EP4|4|--model mixtral-8x7b --dp 4 --ep 4 --scale 16"
+  "llama3-8b TP2+SP x DP2|4|--model llama3-8b --tp 2 --sp --dp 2 --scale 16"
 )
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 i=0
+[ -n "${COLLKIT_BENCH_FROM:-}" ] && layouts=()
 for entry in "${layouts[@]}"; do
   IFS='|' read -r name np flags <<<"$entry"
   i=$((i + 1))
@@ -43,21 +53,35 @@ for entry in "${layouts[@]}"; do
   echo "$name|$np|$flags" >"$tmp/$i.name"
 done
 elapsed=$(($(date +%s) - start))
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+if [ -n "${COLLKIT_BENCH_FROM:-}" ]; then
+  IFS='|' read -r elapsed iters load_start load_end recorded <"$tmp/meta"
+  layouts=("$tmp"/*.name)
+else
+  recorded=$(date -u '+%Y-%m-%d %H:%M')
+  echo "$elapsed|$iters|$load_start|$load_end|$recorded" >"$tmp/meta"
+fi
 
-python3 - "$tmp" "${#layouts[@]}" "$out" "$elapsed" "$iters" <<'PY'
+python3 - "$tmp" "${#layouts[@]}" "$out" "$elapsed" "$iters" "$load_start" "$load_end" "$recorded" <<'PY'
 import json, statistics, sys, datetime, platform
 tmp, n, out, elapsed, iters = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+load_start, load_end, recorded = sys.argv[6], sys.argv[7], sys.argv[8]
 lines = []
 w = lines.append
 w("# coll-overlap run: measured against predicted (bench/overlap_measured.sh)")
 w("")
-w(f"Recorded {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {platform.node()} (2 cores shared by the ranks and their")
+w(f"Recorded {recorded} UTC on {platform.node()} (2 cores shared by the ranks and their")
 w(f"communication threads), `mpirun --oversubscribe`, {iters} timed steps per strategy and mode, median; the")
-w(f"whole script took {elapsed} s. Step times in ms. `error` = predicted / measured - 1. Each run measures")
+w(f"whole script took {elapsed} s. Load average (1, 5, 15 min) {load_start} at the start, {load_end} at the end")
+w("(2 cores: anything above 2 is other work queued beside the ranks). Step times in ms. `error` = predicted / measured - 1;")
+w("`spread` = rank 0's fastest and slowest of the timed steps (the median is `measured`). Each run measures")
 w("the schedules its own model chose (knobs may differ before and after calibration), so each")
 w("prediction is held against its own measurement.")
 w("")
 errs = {"before": [], "after": []}
+parts = {w_: {"compute": [], "comm": [], "exposed": []} for w_ in ("before", "after")}
+same_pairs, chunked, flat = [], [], []
+spread_rows = []
 ranks_ok = {"before": 0, "after": 0}
 best_ok = {"before": 0, "after": 0}
 summary = []
@@ -69,22 +93,36 @@ for i in range(1, n + 1):
     w(f"calibration: {len(cal['gemms'])} GEMM shapes, {len(cal['collectives'])} collectives, compute slowdown under "
       f"communication {cal['compute_slowdown']:.3f}, communication slowdown under compute {cal['comm_slowdown']:.3f}")
     w("")
-    w("| model | strategy | knobs | predicted | measured | error | measured compute | comm | exposed | overlap | slowdown | speedup vs none |")
-    w("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    w("| model | strategy | knobs | predicted | measured | spread | error | measured compute | comm | exposed | overlap | slowdown | speedup vs none |")
+    w("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     per = {}
     for when in ("before", "after"):
         j = json.load(open(f"{tmp}/{i}.{when}.json"))
         rows = j["measured"]
         knobs = {s["name"]: " ".join(f"{k}={v}" for k, v in s["knobs"].items()) or "-" for s in j["strategies"]}
+        pstrat = {s["name"]: s for s in j["strategies"]}
         none = rows[0]["step_us"]
         e = []
         for m in rows:
             err = m["predicted_step_us"] / m["step_us"] - 1
             e.append(abs(err))
-            w(f"| {when} | {m['name']} | {knobs.get(m['name'], '-')} | {m['predicted_step_us']/1e3:.2f} | {m['step_us']/1e3:.2f} | {100*err:+.1f}% | "
+            spread_rows.append(m["step_max_us"] / m["step_min_us"] - 1 if m["step_min_us"] > 0 else 0)
+            p = pstrat[m["name"]]
+            for part, pk, mk in (("compute", "compute_us", "compute_us"), ("comm", "comm_us", "comm_us"), ("exposed", "exposed_comm_us", "exposed_comm_us")):
+                parts[when][part].append((p[pk], m[mk]))
+            w(f"| {when} | {m['name']} | {knobs.get(m['name'], '-')} | {m['predicted_step_us']/1e3:.2f} | {m['step_us']/1e3:.2f} | "
+              f"{m['step_min_us']/1e3:.1f}-{m['step_max_us']/1e3:.1f} | {100*err:+.1f}% | "
               f"{m['compute_us']/1e3:.2f} | {m['comm_us']/1e3:.2f} | {m['exposed_comm_us']/1e3:.2f} | {100*m['overlap_ratio']:.1f}% | "
               f"{m['compute_slowdown']:.2f} | {none/m['step_us']:.3f}x |")
         errs[when] += e
+        bykn = {}
+        for m in rows:
+            bykn.setdefault(json.dumps(pstrat[m["name"]]["knobs"], sort_keys=True), []).append(m["step_us"])
+        same_pairs.extend(100 * (max(v) / min(v) - 1) for v in bykn.values() if len(v) > 1)
+        if when == "after":
+            for m in rows:
+                err = m["predicted_step_us"] / m["step_us"] - 1
+                (chunked if any(k in ("tp-decompose", "moe-pipeline") for k in pstrat[m["name"]]["knobs"]) else flat).append(err)
         # Distinct schedules only: a strategy whose schedule is another's (auto picking one) is a tie by construction.
         pred = sorted(rows, key=lambda m: m["predicted_step_us"])
         meas = sorted(rows, key=lambda m: m["step_us"])
@@ -112,6 +150,39 @@ w(f"Median |error| over every strategy and layout: **{100*mb:.1f}%** before cali
   f"(target <= 10% after): {'met' if ma <= 0.10 else 'not met'}. Predicted ranking equal to the measured one in "
   f"{ranks_ok['before']}/{n} layouts before and {ranks_ok['after']}/{n} after; fastest strategy agreed in "
   f"{best_ok['before']}/{n} before and {best_ok['after']}/{n} after.")
+w("")
+w("## Where the error comes from")
+w("")
+w("Each row's step split into its parts, predicted against measured over every strategy and layout: compute alone (the")
+w("model's GEMM times against the compute tasks run with the collectives skipped), communication alone (the model's")
+w("collective times, `sync_us` included once calibrated, against the collectives run with the compute skipped) and")
+w("exposed communication (step - compute as run). `median error` is signed (predicted / measured - 1), `median |error|` not;")
+w("`summed` is the ratio of the totals over the rows (large rows weigh more).")
+w("")
+w("| model | part | median error | median \\|error\\| | predicted / measured, summed |")
+w("| --- | --- | ---: | ---: | ---: |")
+for when in ("before", "after"):
+    for part in ("compute", "comm", "exposed"):
+        pairs = [(p, m) for p, m in parts[when][part] if m > 0]
+        if not pairs:
+            continue
+        e = [p / m - 1 for p, m in pairs]
+        tot = sum(p for p, _ in pairs) / sum(m for _, m in pairs)
+        w(f"| {when} | {part} | {100*statistics.median(e):+.1f}% | {100*statistics.median(abs(x) for x in e):.1f}% | {tot:.2f} |")
+w("")
+w(f"Noise: rank 0's slowest timed step over its fastest, per row: median {100*statistics.median(spread_rows):.0f}%, "
+  f"largest {100*max(spread_rows):.0f}% ({len(spread_rows)} rows, {iters} steps each). Rows of one run whose schedules are")
+w(f"the same (equal knobs: `auto` choosing a single strategy's, or none) measured {', '.join(f'{x:.1f}%' for x in sorted(same_pairs))} apart "
+  f"(slower / faster - 1; median {statistics.median(same_pairs) if same_pairs else 0:.1f}%).")
+w("")
+w("After calibration, by kind of schedule (signed error: predicted / measured - 1):")
+w("")
+w("| schedules | rows | median error | median \\|error\\| |")
+w("| --- | ---: | ---: | ---: |")
+for label, v in (("chunked (tp-decompose or moe-pipeline among the knobs): more collectives, each smaller", chunked),
+                 ("not chunked (none, dp-bucket, fsdp-prefetch)", flat)):
+    if v:
+        w(f"| {label} | {len(v)} | {100*statistics.median(v):+.1f}% | {100*statistics.median(abs(x) for x in v):.1f}% |")
 open(out, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines[-3:]))
 PY

@@ -2,6 +2,7 @@
 // timelines. Argument parsing and printing only; everything else is libs/overlap.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -246,6 +247,21 @@ ov::ExecOptions exec_options(const Options& o) {
   return eo;
 }
 
+
+// predict() for a job: its input errors (the layout against the job's ranks, a flag, a file) come
+// before any collective and every rank meets them alike, so rank 0 alone prints the line and the
+// others exit with its code (four ranks' lines interleaved on mpirun's stderr otherwise).
+// nullptr: this rank exits quietly with `code`.
+std::unique_ptr<Prediction> predict_in_job(const Options& o, collkit::exec::World& world, int& code) {
+  try {
+    return predict(o, &world);
+  } catch (const collkit::InputError& e) {
+    if (world.rank() == 0) throw;
+    code = collkit::exit_code_for(e);
+    return nullptr;
+  }
+}
+
 // Percent error of a prediction against a measurement.
 std::string error_pct(double predicted, double measured) {
   return measured > 0 ? fmt::format("{:+.1f}%", 100 * (predicted / measured - 1)) : "-";
@@ -258,7 +274,9 @@ int run_measured(const Options& o) {
   ov::ThreadedJob job;
   collkit::exec::World& world = job.world();
   if (int code = 0; !device_ready(world, o, code)) return code;
-  auto pred = predict(o, &world);
+  int quiet = 0;
+  auto pred = predict_in_job(o, world, quiet);
+  if (!pred) return quiet;
   ov::Executor ex(world, pred->w, pred->t, exec_options(o));
   // --calibrate: measure the uncalibrated model's schedules first, then predict with that (the
   // executor keeps working on the first prediction's workload and topology: kept alive).
@@ -290,6 +308,12 @@ int run_measured(const Options& o) {
             : fmt::format("{} ({:.1f} GFLOP/s nominal), GEMM efficiency {}, contention {}, plans simulated on the topology", pk.label,
                           pk.tflops * 1e3, o.eff.gemm, o.contention));
     out << "executed with: " << ex.describe() << "\n";
+    std::string split;
+    for (const auto& [kind, list] : ex.groups()) {
+      split += fmt::format("{}{}", split.empty() ? "" : "; ", ov::to_string(kind));
+      for (const auto& g : list) split += fmt::format(" [{}]", fmt::join(g, ","));
+    }
+    if (!split.empty()) out << "groups (a communicator each): " << split << "\n";
     out << "\npredicted (one communication stream, as executed):";
     print_table(rep, out);
   }
@@ -317,8 +341,9 @@ int run_measured(const Options& o) {
   ov::RunContext ctx{&pred->w, &pred->t, pred->cm.get(), pred->comm.get(), pred->req.contention};
   if (!o.json_out.empty()) {
     collkit::write_file_atomic(
-        o.json_out, ov::measured_json(rep, ctx, measured, pred->cal ? &*pred->cal : nullptr,
-                                      o.run_calibrate ? (o.calibration_out.empty() ? "(this job)" : o.calibration_out) : o.calibration));
+        o.json_out,
+        ov::measured_json(rep, ctx, measured, pred->cal ? &*pred->cal : nullptr,
+                          o.run_calibrate ? (o.calibration_out.empty() ? "(this job)" : o.calibration_out) : o.calibration, ex.groups()));
     collkit::app::wrote(o.json_out, "collkit.overlap/1 with \"measured\"");
   }
   if (!o.trace_out.empty()) {
@@ -342,7 +367,9 @@ int run_calibrate(const Options& o) {
   Options plain = o;
   plain.calibration.clear();  // measure what the schedules run, whatever an earlier file said
   if (int code = 0; !device_ready(world, o, code)) return code;
-  auto pred = predict(plain, &world);
+  int quiet = 0;
+  auto pred = predict_in_job(plain, world, quiet);
+  if (!pred) return quiet;
   ov::Executor ex(world, pred->w, pred->t, exec_options(o));
   ov::Calibration cal = ex.calibrate(pred->rep.rows);
   if (world.rank() != 0) return 0;

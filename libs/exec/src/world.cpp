@@ -128,20 +128,44 @@ World::World() {
     owns_ = true;
   }
   mpi::check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
-  mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  comm_ = MPI_Comm_c2f(MPI_COMM_WORLD);
+  init_members(60);
+}
+
+World::World(int comm) : comm_(comm), own_comm_(true) {
+  mpi::check(MPI_Comm_set_errhandler(MPI_Comm_f2c(comm_), MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  init_members(60);
+}
+
+void World::init_members(double timeout_s) {
+  MPI_Comm comm = MPI_Comm_f2c(comm_);
+  mpi::check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
+  mpi::check(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
   mpi::check(MPI_Get_processor_name(name, &len), "MPI_Get_processor_name");
   host_.assign(name, static_cast<std::size_t>(len));
   MPI_Comm node = MPI_COMM_NULL;
-  mpi::check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  mpi::check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   mpi::check(MPI_Comm_rank(node, &local_rank_), "MPI_Comm_rank");
   mpi::check(MPI_Comm_free(&node), "MPI_Comm_free");
   MPI_Comm dup = MPI_COMM_NULL;
-  mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup");
+  mpi::check(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
   roll_call_ = MPI_Comm_c2f(dup);
-  hosts_ = allgather(host_, 60);
+  hosts_ = allgather(host_, timeout_s);
+}
+
+std::unique_ptr<World> World::split(int color, int key) const {
+  // MPI_Comm_split blocks until every rank of this world calls it: no timeout can be put on it,
+  // so a barrier with one first (a rank that never arrives is named instead of hanging the rest).
+  barrier(60, "splitting the job into groups");
+  MPI_Comm sub = MPI_COMM_NULL;
+  mpi::check(MPI_Comm_split(MPI_Comm_f2c(comm_), color, key, &sub), "MPI_Comm_split");
+  std::unique_ptr<World> out(new World(MPI_Comm_c2f(sub)));
+  // The process's index among the job's ranks on its host, not among its group's: the device a
+  // GPU backend takes by it must be the one this process computes on in every group.
+  out->local_rank_ = local_rank_;
+  return out;
 }
 
 void World::watch_launcher() const {
@@ -151,6 +175,10 @@ void World::watch_launcher() const {
 World::~World() {
   MPI_Comm dup = MPI_Comm_f2c(roll_call_);
   if (dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
+  if (own_comm_) {
+    MPI_Comm comm = MPI_Comm_f2c(comm_);
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
   if (owns_) MPI_Finalize();
 }
 
@@ -208,7 +236,7 @@ std::string World::mpi_version() const {
 
 void World::barrier(double timeout_s, const std::string& what) const {
   MPI_Request req;
-  mpi::check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+  mpi::check(MPI_Ibarrier(MPI_Comm_f2c(comm_), &req), "MPI_Ibarrier");
   mpi::wait_all(&req, 1, timeout_s, what);
 }
 
@@ -221,7 +249,7 @@ void World::barrier_aside(double timeout_s, const std::string& what) const {
 double World::max(double v, double timeout_s) const {
   double out = v;
   MPI_Request req;
-  mpi::check(MPI_Iallreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &req), "MPI_Iallreduce");
+  mpi::check(MPI_Iallreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_Comm_f2c(comm_), &req), "MPI_Iallreduce");
   mpi::wait_all(&req, 1, timeout_s, "agreeing on a time with the other ranks");
   return out;
 }
@@ -229,7 +257,7 @@ double World::max(double v, double timeout_s) const {
 std::uint64_t World::sum(std::uint64_t v, double timeout_s) const {
   std::uint64_t out = v;
   MPI_Request req;
-  mpi::check(MPI_Iallreduce(&v, &out, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD, &req), "MPI_Iallreduce");
+  mpi::check(MPI_Iallreduce(&v, &out, 1, MPI_UINT64_T, MPI_SUM, MPI_Comm_f2c(comm_), &req), "MPI_Iallreduce");
   mpi::wait_all(&req, 1, timeout_s, "adding up counts with the other ranks");
   return out;
 }
@@ -237,12 +265,12 @@ std::uint64_t World::sum(std::uint64_t v, double timeout_s) const {
 std::string World::broadcast(const std::string& text, double timeout_s) const {
   unsigned long long len = text.size();
   MPI_Request req;
-  mpi::check(MPI_Ibcast(&len, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD, &req), "MPI_Ibcast");
+  mpi::check(MPI_Ibcast(&len, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_Comm_f2c(comm_), &req), "MPI_Ibcast");
   mpi::wait_all(&req, 1, timeout_s, "receiving rank 0's plan");
   if (len > static_cast<unsigned long long>(INT_MAX)) throw UnsupportedError("a plan of over 2 GiB cannot be broadcast");
   std::string out = rank_ == 0 ? text : std::string(len, '\0');
   if (len > 0) {
-    mpi::check(MPI_Ibcast(out.data(), static_cast<int>(len), MPI_CHAR, 0, MPI_COMM_WORLD, &req), "MPI_Ibcast");
+    mpi::check(MPI_Ibcast(out.data(), static_cast<int>(len), MPI_CHAR, 0, MPI_Comm_f2c(comm_), &req), "MPI_Ibcast");
     mpi::wait_all(&req, 1, timeout_s, "receiving rank 0's plan");
   }
   return out;
@@ -252,7 +280,7 @@ std::vector<std::string> World::allgather(const std::string& mine, double timeou
   int len = static_cast<int>(mine.size());
   std::vector<int> lens(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
   MPI_Request req;
-  mpi::check(MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD, &req), "MPI_Iallgather");
+  mpi::check(MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_Comm_f2c(comm_), &req), "MPI_Iallgather");
   mpi::wait_all(&req, 1, timeout_s, "exchanging addresses with the other ranks");
   long long total = 0;
   for (int r = 0; r < size_; ++r) {
@@ -261,7 +289,7 @@ std::vector<std::string> World::allgather(const std::string& mine, double timeou
   }
   if (total > INT_MAX) throw UnsupportedError("exchanged data over 2 GiB");
   std::string all(static_cast<std::size_t>(total), '\0');
-  mpi::check(MPI_Iallgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, MPI_COMM_WORLD, &req),
+  mpi::check(MPI_Iallgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, MPI_Comm_f2c(comm_), &req),
              "MPI_Iallgatherv");
   mpi::wait_all(&req, 1, timeout_s, "exchanging addresses with the other ranks");
   std::vector<std::string> out;

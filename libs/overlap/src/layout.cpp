@@ -109,20 +109,37 @@ void check_layout(const Layout& l, const Model& m, const topo::Topology& t) {
                                  l.pp, t.name, t.num_ranks()));
 }
 
-std::vector<topo::Rank> group_ranks(const Layout& l, Group g) {
-  std::vector<topo::Rank> r;
-  auto stride = [&](int n, int step) {
-    for (int i = 0; i < n; ++i) r.push_back(static_cast<topo::Rank>(i * step));
-  };
+std::vector<topo::Rank> group_ranks(const Layout& l, Group g) { return group_ranks(l, g, 0); }
+
+std::vector<topo::Rank> group_ranks(const Layout& l, Group g, topo::Rank of) {
   const Strides s = strides(l);
+  // `of`'s coordinates; its group varies one of them (DP's index splits into the EP index, inner,
+  // and the expert-data-parallel index, outer: the first `ep` DP members form an EP group).
+  const auto r = static_cast<std::int64_t>(of);
+  const std::int64_t tp_i = r / s.tp % l.tp, dp_i = r / s.dp % l.dp, pp_i = r / s.pp % l.pp;
+  const std::int64_t ep_i = dp_i % l.ep, edp_i = dp_i / l.ep;
+  auto rank = [&](std::int64_t t, std::int64_t d, std::int64_t p) { return static_cast<topo::Rank>(t * s.tp + d * s.dp + p * s.pp); };
+  std::vector<topo::Rank> out;
   switch (g) {
-    case Group::Tp: stride(l.tp, s.tp); break;
-    case Group::Dp: stride(l.dp, s.dp); break;
-    case Group::Ep: stride(l.ep, s.dp); break;
-    case Group::ExpertDp: stride(l.dp / l.ep, s.dp * l.ep); break;
-    case Group::Pp: stride(std::min(l.pp, 2), s.pp); break;
+    case Group::Tp:
+      for (int i = 0; i < l.tp; ++i) out.push_back(rank(i, dp_i, pp_i));
+      break;
+    case Group::Dp:
+      for (int i = 0; i < l.dp; ++i) out.push_back(rank(tp_i, i, pp_i));
+      break;
+    case Group::Ep:
+      for (int i = 0; i < l.ep; ++i) out.push_back(rank(tp_i, edp_i * l.ep + i, pp_i));
+      break;
+    case Group::ExpertDp:
+      for (int i = 0; i < l.dp / l.ep; ++i) out.push_back(rank(tp_i, i * l.ep + ep_i, pp_i));
+      break;
+    case Group::Pp:
+      // This stage and the next (the last stage's next is the first: the pair a send crosses).
+      out.push_back(of);
+      if (l.pp > 1) out.push_back(rank(tp_i, dp_i, (pp_i + 1) % l.pp));
+      break;
   }
-  return r;
+  return out;
 }
 
 }  // namespace collkit::overlap

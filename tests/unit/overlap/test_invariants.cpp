@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "collkit/core/error.h"
 #include "collkit/plan/collective.h"
 #include "overlap_testing.h"
@@ -153,4 +155,50 @@ TEST_CASE("overlap invariants: contention takes part of the gain, and none does 
   CHECK(a->row("auto").speedup_no_contention >= a->row("auto").speedup);
   CHECK(a->row("auto").slowdown > 1);
   CHECK(b->row("auto").slowdown == doctest::Approx(1));
+}
+
+// coll-overlap run splits the job along every rank's groups (issue 16): they must partition the
+// ranks, each rank in its own, rank 0's the same as group_ranks' without a rank.
+TEST_CASE("overlap layout: every rank's groups of one kind partition the ranks") {
+  using collkit::topo::Rank;
+  struct Mixed {
+    const char* name;
+    int tp, dp, ep, pp;
+    const char* order;
+  };
+  const Mixed cases[] = {{"tp2 dp2", 2, 2, 1, 1, "tp,dp,pp"},
+                         {"tp2 dp2 dp inner", 2, 2, 1, 1, "dp,tp,pp"},
+                         {"dp4 ep2", 1, 4, 2, 1, "tp,dp,pp"},
+                         {"tp2 dp4 ep2 pp2", 2, 4, 2, 2, "tp,dp,pp"},
+                         {"tp3 dp2 pp2", 3, 2, 1, 2, "pp,dp,tp"}};
+  int checked = 0;
+  for (const Mixed& c : cases) {
+    Layout l;
+    l.tp = c.tp, l.dp = c.dp, l.ep = c.ep, l.pp = c.pp, l.order = c.order;
+    for (Group g : {Group::Tp, Group::Ep, Group::Dp, Group::ExpertDp}) {
+      CAPTURE(c.name);
+      CAPTURE(to_string(g));
+      CHECK(group_ranks(l, g, 0) == group_ranks(l, g));
+      std::vector<int> seen(static_cast<std::size_t>(l.gpus()), 0);
+      for (int r = 0; r < l.gpus(); ++r) {
+        std::vector<Rank> mine = group_ranks(l, g, static_cast<Rank>(r));
+        CHECK(std::count(mine.begin(), mine.end(), static_cast<Rank>(r)) == 1);
+        // Every member names the same group: the groups are a partition.
+        for (Rank m : mine) CHECK(group_ranks(l, g, m) == mine);
+        if (mine.front() == static_cast<Rank>(r))
+          for (Rank m : mine) ++seen[m];
+        ++checked;
+      }
+      CHECK(std::count(seen.begin(), seen.end(), 1) == l.gpus());
+    }
+  }
+  CHECK(checked == 4 * (4 + 4 + 4 + 16 + 12));
+  Layout l;
+  l.tp = 2, l.dp = 2;
+  CHECK(group_ranks(l, Group::Tp, 3) == std::vector<Rank>{2, 3});
+  CHECK(group_ranks(l, Group::Dp, 3) == std::vector<Rank>{1, 3});
+  l.tp = 1, l.dp = 4, l.ep = 2;
+  CHECK(group_ranks(l, Group::Ep, 3) == std::vector<Rank>{2, 3});
+  CHECK(group_ranks(l, Group::ExpertDp, 3) == std::vector<Rank>{1, 3});
+  CHECK(group_ranks(l, Group::Dp, 3) == std::vector<Rank>{0, 1, 2, 3});
 }

@@ -32,12 +32,6 @@ std::string cannot_execute(const Layout& l, int ranks) {
   if (l.gpus() != ranks)
     return "the layout needs " + std::to_string(l.gpus()) + " ranks (tp " + std::to_string(l.tp) + " x dp " + std::to_string(l.dp) +
            " x pp " + std::to_string(l.pp) + ") but the job has " + std::to_string(ranks) + " (mpirun -np)";
-  for (Group g : {Group::Tp, Group::Ep, Group::Dp, Group::ExpertDp}) {
-    auto n = static_cast<int>(group_ranks(l, g).size());
-    if (n > 1 && n != ranks)
-      return "the " + std::string(to_string(g)) + " group has " + std::to_string(n) + " of the job's " + std::to_string(ranks) +
-             " ranks: coll-overlap run executes layouts whose groups of more than one rank are the whole job (one of --tp, --dp > 1)";
-  }
   return {};
 }
 
@@ -60,15 +54,20 @@ struct StepResult {
   std::uint64_t checked = 0, wrong = 0;
 };
 
-// One collective of the schedule: its plan, backend (its own communicator) and input.
+// One collective of the schedule: its plan, backend (its own communicator, a duplicate of its
+// group's) and input.
 struct Comm {
+  exec::World* group = nullptr;  // the rank's group of the task's kind (Impl::sub)
   std::unique_ptr<plan::Plan> plan;
   std::unique_ptr<exec::Backend> backend;
   exec::Job job;
   std::vector<std::byte> input, output;
 };
 
-using CommKey = std::tuple<int, int, std::uint64_t>;  // collective, group size, bytes
+using CommKey = std::tuple<int, Group, std::uint64_t>;  // collective, group, bytes
+
+// The groups a step's collectives run in: every kind whose groups have more than one rank.
+constexpr Group kRunGroups[] = {Group::Tp, Group::Ep, Group::Dp, Group::ExpertDp};
 
 }  // namespace
 
@@ -77,9 +76,14 @@ struct Executor::Impl {
   const Workload& w;
   const topo::Topology& topo;
   ExecOptions opt;
+  // This rank's group of each kind that has more than one rank: a world of its own
+  // (MPI_Comm_split), so that the TP groups' collectives and the DP groups' each run among their
+  // own ranks, side by side. Before `comms`: destroyed after the backends that duplicated them.
+  std::map<Group, std::unique_ptr<exec::World>> sub;
+  std::map<Group, std::vector<std::vector<int>>> formed;  // every group of each kind, job ranks
   std::map<CommKey, Comm> comms;
-  std::map<Group, topo::Topology> groups;
-  std::unique_ptr<detail::GemmEngine> gemms;  // operands sized to the largest shape seen
+  std::map<std::pair<Group, topo::Rank>, topo::Topology> groups;  // by kind and first rank
+  std::unique_ptr<detail::GemmEngine> gemms;                       // operands sized to the largest shape seen
 
   Impl(exec::World& wo, const Workload& wl, const topo::Topology& t, const ExecOptions& o) : world(wo), w(wl), topo(t), opt(o) {}
   const char* backend_name() const { return opt.device == Device::Gpu ? "nccl" : "mpi"; }
@@ -88,33 +92,85 @@ struct Executor::Impl {
   bool is_comm(const Task& t) const { return t.stream != Stream::Compute; }
   // A collective of a one-rank group, or of nothing, moves no data: it completes at once.
   bool runs(const Task& t) const { return is_comm(t) ? group_size(t.group) > 1 && t.bytes > 0 : !t.op.name.empty(); }
-  CommKey key(const Task& t) const { return {static_cast<int>(t.coll), group_size(t.group), t.bytes}; }
+  CommKey key(const Task& t) const { return {static_cast<int>(t.coll), t.group, t.bytes}; }
 
-  // Rank 0 plans (the auto plan on the group's ranks of the topology) and proves the plan; every
-  // rank gets its text. Every rank calls this for the same tasks in the same order.
+  // Every rank joins its group of each kind (a collective call: every rank, the same order).
+  void split() {
+    const auto me = static_cast<topo::Rank>(world.rank());
+    for (Group g : kRunGroups) {
+      // A dense model has no expert parameters, so no expert-DP collective.
+      if (group_size(g) < 2 || (g == Group::ExpertDp && !w.model.moe)) continue;
+      std::vector<topo::Rank> mine = group_ranks(w.layout, g, me);
+      auto at = std::find(mine.begin(), mine.end(), me);
+      if (at == mine.end()) throw Error("rank " + std::to_string(me) + " is not in its own " + std::string(to_string(g)) + " group");
+      // Colour: the group's first rank; key: the place in the group (plan rank i is group rank i).
+      sub[g] = world.split(static_cast<int>(mine.front()), static_cast<int>(at - mine.begin()));
+      // The groups as MPI formed them (each member's rank in the job, in group order), gathered
+      // from every rank: what the report shows, and held against the layout's.
+      std::string members;
+      for (const std::string& r : sub[g]->allgather(std::to_string(world.rank()), opt.timeout_s)) members += r + " ";
+      std::vector<std::vector<int>>& all = formed[g];
+      std::set<std::string> seen;
+      for (const std::string& text : world.allgather(members, opt.timeout_s)) {
+        if (!seen.insert(text).second) continue;
+        std::vector<int> ranks;
+        for (std::size_t at0 = 0, end = 0; (end = text.find(' ', at0)) != std::string::npos; at0 = end + 1)
+          ranks.push_back(std::stoi(text.substr(at0, end - at0)));
+        all.push_back(std::move(ranks));
+      }
+      std::sort(all.begin(), all.end());
+      std::vector<topo::Rank> laid(mine.begin(), mine.end());
+      std::vector<int> got;
+      for (const std::vector<int>& grp : all)
+        if (std::find(grp.begin(), grp.end(), world.rank()) != grp.end()) got = grp;
+      if (!std::equal(got.begin(), got.end(), laid.begin(), laid.end(),
+                      [](int x, topo::Rank y) { return static_cast<topo::Rank>(x) == y; }))
+        throw Error("rank " + std::to_string(me) + ": MPI_Comm_split formed a " + std::string(to_string(g)) +
+                    " group other than the layout's");
+    }
+  }
+
+  // Rank 0 plans (the auto plan on each group's ranks of the topology: groups of one kind may sit
+  // differently, one inside a host and another across) and proves each plan; every rank gets the
+  // text of its own group's. Every rank calls this for the same tasks in the same order.
   Comm& comm(const Task& t) {
     auto it = comms.find(key(t));
     if (it != comms.end()) return it->second;
     const int n = group_size(t.group);
     plan::Request req = plan::round_to_elements(plan::Request{t.coll, t.bytes, n, 0, 2}).req;
-    std::string text;
-    if (world.rank() == 0) {
-      try {
-        auto sub = groups.find(t.group);
-        if (sub == groups.end()) sub = groups.emplace(t.group, topo::with_ranks(topo, group_ranks(w.layout, t.group))).first;
-        auto p = plan::plan_for("auto", req, &sub->second);
-        plan::VerifyResult v = plan::verify(*p);
-        text = v.ok ? "ok" + plan::to_json(*p) : "error" + ("plan " + p->info().algorithm + " is wrong: " + v.error);
-      } catch (const std::exception& e) {
-        text = std::string("error") + e.what();
-      }
+    // The groups of this kind, by first rank, in rank order.
+    std::vector<std::vector<topo::Rank>> instances;
+    std::set<topo::Rank> firsts;
+    for (int r = 0; r < world.size(); ++r) {
+      std::vector<topo::Rank> g = group_ranks(w.layout, t.group, static_cast<topo::Rank>(r));
+      if (firsts.insert(g.front()).second) instances.push_back(std::move(g));
     }
-    text = world.broadcast(text, opt.timeout_s);
-    if (text.starts_with("error")) throw Error(t.name + ": " + text.substr(5));
+    const topo::Rank my_first = group_ranks(w.layout, t.group, static_cast<topo::Rank>(world.rank())).front();
+    std::string text;
+    for (const std::vector<topo::Rank>& ranks : instances) {
+      std::string one;
+      if (world.rank() == 0) {
+        try {
+          auto sub_topo = groups.find({t.group, ranks.front()});
+          if (sub_topo == groups.end()) sub_topo = groups.emplace(std::pair{t.group, ranks.front()}, topo::with_ranks(topo, ranks)).first;
+          auto p = plan::plan_for("auto", req, &sub_topo->second);
+          plan::VerifyResult v = plan::verify(*p);
+          one = v.ok ? "ok" + plan::to_json(*p) : "error" + ("plan " + p->info().algorithm + " is wrong: " + v.error);
+        } catch (const std::exception& e) {
+          one = std::string("error") + e.what();
+        }
+      }
+      one = world.broadcast(one, opt.timeout_s);
+      if (one.starts_with("error")) throw Error(t.name + ": " + one.substr(5));
+      if (ranks.front() == my_first) text = std::move(one);
+    }
+    auto group = sub.find(t.group);
+    if (group == sub.end()) throw Error(t.name + ": no " + std::string(to_string(t.group)) + " group was formed for it");
     Comm cm;
+    cm.group = group->second.get();
     cm.plan = plan::from_json(text.substr(2), "rank 0's plan");
     cm.job = exec::Job{cm.plan->info().req, exec::DataType::BFloat16, exec::RedOp::Sum};
-    cm.backend = exec::make_backend({backend_name(), opt.timeout_s, 0}, world);
+    cm.backend = exec::make_backend({backend_name(), opt.timeout_s, 0}, *cm.group);
     exec::Setup s;
     s.plan = cm.plan.get();
     s.job = cm.job;
@@ -122,7 +178,7 @@ struct Executor::Impl {
     cm.backend->setup(s);
     cm.input.resize(exec::input_count(cm.job) * 2);
     cm.output.resize(exec::output_count(cm.job) * 2);
-    exec::fill_input(cm.job, world.rank(), cm.input.data());
+    exec::fill_input(cm.job, cm.group->rank(), cm.input.data());
     cm.backend->write_input(0, exec::Placement::OutOfPlace, cm.input);
     return comms.emplace(key(t), std::move(cm)).first->second;
   }
@@ -152,7 +208,7 @@ struct Executor::Impl {
     cm.backend->synchronize();  // the nccl backend queues the run on its stream: the step times it done
     if (!check) return 0;
     cm.backend->read_output(0, exec::Placement::OutOfPlace, exec::Subject::Plan, cm.output);
-    return exec::count_wrong(cm.job, world.rank(), cm.output.data());
+    return exec::count_wrong(cm.job, cm.group->rank(), cm.output.data());
   }
 
   StepResult step(const std::vector<Task>& tasks, StepMode mode, bool check) {
@@ -223,6 +279,7 @@ Executor::Executor(exec::World& world, const Workload& w, const topo::Topology& 
     : impl_(std::make_unique<Impl>(world, w, topo, opt)) {
   if (std::string why = cannot_execute(w.layout, world.size()); !why.empty()) throw InputError(why);
   if (opt.iters < 1) throw InputError("--iters must be at least 1, got " + std::to_string(opt.iters));
+  impl_->split();
   impl_->gemms = opt.device == Device::Gpu ? detail::make_gpu_gemm(world.local_rank()) : detail::make_cpu_gemm();
 }
 
@@ -258,6 +315,8 @@ Device parse_device(const std::string& s) {
   if (s == "gpu") return Device::Gpu;
   throw InputError("--device must be cpu or gpu, got '" + s + "'");
 }
+
+const std::map<Group, std::vector<std::vector<int>>>& Executor::groups() const { return impl_->formed; }
 
 namespace {
 
@@ -312,7 +371,7 @@ Measured Executor::run(const StrategyResult& row) {
   std::uint64_t wrong = checked.wrong, count = checked.checked;
   for (auto& [k, cm] : im.comms) {
     cm.backend->read_output(0, exec::Placement::OutOfPlace, exec::Subject::Plan, cm.output);
-    wrong += exec::count_wrong(cm.job, im.world.rank(), cm.output.data());
+    wrong += exec::count_wrong(cm.job, cm.group->rank(), cm.output.data());
     ++count;
   }
   m.wrong = im.world.sum(wrong, im.opt.timeout_s);
@@ -341,6 +400,8 @@ Measured Executor::run(const StrategyResult& row) {
     }
   }
   m.step_us = r.step_us;
+  m.step_min_us = over[order.front()].step_us;
+  m.step_max_us = over[order.back()].step_us;
   m.step_max_rank_us = max_steps[mid];
   m.compute_alone_us = median(compute_alone);
   m.comm_alone_us = median(comm_alone);
@@ -423,10 +484,16 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
       im.collective(cm, false);
       runs_of[k].push_back(since_us(t0));
     }
+  // The model knows a collective by kind, rank count and bytes: groups of two kinds with the same
+  // (a TP and a DP AllGather of one size on TP 2 x DP 2) give one sample, the median of both.
+  std::map<std::tuple<int, int, std::uint64_t>, std::vector<double>> samples;
   for (auto& [k, v] : runs_of) {
     comm_us[k] = median(v);
-    cal.collectives.push_back({static_cast<plan::Collective>(std::get<0>(k)), std::get<1>(k), std::get<2>(k), comm_us[k]});
+    auto& all = samples[{std::get<0>(k), im.group_size(std::get<1>(k)), std::get<2>(k)}];
+    all.insert(all.end(), v.begin(), v.end());
   }
+  for (auto& [k, v] : samples)
+    cal.collectives.push_back({static_cast<plan::Collective>(std::get<0>(k)), std::get<1>(k), std::get<2>(k), median(v)});
   // Both at once: the collective that moves the most bytes back to back on the communication
   // thread while the compute thread runs the GEMM the schedule spends most time in, until the
   // collectives are done. The GEMM calls that ended before then, and every collective, against

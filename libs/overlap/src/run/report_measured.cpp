@@ -17,7 +17,7 @@ double us(double v) { return std::round(v * 1000.0) / 1000.0; }
 }  // namespace
 
 std::string measured_json(const Report& r, const RunContext& ctx, const std::vector<Measured>& measured, const Calibration* cal,
-                          const std::string& calibration_file) {
+                          const std::string& calibration_file, const std::map<Group, std::vector<std::vector<int>>>& groups) {
   nlohmann::json j = nlohmann::json::parse(to_json(r, ctx));
   j.erase("provenance");  // appended again below, last and on one line
   nlohmann::json rows = nlohmann::json::array();
@@ -46,6 +46,8 @@ std::string measured_json(const Report& r, const RunContext& ctx, const std::vec
                     {"compute_slowdown", m.compute_slowdown},
                     {"step_us", us(m.step_us)},
                     {"step_max_rank_us", us(m.step_max_rank_us)},
+                    {"step_min_us", us(m.step_min_us)},
+                    {"step_max_us", us(m.step_max_us)},
                     {"step_error", p.step_us > 0 && m.step_us > 0 ? p.step_us / m.step_us - 1 : 0.0},
                     {"collectives_checked", m.collectives_checked},
                     {"wrong", m.wrong},
@@ -63,6 +65,9 @@ std::string measured_json(const Report& r, const RunContext& ctx, const std::vec
                                           {"gemm_shapes", cal->gemms.size()},
                                           {"collectives", cal->collectives.size()}}
                          : nlohmann::json(nullptr);
+  nlohmann::json g = nlohmann::json::object();
+  for (const auto& [kind, list] : groups) g[std::string(to_string(kind))] = list;
+  j["groups"] = g;
   return append_provenance(j.dump(1) + "\n", 1);
 }
 

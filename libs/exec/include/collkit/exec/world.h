@@ -5,6 +5,7 @@
 // dead or stalled rank stops the others with a message instead of a hang.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,14 +42,15 @@ class World {
  public:
   /// Initialises MPI (if nobody has) with errors returned, not fatal.
   World();
-  /// Finalises MPI if this object initialised it.
+  /// Finalises MPI if this object initialised it (a world made by split() frees its communicator).
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  /// This host's name and this rank's index among the ranks of its host.
+  /// This host's name and this rank's index among the ranks of its host (in the whole job, also
+  /// in a world made by split(): the GPU a process takes by it is the same in every group).
   const std::string& host() const { return host_; }
   int local_rank() const { return local_rank_; }
   /// Every rank's host name, in rank order (gathered once, when the world starts: a rank that
@@ -105,8 +107,22 @@ class World {
   /// Seconds since an arbitrary point (MPI_Wtime).
   static double now();
 
+  /// The ranks of this world that give the same `color`, ordered by `key` (MPI_Comm_split): a world
+  /// of their own, whose rank(), size(), waits and backends reach them alone (coll-overlap run's
+  /// TP and DP groups). Collective over this world. abort() still ends the whole job; errors name
+  /// ranks of MPI's world. Must be destroyed before the world it came from.
+  std::unique_ptr<World> split(int color, int key) const;
+  /// The communicator's Fortran handle (MPI_Comm_c2f; no MPI in this header): MPI_COMM_WORLD's, or
+  /// the one split() made. Backends duplicate it.
+  int communicator() const { return comm_; }
+
  private:
+  explicit World(int comm);  ///< a world on a communicator it owns (split())
+  void init_members(double timeout_s);
+
   bool owns_ = false;
+  int comm_ = 0;  ///< Fortran handle of the communicator (MPI_COMM_WORLD unless split)
+  bool own_comm_ = false;
   int rank_ = 0;
   int size_ = 1;
   int local_rank_ = 0;

@@ -1,6 +1,7 @@
-// The mpi backend: host buffers, MPI non-blocking point-to-point on a communicator of its own,
-// the plan's channels as concurrent pipelines (program.h's scheduler), host reductions
-// (reduce.cpp). Its baseline is the MPI library's own collective on the same buffers.
+// The mpi backend: host buffers, MPI non-blocking point-to-point on a communicator of its own (a
+// duplicate of its World's: MPI_COMM_WORLD's, or a group's from World::split()), the plan's
+// channels as concurrent pipelines (program.h's scheduler), host reductions (reduce.cpp). Its
+// baseline is the MPI library's own collective on the same buffers.
 
 #include <algorithm>
 #include <climits>
@@ -115,7 +116,7 @@ void user_reduce(void* in, void* inout, int* len, MPI_Datatype* type) {
 class MpiBackend final : public Backend {
  public:
   explicit MpiBackend(World& world, double timeout_s) : world_(world), timeout_s_(timeout_s) {
-    mpi::check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    mpi::check(MPI_Comm_dup(MPI_Comm_f2c(world.communicator()), &comm_), "MPI_Comm_dup");
     mpi::check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     mpi::check(MPI_Type_contiguous(2, MPI_BYTE, &sixteen_.half), "MPI_Type_contiguous");
     mpi::check(MPI_Type_contiguous(2, MPI_BYTE, &sixteen_.bf16), "MPI_Type_contiguous");

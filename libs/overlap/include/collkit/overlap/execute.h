@@ -4,11 +4,14 @@
 // workload lists, chunked as the strategy says (--device cpu: single precision through OpenBLAS,
 // one thread per rank; gpu: bfloat16 through cuBLAS on the rank's GPU); collectives run through
 // libs/exec's mpi backend (gpu: nccl; collkit's plan, bfloat16 sums, every element checked as
-// coll-run checks it) on one communication thread, in issue order; each side waits for
-// the dependencies the schedule states. Every rank runs the same schedule (rank 0's): this needs
-// a layout whose groups with more than one rank are the whole job, and no pipeline stages.
+// coll-run checks it) on one communication thread, in issue order; each side waits for the
+// dependencies the schedule states. Every rank runs the same schedule (rank 0's), each
+// collective among the ranks of its own group of the task's kind: the job is split into the
+// layout's TP, EP, DP and expert-DP groups (World::split), so TP 2 x DP 2 on 4 ranks runs its TP
+// collectives in two pairs and its DP ones in two others. No pipeline stages.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +51,7 @@ struct Measured {
   double comm_actual_us = 0;              ///< collective durations in the overlapped step
   double step_us = 0;                     ///< rank 0's overlapped step (median)
   double step_max_rank_us = 0;            ///< the slowest rank's step in that iteration
+  double step_min_us = 0, step_max_us = 0;  ///< rank 0's fastest and slowest overlapped step (the spread)
   double exposed_comm_us = 0;             ///< step - compute_actual
   double hidden_comm_us = 0;              ///< time when compute and a collective ran at once
   double overlap_ratio = 0;               ///< hidden / comm_actual (HTA's overlap %)
@@ -70,6 +74,10 @@ class Executor {
 
   /// What runs the GEMMs and the collectives, for the report's header.
   std::string describe() const;
+
+  /// Every group of each kind with more than one rank, as the job was split (the ranks of each
+  /// group in the job, in group order; groups sorted). The same on every rank.
+  const std::map<Group, std::vector<std::vector<int>>>& groups() const;
 
   /// Runs `row`'s schedule: one checked step, then opt.iters steps of each mode. Collective call.
   Measured run(const StrategyResult& row);
@@ -103,9 +111,10 @@ struct RunContext;
 struct Report;
 /// collkit.overlap/1 (to_json) with "measured": per row (in the report's order) the measured
 /// figures, the model's step beside them and the measured tasks with their dependencies; and
-/// "calibration": the file the model was given, or null.
+/// "calibration": the file the model was given, or null; "groups": the job's groups by kind
+/// (Executor::groups()).
 std::string measured_json(const Report& r, const RunContext& ctx, const std::vector<Measured>& measured, const Calibration* cal,
-                          const std::string& calibration_file);
+                          const std::string& calibration_file, const std::map<Group, std::vector<std::vector<int>>>& groups);
 /// The measured step as a --trace timeline (same tracks and fields; otherData "simulated": false).
 std::string measured_trace(const StrategyResult& predicted, const Measured& m, const RunContext& ctx);
 

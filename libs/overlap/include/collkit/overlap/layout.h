@@ -53,5 +53,8 @@ enum class Group : std::uint8_t { Tp, Ep, Dp, ExpertDp, Pp };
 std::string_view to_string(Group g);
 /// The global ranks of rank 0's group of this kind, in group order. Pp: rank 0 and its next stage.
 std::vector<topo::Rank> group_ranks(const Layout& l, Group g);
+/// The same for rank `of`'s group: every rank's groups of one kind partition the layout's ranks
+/// (coll-overlap run splits the job along them).
+std::vector<topo::Rank> group_ranks(const Layout& l, Group g, topo::Rank of);
 
 }  // namespace collkit::overlap
