@@ -58,6 +58,8 @@ for spec in "${topos[@]}"; do
           [ -f "$tmp/plan.json" ] && mv "$tmp/plan.json" "$tmp/$side.plan"
           if [ -f "$tmp/$side.plan" ]; then
             "$bin/coll-plan" simulate "$tmp/$side.plan" --topo "$t" >"$tmp/$side.simulate" 2>&1 || echo "exit $?" >>"$tmp/$side.simulate"
+            # Plans state the command and date that wrote them (provenance): those differ by design.
+            sed -i '/^  "provenance": /d' "$tmp/$side.plan"
           fi
         done
         same "$node x$nodes $fabric $coll $size $algo: generate + simulate"

@@ -101,6 +101,7 @@ struct Event {
   std::uint32_t op;
   Kind kind;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  bool operator<(const Event& o) const { return o > *this; }
 };
 
 class Simulator {
@@ -133,33 +134,28 @@ class Simulator {
     MatchVisitor visit;
     visit.program = [&](int r, std::uint32_t base, const std::vector<Op>& ops) {
       rank_begin_.push_back(base);
-      if (std::size_t end = base + ops.size(); type_.capacity() < end) {
+      if (std::size_t end = base + ops.size(); ops_.capacity() < end) {
         // The per-op arrays are large: sized about once rather than grown (copies, page faults).
-        std::size_t room = ops_ahead(end, r, n, type_.capacity());
-        for (auto* v : {&match_, &route_, &next_}) v->reserve(room);
-        type_.reserve(room);
+        std::size_t room = ops_ahead(end, r, n, ops_.capacity());
+        ops_.reserve(room);
         channel_.reserve(room);
-        bytes_.reserve(room);
-        pending_.reserve(room);
       }
       topo::VertexId route_dst = 0;
       std::uint32_t route_cached = kNone;
       for (std::size_t i = 0; i < ops.size(); ++i) {
         const Op& op = ops[i];
         auto g = static_cast<std::uint32_t>(base + i);
-        type_.push_back(op.type);
-        channel_.push_back(op.channel);
         ChunkRef ref = is_recv(op.type) ? op.dst : op.src;
-        bytes_.push_back(sizes.bytes(ref.buf, ref.chunk, op.count));
-        match_.push_back(kNone);
-        route_.push_back(kNone);
-        next_.push_back(kNone);
+        ops_.push_back({});
+        ops_.back().type = op.type;
+        ops_.back().bytes = sizes.bytes(ref.buf, ref.chunk, op.count);
+        channel_.push_back(op.channel);
         std::uint8_t pend = 0;
         std::uint32_t& last = last_on_channel[op.channel];
         nch_ = std::max<std::uint32_t>(nch_, op.channel + 1u);
         if (last == kNone) channels_used.push_back(op.channel);
         else {
-          next_[last] = g;
+          ops_[last].next = g;
           ++pend;
         }
         last = g;
@@ -167,40 +163,49 @@ class Simulator {
           dep_pairs.emplace_back(static_cast<std::uint32_t>(base + op.deps[k]), g);
           ++pend;
         }
-        pending_.push_back(pend);
+        ops_[g].pending = pend;
         if (op.type != OpType::Send) continue;
         topo::VertexId dst = topo_.rank_vertex(static_cast<topo::Rank>(op.peer));
         if (route_cached == kNone || dst != route_dst) {
           route_cached = route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), dst, r, op.peer);
           route_dst = dst;
         }
-        route_[g] = route_cached;
+        ops_[g].route = route_cached;
       }
       for (std::uint16_t c : channels_used) last_on_channel[c] = kNone;
       channels_used.clear();
     };
     visit.pair = [&](std::uint32_t send, std::uint32_t recv) {
-      match_[send] = recv;
-      match_[recv] = send;
+      ops_[send].match = recv;
+      ops_[recv].match = send;
     };
     try {
       match_plan(plan_, visit);
     } catch (const PlanFault& e) {
       throw InputError(std::string("simulate: ") + e.what());
     }
-    rank_begin_.push_back(static_cast<std::uint32_t>(type_.size()));
+    rank_begin_.push_back(static_cast<std::uint32_t>(ops_.size()));
     finish_load(std::move(dep_pairs));
   }
 
   void finish_load(std::vector<std::pair<std::uint32_t, std::uint32_t>> dep_pairs) {
-    end_.assign(type_.size(), 0.0);
-    flags_.assign(type_.size(), 0);
+    end_.assign(ops_.size(), 0.0);
     // Ops waiting on an op through deps: few, so a sorted list and a flag on the op waited on
     // rather than a per-op index.
     std::stable_sort(dep_pairs.begin(), dep_pairs.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    for (const auto& [a, b] : dep_pairs) flags_[a] |= kWaitedOn;
+    for (const auto& [a, b] : dep_pairs) ops_[a].flags |= kWaitedOn;
     dependents_ = std::move(dep_pairs);
-    crit_.assign(type_.size(), kNone);
+    if (dependents_.size() >= kNone) throw InputError("simulate: too many deps (" + std::to_string(dependents_.size()) + ")");
+    // Where each op's waiting ops start in dependents_ (an index, not a binary search per op done).
+    dep_first_.assign(ops_.size() + 1, 0);
+    for (const auto& d : dependents_) ++dep_first_[d.first + 1];
+    for (std::size_t g = 0; g < ops_.size(); ++g) dep_first_[g + 1] += dep_first_[g];
+    // Each op's (loaded rank, channel) slot, for its window of sends in flight.
+    if (static_cast<double>(rank_begin_.size() - 1) * nch_ >= static_cast<double>(kNone))
+      throw InputError("simulate: too many (rank, channel) pairs (" + std::to_string(rank_begin_.size() - 1) + " ranks x " +
+                       std::to_string(nch_) + " channels)");
+    for (std::size_t i = 0; i + 1 < rank_begin_.size(); ++i)
+      for (std::uint32_t g = rank_begin_[i]; g < rank_begin_[i + 1]; ++g) ops_[g].slot = static_cast<std::uint32_t>(i) * nch_ + channel_[g];
   }
 
   // The representative threads only (simulate_symmetry.h): each stands for its orbit. A send of
@@ -225,7 +230,7 @@ class Simulator {
     auto fail = [] { throw InputError("simulate: the plan does not fold"); };
     for (int r : f.ranks) {
       std::vector<Op> ops = plan_.program(r);
-      rank_begin_.push_back(static_cast<std::uint32_t>(type_.size()));
+      rank_begin_.push_back(static_cast<std::uint32_t>(ops_.size()));
       std::vector<std::uint32_t> pos(ops.size()), seen(nch, 0);
       for (std::size_t i = 0; i < ops.size(); ++i) {
         if (ops[i].channel >= nch) fail();
@@ -235,19 +240,17 @@ class Simulator {
         const Op& op = ops[i];
         auto tid = static_cast<std::uint32_t>(r) * nch + op.channel;
         if (!f.is_rep(tid)) continue;
-        auto g = static_cast<std::uint32_t>(type_.size());
-        type_.push_back(op.type);
+        auto g = static_cast<std::uint32_t>(ops_.size());
+        ops_.push_back({});
+        ops_.back().type = op.type;
+        ops_.back().bytes = op_bytes(op, r, i);
         channel_.push_back(op.channel);
-        bytes_.push_back(op_bytes(op, r, i));
-        match_.push_back(kNone);
-        route_.push_back(kNone);
-        next_.push_back(kNone);
         index_.push_back(static_cast<std::uint32_t>(i));
         peer_.push_back(op.peer);
         std::uint8_t pend = 0;
         std::vector<std::uint32_t>& mine = thread_ops[tid];
         if (!mine.empty()) {
-          next_[mine.back()] = g;
+          ops_[mine.back()].next = g;
           ++pend;
         }
         mine.push_back(g);
@@ -257,7 +260,7 @@ class Simulator {
           later.push_back({g, f.rep[static_cast<std::uint32_t>(r) * nch + ops[d].channel], pos[d]});
           ++pend;
         }
-        pending_.push_back(pend);
+        ops_[g].pending = pend;
         if (op.type != OpType::Send && !is_recv(op.type)) continue;
         if (op.peer < 0 || op.peer >= n || op.peer == r) fail();
         bool sending = op.type == OpType::Send;
@@ -270,22 +273,22 @@ class Simulator {
           to = static_cast<std::uint64_t>(f.rank[e][static_cast<std::size_t>(r)]);
         }
         if (std::uint32_t other = queues[(from << 40) | (to << 16) | ch].enqueue(g, sending); other != kNone) {
-          if (bytes_[g] != bytes_[other]) {
+          if (ops_[g].bytes != ops_[other].bytes) {
             // A size that does not divide: the sides are images of each other's threads and move
             // within one element a chunk of 1000 or more (symmetric_chunks()); the send counts.
-            std::uint64_t hi = std::max(bytes_[g], bytes_[other]), lo = std::min(bytes_[g], bytes_[other]);
+            std::uint64_t hi = std::max(ops_[g].bytes, ops_[other].bytes), lo = std::min(ops_[g].bytes, ops_[other].bytes);
             if (hi - lo > hi / 1000) fail();
-            bytes_[sending ? other : g] = bytes_[sending ? g : other];
+            ops_[sending ? other : g].bytes = ops_[sending ? g : other].bytes;
           }
-          match_[g] = other;
-          match_[other] = g;
+          ops_[g].match = other;
+          ops_[other].match = g;
         }
         if (sending)
-          route_[g] =
+          ops_[g].route =
               route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), topo_.rank_vertex(static_cast<topo::Rank>(op.peer)), r, op.peer);
       }
     }
-    rank_begin_.push_back(static_cast<std::uint32_t>(type_.size()));
+    rank_begin_.push_back(static_cast<std::uint32_t>(ops_.size()));
     for (const auto& [key, q] : queues)
       if (q.head < q.ops.size()) fail();
     std::vector<std::pair<std::uint32_t, std::uint32_t>> dep_pairs;
@@ -316,7 +319,7 @@ class Simulator {
   }
   int rank_of(std::uint32_t g) const { return fold_ ? fold_->ranks[loaded_of(g)] : static_cast<int>(loaded_of(g)); }
   std::uint32_t index_of(std::uint32_t g) const { return fold_ ? index_[g] : g - rank_begin_[loaded_of(g)]; }
-  int peer_of(std::uint32_t g) const { return fold_ ? peer_[g] : rank_of(match_[g]); }
+  int peer_of(std::uint32_t g) const { return fold_ ? peer_[g] : rank_of(ops_[g].match); }
 
   // ---- routes: one routes_from() per distinct source vertex, only for pairs that talk --------
   struct RouteNeed {
@@ -387,18 +390,20 @@ class Simulator {
       route.latency_us = p.latency_us;
       route.bottleneck_gbps = p.bottleneck_gbps;
     }
+    // The Queue model's view of the hops: resource, latency and rate side by side (the same
+    // product the rate always was, so every division gives what it gave).
+    queue_hops_.resize(net_.hop_res.size());
+    for (std::size_t h = 0; h < queue_hops_.size(); ++h)
+      queue_hops_[h] = {net_.hop_res[h], net_.hop_lat_us[h], net_.bw_gbps[net_.hop_res[h]] * kBytesPerUsPerGbps};
   }
 
   // ---- the event loop ---------------------------------------------------------------------
   double local_cost(std::uint64_t bytes) const {
     return opt_.reduce_gbps > 0 ? static_cast<double>(bytes) / (opt_.reduce_gbps * kBytesPerUsPerGbps) : 0.0;
   }
-  double recv_cost(std::uint32_t g) const { return type_[g] == OpType::RecvReduce ? local_cost(bytes_[g]) : 0.0; }
+  double recv_cost(std::uint32_t g) const { return ops_[g].type == OpType::RecvReduce ? local_cost(ops_[g].bytes) : 0.0; }
 
-  void push(double t, std::uint32_t op, Kind kind) {
-    heap_.push_back({t, seq_++, op, kind});
-    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-  }
+  void push(double t, std::uint32_t op, Kind kind) { heap_.push({t, seq_++, op, kind}); }
 
   void finish_at(std::uint32_t g, double t) {
     if (t <= now_) immediate_.push_back({g, Kind::Done});
@@ -411,16 +416,16 @@ class Simulator {
   }
 
   // The (rank, channel) a send belongs to, for its window of messages in flight.
-  std::uint64_t slot(std::uint32_t g) const { return static_cast<std::uint64_t>(loaded_of(g)) * nch_ + channel_[g]; }
+  std::uint32_t slot(std::uint32_t g) const { return ops_[g].slot; }
 
   void start(std::uint32_t g) {
-    switch (type_[g]) {
+    switch (ops_[g].type) {
       case OpType::Copy:
-      case OpType::Reduce: finish_at(g, now_ + local_cost(bytes_[g])); break;
+      case OpType::Reduce: finish_at(g, now_ + local_cost(ops_[g].bytes)); break;
       case OpType::Recv:
       case OpType::RecvReduce:
-        flags_[g] |= kReached;
-        if (flags_[match_[g]] & kArrived) finish_at(g, now_ + recv_cost(g));
+        ops_[g].flags |= kReached;
+        if (ops_[ops_[g].match].flags & kArrived) finish_at(g, now_ + recv_cost(g));
         break;
       case OpType::Send: {
         // At most max_in_flight sends of a (rank, channel) on their way; one more waits for the
@@ -453,35 +458,35 @@ class Simulator {
   // (its calendar's first gap that holds it), then the reservations. The send completes when its
   // last byte has left (S + bytes / bottleneck) and its data arrives a route latency later.
   void queue_send(std::uint32_t g) {
-    const Route& r = net_.routes[route_[g]];
+    const Route& r = net_.routes[ops_[g].route];
     if (r.count == 0) {
       finish_at(g, now_);
       arrive_at(g, now_);
       return;
     }
-    auto bytes = static_cast<double>(bytes_[g]);
+    auto bytes = static_cast<double>(ops_[g].bytes);
     double begin = now_;
+    const QueueHop* hops = queue_hops_.data() + r.first;
     for (bool moved = true; moved;) {
       moved = false;
       double lambda = 0;
-      for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
-        std::uint32_t res = net_.hop_res[h];
+      for (std::uint32_t h = 0; h < r.count; ++h) {
         double from = begin + lambda;
-        double t = calendar_[res].earliest(from, bytes / (net_.bw_gbps[res] * kBytesPerUsPerGbps));
+        double t = calendar_[hops[h].res].earliest(from, bytes / hops[h].rate);
         if (t > from && t - lambda > begin) {  // a later gap (not rounding of begin + lambda - lambda)
           begin = t - lambda;
           moved = true;
         }
-        lambda += net_.hop_lat_us[h];
+        lambda += hops[h].latency_us;
       }
     }
     double lambda = 0;
-    for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
-      std::uint32_t res = net_.hop_res[h];
-      double occupied = bytes / (net_.bw_gbps[res] * kBytesPerUsPerGbps);
+    for (std::uint32_t h = 0; h < r.count; ++h) {
+      std::uint32_t res = hops[h].res;
+      double occupied = bytes / hops[h].rate;
       calendar_[res].reserve(begin + lambda, begin + lambda + occupied, now_);
-      book(res, bytes_[g], occupied);
-      lambda += net_.hop_lat_us[h];
+      book(res, ops_[g].bytes, occupied);
+      lambda += hops[h].latency_us;
     }
     double left = begin + bytes / (r.bottleneck_gbps * kBytesPerUsPerGbps);
     finish_at(g, left);
@@ -489,28 +494,28 @@ class Simulator {
   }
 
   void flow_start(std::uint32_t g) {
-    const Route& r = net_.routes[route_[g]];
-    if (r.count == 0 || bytes_[g] == 0) {
+    const Route& r = net_.routes[ops_[g].route];
+    if (r.count == 0 || ops_[g].bytes == 0) {
       finish_at(g, now_);
       arrive_at(g, now_ + r.latency_us);
       return;
     }
     for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
       std::uint32_t res = net_.hop_res[h];
-      book(res, bytes_[g], static_cast<double>(bytes_[g]) / (net_.bw_gbps[res] * kBytesPerUsPerGbps));
+      book(res, ops_[g].bytes, static_cast<double>(ops_[g].bytes) / (net_.bw_gbps[res] * kBytesPerUsPerGbps));
     }
-    maxmin_->add(g, route_[g], static_cast<double>(bytes_[g]));
+    maxmin_->add(g, ops_[g].route, static_cast<double>(ops_[g].bytes));
   }
 
   // A send's data is at its receiver: the receive may complete, and the send's window has room.
   void on_arrive(std::uint32_t g) {
-    flags_[g] |= kArrived;
-    std::uint32_t r = match_[g];
-    if (flags_[r] & kReached) {
-      crit_[r] = g;  // the data came last
+    ops_[g].flags |= kArrived;
+    std::uint32_t r = ops_[g].match;
+    if (ops_[r].flags & kReached) {
+      ops_[r].crit = g;  // the data came last
       finish_at(r, now_ + recv_cost(r));
     }
-    std::uint64_t k = slot(g);
+    std::uint32_t k = slot(g);
     // Sends wait only behind a full window: below it none is blocked, and no lookup is needed.
     if (in_flight_[k] < static_cast<std::uint16_t>(window_)) {
       --in_flight_[k];
@@ -527,20 +532,19 @@ class Simulator {
   }
 
   void on_done(std::uint32_t g) {
-    flags_[g] |= kDone;
+    ops_[g].flags |= kDone;
     end_[g] = now_;
     last_done_ = g;  // time never goes back: the last op done is one of those ending last
     ++completed_;
     auto wake = [&](std::uint32_t s) {
-      if (--pending_[s] == 0) {
-        crit_[s] = g;
+      if (--ops_[s].pending == 0) {
+        ops_[s].crit = g;
         start(s);
       }
     };
-    if (next_[g] != kNone) wake(next_[g]);
-    if (flags_[g] & kWaitedOn) {
-      auto it = std::lower_bound(dependents_.begin(), dependents_.end(), g, [](const auto& x, std::uint32_t v) { return x.first < v; });
-      for (; it != dependents_.end() && it->first == g; ++it) wake(it->second);
+    if (ops_[g].next != kNone) wake(ops_[g].next);
+    if (ops_[g].flags & kWaitedOn) {
+      for (std::uint32_t k = dep_first_[g]; k < dep_first_[g + 1]; ++k) wake(dependents_[k].second);
     }
   }
 
@@ -549,15 +553,15 @@ class Simulator {
     in_flight_.assign((rank_begin_.size() - 1) * nch_, 0);
     if (opt_.model == LinkModel::Queue) calendar_.assign(net_.bw_gbps.size(), sim::Calendar{});
     else maxmin_ = std::make_unique<sim::MaxMinSharing>(net_);
-    for (std::uint32_t g = 0; g < type_.size(); ++g)
-      if (pending_[g] == 0) start(g);
+    for (std::uint32_t g = 0; g < ops_.size(); ++g)
+      if (ops_[g].pending == 0) start(g);
     std::vector<std::uint32_t> tags, routes;
     constexpr double inf = std::numeric_limits<double>::infinity();
     constexpr std::size_t kReportEvery = std::size_t{1} << 16;
     std::size_t next_report = kReportEvery;
     for (;;) {
       if (opt_.progress && completed_ >= next_report) {
-        opt_.progress(completed_, type_.size());
+        opt_.progress(completed_, ops_.size());
         next_report = completed_ + kReportEvery;
       }
       for (std::size_t k = 0; k < immediate_.size(); ++k) {
@@ -566,7 +570,7 @@ class Simulator {
         else on_done(op);
       }
       immediate_.clear();
-      double next = heap_.empty() ? inf : heap_.front().t;
+      double next = heap_.empty() ? inf : heap_.top().t;
       if (maxmin_ && !maxmin_->empty()) {
         double t = maxmin_->next_completion();
         if (t <= next) {
@@ -586,10 +590,8 @@ class Simulator {
       now_ = next;
       if (maxmin_) maxmin_->advance(now_);
       // Everything due at this instant, before rates are recomputed once for all of it.
-      while (!heap_.empty() && heap_.front().t == next) {
-        std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-        Event e = heap_.back();
-        heap_.pop_back();
+      while (!heap_.empty() && heap_.top().t == next) {
+        Event e = heap_.pop();
         switch (e.kind) {
           case Kind::Done: on_done(e.op); break;
           case Kind::Arrive: on_arrive(e.op); break;
@@ -598,13 +600,13 @@ class Simulator {
         }
       }
     }
-    if (completed_ < type_.size()) deadlock();
+    if (completed_ < ops_.size()) deadlock();
   }
 
   std::string describe(std::uint32_t g) const {
-    std::string s = where(rank_of(g), index_of(g)) + " " + std::string(to_string(type_[g]));
-    if (type_[g] == OpType::Send) s += " to " + std::to_string(peer_of(g));
-    if (is_recv(type_[g])) s += " from " + std::to_string(peer_of(g));
+    std::string s = where(rank_of(g), index_of(g)) + " " + std::string(to_string(ops_[g].type));
+    if (ops_[g].type == OpType::Send) s += " to " + std::to_string(peer_of(g));
+    if (is_recv(ops_[g].type)) s += " from " + std::to_string(peer_of(g));
     return s + " ch " + std::to_string(channel_[g]);
   }
 
@@ -612,13 +614,13 @@ class Simulator {
     // The receives that were reached but whose send never ran hold everything up; when there
     // are none, the ops wait on each other through deps.
     std::vector<std::string> stuck;
-    std::size_t left = type_.size() - completed_;
-    for (std::uint32_t g = 0; g < type_.size() && stuck.size() < 4; ++g)
-      if (!(flags_[g] & kDone) && (flags_[g] & kReached)) stuck.push_back(describe(g) + " waits for " + describe(match_[g]));
-    for (std::uint32_t g = 0; g < type_.size() && stuck.empty(); ++g)
-      if (!(flags_[g] & kDone)) stuck.push_back(describe(g) + " waits on a cycle of deps");
-    std::string msg = "simulate: the plan deadlocks: " + std::to_string(left) + " of " + std::to_string(type_.size()) +
-                      " ops never complete; stuck: ";
+    std::size_t left = ops_.size() - completed_;
+    for (std::uint32_t g = 0; g < ops_.size() && stuck.size() < 4; ++g)
+      if (!(ops_[g].flags & kDone) && (ops_[g].flags & kReached)) stuck.push_back(describe(g) + " waits for " + describe(ops_[g].match));
+    for (std::uint32_t g = 0; g < ops_.size() && stuck.empty(); ++g)
+      if (!(ops_[g].flags & kDone)) stuck.push_back(describe(g) + " waits on a cycle of deps");
+    std::string msg =
+        "simulate: the plan deadlocks: " + std::to_string(left) + " of " + std::to_string(ops_.size()) + " ops never complete; stuck: ";
     for (std::size_t k = 0; k < stuck.size(); ++k) msg += (k ? "; " : "") + stuck[k];
     throw InputError(msg);
   }
@@ -627,8 +629,8 @@ class Simulator {
   SimResult report() const {
     SimResult res;
     std::uint32_t last = last_done_;
-    for (std::uint32_t g = 0; g < type_.size(); ++g)
-      if (!is_recv(type_[g])) ++res.events;
+    for (std::uint32_t g = 0; g < ops_.size(); ++g)
+      if (!is_recv(ops_[g].type)) ++res.events;
     if (fold_) {
       res.events *= fold_->size();  // each thread stands for its orbit
       res.folded = fold_->size();
@@ -649,7 +651,7 @@ class Simulator {
       res.busiest.push_back({static_cast<topo::LinkId>(used[k] / 2), used[k] % 2 == 0, net_.bytes[used[k]], net_.busy_us[used[k]]});
 
     std::vector<std::uint32_t> chain;
-    for (std::uint32_t g = last; g != kNone; g = crit_[g]) chain.push_back(g);
+    for (std::uint32_t g = last; g != kNone; g = ops_[g].crit) chain.push_back(g);
     std::reverse(chain.begin(), chain.end());
     std::size_t skip = chain.size() > kCriticalPathLines ? chain.size() - (kCriticalPathLines - 1) : 0;
     if (skip > 0) res.critical_path.push_back("(" + std::to_string(skip) + " earlier ops)");
@@ -665,23 +667,37 @@ class Simulator {
   std::vector<std::int32_t> peer_;    // folded: each send's or receive's peer in the plan
 
   std::vector<std::uint32_t> rank_begin_;
-  sim::BigVector<OpType> type_;
+  // What the event loop reads and writes of an op, together: at 16k ranks the ops do not fit in
+  // any cache, and one record per op (32 bytes) costs one miss where ten arrays cost ten.
+  struct OpRec {
+    std::uint64_t bytes = 0;
+    std::uint32_t match = kNone;  // send <-> its receive
+    std::uint32_t route = kNone;  // sends: index into net_.routes
+    std::uint32_t next = kNone;   // next op of the same (rank, channel)
+    std::uint32_t crit = kNone;   // the predecessor (or matched send) that completed last
+    std::uint32_t slot = 0;       // (loaded rank, channel): loaded index * nch_ + channel, for the window of sends
+    OpType type = OpType::Send;
+    std::uint8_t pending = 0;  // predecessors not yet complete
+    std::uint8_t flags = 0;
+  };
+  static_assert(sizeof(OpRec) == 32);
+  sim::BigVector<OpRec> ops_;
   sim::BigVector<std::uint16_t> channel_;
-  sim::BigVector<std::uint64_t> bytes_;
-  sim::BigVector<std::uint32_t> match_;  // send <-> its receive
-  sim::BigVector<std::uint32_t> route_;  // sends: index into net_.routes
-  sim::BigVector<std::uint8_t> pending_;  // predecessors not yet complete
-  sim::BigVector<std::uint32_t> next_;   // next op of the same (rank, channel)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dependents_;  // (op, op waiting on it), sorted
+  sim::BigVector<std::uint32_t> dep_first_;                          // op g's waiting ops: dependents_[dep_first_[g], dep_first_[g + 1])
   sim::BigVector<double> end_;
-  sim::BigVector<std::uint8_t> flags_;
-  sim::BigVector<std::uint32_t> crit_;   // the predecessor (or matched send) that completed last
 
   std::unordered_map<std::uint64_t, std::uint32_t> route_index_;
   std::vector<RouteNeed> needs_;
   Network net_;
+  struct QueueHop {
+    std::uint32_t res;
+    double latency_us;
+    double rate;  // bytes per microsecond: bw_gbps[res] * kBytesPerUsPerGbps
+  };
+  std::vector<QueueHop> queue_hops_;  // per hop of net_.routes, as net_.hop_res
 
-  std::vector<Event> heap_;
+  sim::EventQueue<Event> heap_;
   std::vector<std::pair<std::uint32_t, Kind>> immediate_;  // ops completing (or arriving) now
   std::uint64_t seq_ = 0;
   double now_ = 0;
