@@ -499,9 +499,11 @@ class SynthAlgorithm final : public Algorithm {
       for (int k : opt.channels <= 0 && arcs == Arcs::Rings ? std::vector<int>{2, 4} : ks) {
         if (synthesise(t, req.nranks, k, -1, arcs).trees.empty()) continue;
         // Chains are p - 1 deep: ReduceScatter on the 3x3 torus's needs 256 chunks to reach its
-        // packing under Queue (1.008 x; 64: 1.17 x); one cycle's only (simulation time).
+        // packing under Queue (1.008 x; 64: 1.17 x); one cycle's only, up to kMaxAutoRanks ranks
+        // (simulating 32 ranks' chains at 256 chunks takes 5-15 s; 128 and 256 chunks did not help
+        // the 3D tori's ReduceScatter on two cycles' chains).
         std::vector<int> chunks = ms;
-        if (opt.pipeline <= 0 && arcs == Arcs::Rings && k == 2) chunks.push_back(kRingPipeline);
+        if (opt.pipeline <= 0 && arcs == Arcs::Rings && k == 2 && req.nranks <= kMaxAutoRanks) chunks.push_back(kRingPipeline);
         for (int m : chunks) {
           AlgoOptions with = opt;
           with.channels = k;

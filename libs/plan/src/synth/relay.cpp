@@ -98,9 +98,9 @@ double per_root_rate(const Neighbours& g, const std::vector<std::vector<int>>& t
 }
 
 /// A Hamiltonian cycle of the neighbour graph's two-way arcs, none of them in `used`: depth-first
-/// from rank 0, the neighbour with the fewest ranks still to visit first (Warnsdorff), at most
-/// `budget` steps; empty if none was found.
-std::vector<std::size_t> hamiltonian_cycle(const Neighbours& g, const std::vector<std::vector<char>>& used, long budget) {
+/// from rank 0, the neighbour with the fewest ranks still to visit first (Warnsdorff; ties by
+/// rank, rotated by `turn`), at most `budget` steps; empty if none was found.
+std::vector<std::size_t> hamiltonian_cycle(const Neighbours& g, const std::vector<std::vector<char>>& used, long budget, std::size_t turn) {
   std::size_t n = g.n;
   std::vector<std::vector<std::size_t>> adj(n);
   for (std::size_t a = 0; a < n; ++a)
@@ -120,7 +120,7 @@ std::vector<std::size_t> hamiltonian_cycle(const Neighbours& g, const std::vecto
     if (++steps > budget) return false;
     std::vector<std::pair<std::size_t, std::size_t>> next;  // (free neighbours, rank)
     for (std::size_t b : adj[a])
-      if (!on[b]) next.emplace_back(free_around(b), b);
+      if (!on[b]) next.emplace_back(free_around(b) * n + (b + turn) % n, b);
     std::sort(next.begin(), next.end());
     for (const auto& choice : next) {
       std::size_t b = choice.second;
@@ -303,17 +303,24 @@ RelayTrees ring_trees(const topo::Topology& t, int p, int cycles) {
   Neighbours g = neighbours(t, p);
   if (g.h < 0) return out;
   std::size_t n = g.n;
-  std::vector<std::vector<char>> used(n, std::vector<char>(n, 0));
+  // The cycles one after another, each avoiding the links of those before; where a later one is
+  // not found, all again with ties turned otherwise (the first cycle can leave the rest of a
+  // 4-regular torus in pieces), n times at most.
   std::vector<std::vector<std::size_t>> found;
-  for (int c = 0; c < cycles; ++c) {
-    std::vector<std::size_t> cyc = hamiltonian_cycle(g, used, 20000 + 200 * static_cast<long>(n));
-    if (cyc.empty()) return out;
-    for (std::size_t i = 0; i < n; ++i) {
-      std::size_t a = cyc[i], b = cyc[(i + 1) % n];
-      used[a][b] = used[b][a] = 1;
+  for (std::size_t turn = 0; turn < n && found.size() < static_cast<std::size_t>(cycles); ++turn) {
+    found.clear();
+    std::vector<std::vector<char>> used(n, std::vector<char>(n, 0));
+    for (int c = 0; c < cycles; ++c) {
+      std::vector<std::size_t> cyc = hamiltonian_cycle(g, used, 2000 + 20 * static_cast<long>(n), turn);
+      if (cyc.empty()) break;
+      for (std::size_t i = 0; i < n; ++i) {
+        std::size_t a = cyc[i], b = cyc[(i + 1) % n];
+        used[a][b] = used[b][a] = 1;
+      }
+      found.push_back(std::move(cyc));
     }
-    found.push_back(std::move(cyc));
   }
+  if (found.size() < static_cast<std::size_t>(cycles)) return out;
   // Per root, per cycle, the chain each way round from it.
   for (std::size_t r = 0; r < n; ++r)
     for (const std::vector<std::size_t>& cyc : found) {
