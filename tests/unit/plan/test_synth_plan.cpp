@@ -301,18 +301,23 @@ TEST_CASE("synth plan: one root's stored trees are checked") {
 TEST_CASE("synth plan: AllReduce keeps the faster of ReduceScatter + AllGather and Reduce + Broadcast on one root's trees") {
   // On one NVSwitch every rank's trees are stars, the best there is; on DGX-1's cube-mesh, with
   // the trees packed over the routes (docs/synth.md, "Routed arcs"), every rank's trees win at
-  // 1 GiB (1.32 x the bound against one root's 1.37) and one root's trees (each link used once
-  // each way, the reduction up and the broadcast down overlapping) at 64 KiB.
+  // 1 GiB (1.32 x the bound against one root's 1.37) and, since relay trees (synth/relay.h: its
+  // NVLink neighbours' routes, shortest-path trees of depth 1-2) are offered, at 64 KiB too (1.38 us
+  // against one root's 2.05); on two DGX-1 hosts one root's trees (each link used once each way,
+  // the reduction up and the broadcast down overlapping) win at 64 KiB.
   struct Case {
     std::string node;
+    int hosts;
     std::string shape;
     std::uint64_t bytes;
   };
-  for (const Case& c : {Case{"dgx-a100", "rs-ag", std::uint64_t{1} << 30}, Case{"dgx1-v100", "rs-ag", std::uint64_t{1} << 30},
-                        Case{"dgx1-v100", "reduce-bcast", std::uint64_t{64} << 10}}) {
+  for (const Case& c :
+       {Case{"dgx-a100", 1, "rs-ag", std::uint64_t{1} << 30}, Case{"dgx1-v100", 1, "rs-ag", std::uint64_t{1} << 30},
+        Case{"dgx1-v100", 1, "rs-ag", std::uint64_t{64} << 10}, Case{"dgx1-v100", 2, "reduce-bcast", std::uint64_t{64} << 10}}) {
     CAPTURE(c.node);
+    CAPTURE(c.hosts);
     CAPTURE(c.bytes);
-    Topology t = collkit::topo::synth({c.node, 1, ""});
+    Topology t = collkit::topo::synth({c.node, c.hosts, ""});
     int p = static_cast<int>(t.num_ranks());
     Request req{Collective::AllReduce, c.bytes, p, 0};
     auto plan = generate("synth", req, &t);
@@ -334,8 +339,8 @@ TEST_CASE("synth plan: AllReduce keeps the faster of ReduceScatter + AllGather a
     CHECK_THROWS_WITH_AS(GeneratedPlan(info, algorithm("synth")).program(0),
                          "synth: plan parameter allreduce is \"ring\", expected rs-ag or reduce-bcast", collkit::InputError);
     info = plan->info();
-    info.params["root"] = "9";
-    CHECK_THROWS_WITH_AS(GeneratedPlan(info, algorithm("synth")).program(0), "synth: plan parameter root 9 is not a rank",
+    info.params["root"] = "99";
+    CHECK_THROWS_WITH_AS(GeneratedPlan(info, algorithm("synth")).program(0), "synth: plan parameter root 99 is not a rank",
                          collkit::InputError);
   }
 }

@@ -28,6 +28,7 @@
 #include "collkit/plan/simulate.h"
 #include "common.h"
 #include "synth/rate.h"
+#include "synth/relay.h"
 #include "synth/routed.h"
 #include "synth/split.h"
 #include "synth/trees.h"
@@ -47,6 +48,8 @@ constexpr int kMaxAutoRanks = 16;
 constexpr int kDefaultPipeline = 16;
 /// The other pipeline every rank's trees are laid out with when --pipeline is not given.
 constexpr int kDeepPipeline = 64;
+/// Chains round Hamiltonian cycles (relay.h) are tried with this many chunks too.
+constexpr int kRingPipeline = 256;
 
 /// Trees per rank when the user does not say: the fewest of 1, 2, 4 within 5% of the best rate
 /// of the three (rate_for_trees; the exact k is often in the hundreds). More trees reach closer
@@ -62,6 +65,12 @@ std::int64_t default_trees(const topo::Topology& t, int p) {
   return 4;
 }
 
+/// What a tree arc stands for: a route between two ranks, split from the routed links so that it
+/// is one (split_routed); any walk of the routed links (split_switches); or a route with the
+/// fewest links, data for farther ranks relayed through the ranks between (synth/relay.h), in
+/// shortest-path trees or in chains round Hamiltonian cycles (k / 2 cycles, both ways).
+enum class Arcs { Routed, Walks, Relay, Rings };
+
 /// Trees and the rate per root they were packed at (k units).
 struct Synthesised {
   std::vector<std::vector<int>> trees;
@@ -70,17 +79,27 @@ struct Synthesised {
 
 /// Per tree (by root rank, k each), every rank's parent rank, -1 at the root; with root >= 0,
 /// k trees of that root alone. Memoised per (topology, p, k, root, walks): `auto` lays a plan out
-/// once per knob value. With `walks`, split over any walks of the routed links (split_switches),
+/// once per knob value. With Arcs::Walks, split over any walks of the routed links (split_switches),
 /// whose arcs need not be the routes the sends take: one root's trees try it too (fastest_rooted).
-Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root, bool walks) {
+/// With Arcs::Relay or Rings (every rank's trees only), relay trees, none where synth/relay.h makes none.
+Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root, Arcs arcs) {
   // Packed over the links the sends' routes take (routed.h), not every link the rate could use.
   static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, std::int64_t, int, bool>, Synthesised> memo;
-  auto key = std::make_tuple(t.fingerprint(), p, k, root, walks);
+  static std::map<std::tuple<std::uint64_t, int, std::int64_t, int, Arcs>, Synthesised> memo;
+  auto key = std::make_tuple(t.fingerprint(), p, k, root, arcs);
   {
     std::lock_guard lock(mu);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
+  if (arcs == Arcs::Relay || arcs == Arcs::Rings) {
+    synth::RelayTrees relay;
+    if (root < 0 && arcs == Arcs::Relay) relay = synth::relay_trees(t, p, static_cast<int>(k));
+    if (root < 0 && arcs == Arcs::Rings && k % 2 == 0) relay = synth::ring_trees(t, p, static_cast<int>(k / 2));
+    Synthesised out{std::move(relay.trees), relay.per_root_gbps};
+    std::lock_guard lock(mu);
+    return memo.emplace(key, std::move(out)).first->second;
+  }
+  bool walks = arcs == Arcs::Walks;
   // The rate over the routed links is where splitting starts; keeping to the routes' walks
   // (split_routed) may lower it, so that every tree arc is a route and the plan's sends load the
   // links as the packing did.
@@ -365,7 +384,7 @@ class SynthAlgorithm final : public Algorithm {
   /// The plan for `allreduce` (rs-ag: every rank's trees; reduce-bcast: `root`'s trees; for other
   /// collectives the request says which).
   PlanInfo lay(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce, int allreduce_root,
-               bool walks = false) const {
+               Arcs arcs = Arcs::Routed) const {
     PlanInfo info;
     info.req = req;
     int p = req.nranks;
@@ -386,8 +405,9 @@ class SynthAlgorithm final : public Algorithm {
     if (req.coll == Collective::AllReduce && probe.root >= 0) info.params["root"] = std::to_string(probe.root);
     int slots = 1;
     if (p > 1) {
-      Synthesised syn = synthesise(t, p, k, probe.root, walks);
-      if (walks) info.params["arcs"] = "walks";
+      Synthesised syn = synthesise(t, p, k, probe.root, arcs);
+      if (syn.trees.empty()) throw InputError("synth: the topology has no neighbour graph to relay trees over");
+      if (arcs != Arcs::Routed) info.params["arcs"] = arcs == Arcs::Walks ? "walks" : arcs == Arcs::Relay ? "relay" : "rings";
       slots = fanout(syn.trees);
       info.params["trees"] = format_trees(syn.trees);
       info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
@@ -435,17 +455,62 @@ class SynthAlgorithm final : public Algorithm {
   PlanInfo fastest_pipeline(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
                             int allreduce_root) const {
     Fastest best(*this, t, 1e-3);
+    // Where relay trees already reach the optimal rate over the routed links (the tori of one GPU
+    // a host: every NIC full), no packing of routed sends does better: the splitting is skipped
+    // (4x4x2 torus: 10 s of it).
+    bool relay_optimal = relay_at_optimum(req, t, opt, allreduce, allreduce_root);
     for (int m : {kDefaultPipeline, kDeepPipeline})
       // Up to kMaxAutoRanks the trees are also split over any walks (arcs=walks), as they all were
       // before routed arcs, and kept where they simulate faster: on 2 x dgx-h100 with one NIC's
       // link failed (docs/shell.md) the routed trees' AllReduce took 2397 us, the walks' 1879.
       for (bool walks : {false, true}) {
-        if (walks && req.nranks > kMaxAutoRanks) continue;
+        if (relay_optimal || (walks && req.nranks > kMaxAutoRanks)) continue;
         AlgoOptions with = opt;
         with.pipeline = m;
-        best.offer(lay(req, t, with, allreduce, allreduce_root, walks));
+        best.offer(lay(req, t, with, allreduce, allreduce_root, walks ? Arcs::Walks : Arcs::Routed));
       }
+    offer_relay(best, req, t, opt, allreduce, allreduce_root);
     return best.take();
+  }
+
+  /// Whether relay trees (k of 1 and 2, or --channels) reach the optimal rate over the routed links.
+  bool relay_at_optimum(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                        int allreduce_root) const {
+    if (shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || req.nranks < 3) return false;
+    double best = 0;
+    for (int k : opt.channels > 0 ? std::vector<int>{opt.channels} : std::vector<int>{1, 2})
+      best = std::max(best, synthesise(t, req.nranks, k, -1, Arcs::Relay).packed_gbps);
+    return best > 0 && best >= synth::optimal_rate(synth::routed_links(t, req.nranks), req.nranks).per_root_gbps * (1 - 1e-6);
+  }
+
+  /// Relay trees (synth/relay.h) offered to `best` where the topology has them: shortest-path
+  /// trees with k of 1 and 2, chains round 1 and 2 Hamiltonian cycles (k = 2, 4; or k from
+  /// --channels), m of kDefaultPipeline and kDeepPipeline (or --pipeline). On tori of one GPU a
+  /// host the packing above splits routers into arcs that drop units and cross the torus links
+  /// unevenly (3x3 at 1.91 x the bound); trees of neighbour arcs reach the NICs' rate (docs/synth.md).
+  void offer_relay(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                   int allreduce_root) const {
+    if (shape(req, allreduce, allreduce_root, 1, 1).root >= 0) return;
+    std::vector<int> ks{opt.channels}, ms{opt.pipeline};
+    if (opt.channels <= 0) ks = {1, 2};
+    if (opt.pipeline <= 0) ms = {kDefaultPipeline, kDeepPipeline};
+    if (synthesise(t, req.nranks, ks.front(), -1, Arcs::Relay).trees.empty()) return;  // no neighbour graph
+    for (Arcs arcs : {Arcs::Relay, Arcs::Rings})
+      for (int k : opt.channels <= 0 && arcs == Arcs::Rings ? std::vector<int>{2, 4} : ks) {
+        if (synthesise(t, req.nranks, k, -1, arcs).trees.empty()) continue;
+        // Chains are p - 1 deep: ReduceScatter on the 3x3 torus's needs 256 chunks to reach its
+        // packing under Queue (1.008 x; 64: 1.17 x); one cycle's only, up to kMaxAutoRanks ranks
+        // (simulating 32 ranks' chains at 256 chunks takes 5-15 s; 128 and 256 chunks did not help
+        // the 3D tori's ReduceScatter on two cycles' chains).
+        std::vector<int> chunks = ms;
+        if (opt.pipeline <= 0 && arcs == Arcs::Rings && k == 2 && req.nranks <= kMaxAutoRanks) chunks.push_back(kRingPipeline);
+        for (int m : chunks) {
+          AlgoOptions with = opt;
+          with.channels = k;
+          with.pipeline = m;
+          best.offer(lay(req, t, with, allreduce, allreduce_root, arcs));
+        }
+      }
   }
 
   /// One root's trees, k of 1, 2, 4 and p - 1 and m of 16, 64 and 128 (those the options leave
@@ -474,7 +539,7 @@ class SynthAlgorithm final : public Algorithm {
           AlgoOptions with = opt;
           with.channels = k;
           with.pipeline = m;
-          best.offer(lay(req, t, with, allreduce, allreduce_root, walks));
+          best.offer(lay(req, t, with, allreduce, allreduce_root, walks ? Arcs::Walks : Arcs::Routed));
         }
     return best.take();
   }
