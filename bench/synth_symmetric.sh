@@ -34,7 +34,10 @@ pred() { awk '/^predicted /{p=$2} /bound /{for(i=1;i<NF;i++) if($i=="bound") b=$
       "$bin/coll-plan" simulate "$tmp/plan.json" --topo "$tmp/t.json" >/dev/null
       sim_s=$(since "$t0")
       t0=$(now)
-      if "$bin/coll-plan" verify "$tmp/plan.json" >/dev/null 2>&1; then ver="$(since "$t0")"; else ver="FAILED"; fi
+      # verify interprets every op of every rank (no folding): at 1024 ranks it grew past 22 GB and
+      # was killed, so it is not run beyond 256 ranks.
+      if [ "$p" -gt 256 ]; then ver="not run"
+      elif "$bin/coll-plan" verify "$tmp/plan.json" >/dev/null 2>&1; then ver="$(since "$t0")"; else ver="FAILED"; fi
       shape=$(python3 -c "
 import json; q=json.load(open('$tmp/plan.json'))['params']
 print('grid %s, fan-out %s, k %s, m %s, packed %.3g GB/s' % (q.get('sym_grid','-'), q.get('sym_fanout','-'), q.get('channels'), q.get('pipeline'), float(q.get('packed_gbps',0))))")

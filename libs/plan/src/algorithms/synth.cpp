@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -112,9 +113,14 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
 // ---- Symmetric synthesis (synth/symmetric.h, docs/synth.md "Scale by symmetry") ----
 /// --inter: the general solver or host 0's pattern replicated (beyond kMaxRanks, the latter).
 constexpr std::string_view kGeneral = "general", kSymmetric = "symmetric";
-/// Fan-outs of the inter-host tree laid out (the fastest as simulated is kept); the first is the
-/// one supports() checks the symmetry with.
+/// Fan-outs of the inter-host tree laid out (the fastest as simulated is kept); the last (the one
+/// laid out beyond kSymSearchRanks) is the one supports() checks the symmetry with.
 constexpr int kSymFanouts[] = {2, 4, 8};
+constexpr int kSymCheckFanout = kSymFanouts[std::size(kSymFanouts) - 1];
+/// From this many hosts on, the local rotation is not stated as a symmetry: the host generators
+/// alone give the simulator's fold enough elements, and 8 times more of them made its fold of
+/// 128 x dgx-h100 (18 k channels a rank) take 7-9 s instead of 3.4-3.9.
+constexpr int kSymLocalAxisHosts = 64;
 /// Beyond this many ranks one symmetric plan is laid out, not every fan-out and pipeline: each
 /// simulation of 1024 ranks takes seconds (mostly the simulator's fold of 18 k channels a rank),
 /// and there the choice hardly matters (every tree's pipeline fill hides behind the other trees'
@@ -281,7 +287,7 @@ class SynthAlgorithm final : public Algorithm {
     // Beyond kMaxRanks only by symmetry (synth/symmetric.h): host 0's pattern, replicated.
     if (req.nranks > kMaxRanks) {
       std::string sym_why;
-      if (!symmetric_request(req.coll) || !quotient(*t, req.nranks, kSymFanouts[0], &sym_why))
+      if (!symmetric_request(req.coll) || !quotient(*t, req.nranks, kSymCheckFanout, &sym_why))
         return no("synth packs trees for at most " + std::to_string(kMaxRanks) +
                   " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike (" +
                   (symmetric_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
@@ -332,6 +338,7 @@ class SynthAlgorithm final : public Algorithm {
     if (!q || phases * tree_channels != nch) return {};
     std::vector<SymmetryAxis> axes;
     for (const synth::Generator& g : synth::generators(*q)) {
+      if (g.local && q->grid.num_hosts() >= kSymLocalAxisHosts) continue;
       SymmetryAxis a;
       a.rank = g.rank;
       a.order = g.order;

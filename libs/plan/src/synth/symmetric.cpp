@@ -152,13 +152,16 @@ TreeSet expand_trees(const QuotientTrees& q, int k) {
   ts.first.assign(at(p), std::vector<int>(at(p) + 1, 0));
   ts.child.assign(at(p), std::vector<int>(at(p), 0));
   ts.slot.assign(at(p), std::vector<int>(at(p), 0));
-  std::vector<int> fill(at(p));
+  std::vector<int> fill(at(p)), host_to(at(H)), local_to(at(g.local));
   for (int root = 0; root < p; ++root) {
     int rp = g.pos[at(root)], rl = rp % g.local, re = rp / g.local;
     int ra = re / g.hosts, rb = re % g.hosts, rz = q.rotate_local ? rl : 0;
     std::vector<int>& parent = ts.parent[at(root)];
-    // Canonical position c (host 0's frame) -> the rank it stands for in this root's tree.
-    auto rank_of = [&](int c) { return g.rank[at(moved(g, c, ra, rb, rz))]; };
+    // Canonical position c (host 0's frame) -> the rank it stands for in this root's tree, by
+    // tables of the moved host element and local index.
+    for (int e = 0; e < H; ++e) host_to[at(e)] = moved(g, e * g.local, ra, rb, 0) / g.local;
+    for (int l = 0; l < g.local; ++l) local_to[at(l)] = mod(l + rz, g.local);
+    auto rank_of = [&](int c) { return g.rank[at(host_to[at(c / g.local)] * g.local + local_to[at(c % g.local)])]; };
     for (int c = 0; c < p; ++c) {
       int l = c % g.local, e = c / g.local;  // in host 0's frame, root at (0, rl - rz)
       int root_l = rl - rz;
@@ -191,7 +194,7 @@ std::vector<Generator> generators(const QuotientTrees& q) {
   int p = static_cast<int>(g.rank.size());
   std::vector<Generator> out;
   auto make = [&](int x, int y, int z, int order, const char* name) {
-    Generator gen{std::vector<int>(at(p)), order, name};
+    Generator gen{std::vector<int>(at(p)), order, name, z != 0};
     for (int r = 0; r < p; ++r) gen.rank[at(r)] = g.rank[at(moved(g, g.pos[at(r)], x, y, z))];
     out.push_back(std::move(gen));
   };

@@ -77,7 +77,8 @@ TreeSet expand_trees(const QuotientTrees& q, int k);
 struct Generator {
   std::vector<int> rank;
   int order;
-  std::string name;  ///< for messages
+  std::string name;    ///< for messages
+  bool local = false;  ///< the rotation of local indices (the others move hosts)
 };
 std::vector<Generator> generators(const QuotientTrees& q);
 
