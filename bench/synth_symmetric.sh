@@ -25,7 +25,7 @@ pred() { awk '/^predicted /{p=$2} /bound /{for(i=1;i<NF;i++) if($i=="bound") b=$
     "$bin/coll-topo" synth --node "$node" --nodes "$n" -o "$tmp/t.json" >/dev/null 2>&1
     p=$((n * $(python3 -c "import json;t=json.load(open('$tmp/t.json'));print(len(t['ranks'])//$n)")))
     for coll in allgather reducescatter allreduce; do
-      /usr/bin/time -v "$bin/coll-plan" generate --topo "$tmp/t.json" --coll "$coll" --size $size --algo synth -o "$tmp/plan.json" \
+      /usr/bin/time -v "$bin/coll-plan" generate --topo "$tmp/t.json" --coll "$coll" --size $size --algo synth --inter symmetric -o "$tmp/plan.json" \
         >"$tmp/gen.txt" 2>"$tmp/time.txt" || { echo "| $node x$n | $p | $coll | failed: $(grep -m1 -v '^\s' "$tmp/time.txt") |"; continue; }
       wall=$(awk -F': ' '/Elapsed \(wall clock\)/{n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; printf "%.2f", s}' "$tmp/time.txt")
       rss=$(awk -F': ' '/Maximum resident set size/{printf "%.0f", $2/1024}' "$tmp/time.txt")
