@@ -328,7 +328,9 @@ int main(int argc, char** argv) {
     s->add_option("--pipeline", o.pipeline, "chunks per slice for pipelining; default: the algorithm's")->check(CLI::NonNegativeNumber);
     s->add_flag("--bidirectional", o.bidirectional, "ring: half the data each way");
     s->add_option("--inter", o.inter,
-                  "hier: inter-host AllReduce algorithm (ring, rhd, rd, tree); default: ring up to 16 hosts, rhd beyond");
+                  "hier: inter-host AllReduce algorithm (ring, rhd, rd, tree); default: ring up to 16 hosts, rhd beyond. "
+                  "synth: general (trees packed over the whole topology, at most 32 ranks) or symmetric (host 0's trees "
+                  "replicated on hosts alike); default: general up to 32 ranks, symmetric beyond");
   };
   auto add_sim_knobs = [&](CLI::App* s) {
     s->add_option("--model", o.model, "link sharing model: queue (fast) or maxmin (max-min fair)");

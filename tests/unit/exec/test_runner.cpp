@@ -186,6 +186,34 @@ TEST_CASE(
   CHECK(runs == 96);
 }
 
+TEST_CASE("synth: symmetric trees (host 0's replicated, --inter symmetric) run exactly, threads as ranks") {
+  // Two dgx-h100 and two mi300x hosts: one group of twin hosts, stars inside that rotate.
+  int runs = 0;
+  for (const char* node : {"dgx-h100", "mi300x"})
+    for (int k : {1, 2})
+      for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce}) {
+        topo::Topology t = topo::synth({node, 2, ""});
+        int n = static_cast<int>(t.num_ranks());
+        plan::AlgoOptions opt;
+        opt.channels = k;
+        opt.pipeline = 3;
+        opt.inter = "symmetric";
+        plan::Request req{c, 4ull * 64 * static_cast<std::uint64_t>(n * n * k * 3), n, 0};
+        auto p0 = plan::generate("synth", req, &t, opt);
+        REQUIRE(p0->info().params.count("sym_grid"));
+        for (DataType dt : {DataType::Float32, DataType::Int8}) {
+          auto p = plan::resized(*p0, plan::granularity(p0->info()).even * 5 * size_of(dt), size_of(dt));
+          Job job{p->info().req, dt, RedOp::Sum};
+          INFO(node << " k=" << k << " " << plan::to_string(c) << " " << to_string(dt));
+          CHECK(run_threads(*p, job, Placement::OutOfPlace, InPlaceMode::Direct) == 0);
+          bool safe = plan::in_place_problem(*p).empty();
+          CHECK(run_threads(*p, job, Placement::InPlace, safe ? InPlaceMode::Direct : InPlaceMode::Staged) == 0);
+          ++runs;
+        }
+      }
+  CHECK(runs == 24);
+}
+
 TEST_CASE("synth: AlltoAll from the flow LP runs exactly on the topologies it was made for, threads as ranks") {
   // A star of one NVSwitch (straight sends only), DGX-1's cube-mesh (chunks relayed over NVLink)
   // and two DGX H100 hosts (a lane per link out of each rank: the peers behind a NIC in turn), each

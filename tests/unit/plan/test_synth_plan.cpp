@@ -385,9 +385,13 @@ TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs
   Request sixteen{Collective::AllGather, std::uint64_t{1} << 20, 16, 0};
   Topology two = collkit::topo::synth({"dgx-a100", 2, ""});
   CHECK(algorithm("synth").in_auto(sixteen, &two, &why));
-  // More than 32 ranks: refused in one line.
-  Topology eight = collkit::topo::synth({"dgx-a100", 5, ""});
+  // More than 32 ranks: by symmetry on hosts alike (test_synth_symmetric.cpp), else refused in one line.
+  Topology five = collkit::topo::synth({"dgx-a100", 5, ""});
   Request forty{Collective::AllGather, std::uint64_t{1} << 20, 40, 0};
-  CHECK_FALSE(algorithm("synth").supports(forty, &eight, &why));
-  CHECK(why == "synth packs trees for at most 32 ranks so far");
+  CHECK(algorithm("synth").supports(forty, &five, &why));
+  Request bcast{Collective::Broadcast, std::uint64_t{1} << 20, 40, 0};
+  CHECK_FALSE(algorithm("synth").supports(bcast, &five, &why));
+  CHECK(why ==
+        "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike (not this "
+        "collective)");
 }

@@ -17,8 +17,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -31,6 +34,7 @@
 #include "synth/relay.h"
 #include "synth/routed.h"
 #include "synth/split.h"
+#include "synth/symmetric.h"
 #include "synth/trees.h"
 #include "synth_read.h"
 
@@ -123,6 +127,33 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   std::lock_guard lock(mu);
   memo.emplace(key, out);
   return out;
+}
+
+// ---- Symmetric synthesis (synth/symmetric.h, docs/synth.md "Scale by symmetry") ----
+/// --inter: the general solver or host 0's pattern replicated (beyond kMaxRanks, the latter).
+constexpr std::string_view kGeneral = "general", kSymmetric = "symmetric";
+/// Fan-outs of the inter-host tree laid out (the fastest as simulated is kept); the last (the one
+/// laid out beyond kSymSearchRanks) is the one supports() checks the symmetry with.
+constexpr int kSymFanouts[] = {2, 4, 8};
+constexpr int kSymCheckFanout = kSymFanouts[std::size(kSymFanouts) - 1];
+/// From this many hosts on, the local rotation is not stated as a symmetry: the host generators
+/// alone give the simulator's fold enough elements, and 8 times more of them made its fold of
+/// 128 x dgx-h100 (18 k channels a rank) take 7-9 s instead of 3.4-3.9.
+constexpr int kSymLocalAxisHosts = 64;
+/// Beyond this many ranks one symmetric plan is laid out, not every fan-out and pipeline: each
+/// simulation of 1024 ranks takes seconds (mostly the simulator's fold of 18 k channels a rank),
+/// and there the choice hardly matters (every tree's pipeline fill hides behind the other trees'
+/// chunks on the same links: 128 x dgx-h100 AllGather at fan-out 8, 16 chunks, is 0.4% over the
+/// bound). The one laid out: the widest fan-out whose channels fit (the shallowest trees).
+constexpr int kSymSearchRanks = 256;
+
+bool symmetric_request(Collective c) { return c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllReduce; }
+
+/// Host 0's pattern (memoised in synth::quotient), the intra-host trees from the general solver on
+/// one host (k = 1).
+std::optional<synth::QuotientTrees> quotient(const topo::Topology& t, int p, int fanout, std::string* why, double* rate = nullptr) {
+  auto intra = [](const topo::Topology& one, int g) { return synthesise(one, g, 1, -1, false).trees; };
+  return synth::quotient(t, p, fanout, intra, why, rate);
 }
 
 std::string format_trees(const std::vector<std::vector<int>>& trees) {
@@ -230,7 +261,13 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
                      std::to_string(info.in_chunks) + " input chunks");
   if (req.coll == Collective::AllReduce) st.allreduce = allreduce;
   st.root = sh.root;
-  if (p > 1) st.trees = parse_trees(info, p, st.k, sh.root);
+  // A symmetric plan (synth/symmetric.h) gives its trees as host 0's pattern instead.
+  bool sym = info.params.count("sym_grid") > 0;
+  if (sym &&
+      (sh.root >= 0 || !(req.coll == Collective::AllGather || req.coll == Collective::ReduceScatter || req.coll == Collective::AllReduce)))
+    throw InputError(
+        "synth: plan parameter sym_grid: symmetric trees are for AllGather, ReduceScatter and AllReduce over every rank's trees");
+  if (p > 1 && !sym) st.trees = parse_trees(info, p, st.k, sh.root);
   return st;
 }
 
@@ -262,17 +299,23 @@ class SynthAlgorithm final : public Algorithm {
     };
     if (req.coll == Collective::AlltoAll) return no("synth does AllGather, ReduceScatter, AllReduce, Broadcast and Reduce (docs/synth.md)");
     if (!t) return no("synth needs a topology");
-    if (req.nranks > kMaxRanks) return no("synth packs trees for at most " + std::to_string(kMaxRanks) + " ranks so far");
     if (static_cast<std::size_t>(req.nranks) > t->num_ranks()) return no("the topology has fewer ranks");
     std::vector<double> w = bounds::rank_weights(*t, req.nranks);
     for (double x : w)
       if (x > 1) return no("synth needs one rank per GPU (ranks sharing a vertex are not handled yet)");
+    // Beyond kMaxRanks only by symmetry (synth/symmetric.h): host 0's pattern, replicated.
+    if (req.nranks > kMaxRanks) {
+      std::string sym_why;
+      if (!symmetric_request(req.coll) || !quotient(*t, req.nranks, kSymCheckFanout, &sym_why))
+        return no("synth packs trees for at most " + std::to_string(kMaxRanks) +
+                  " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike (" +
+                  (symmetric_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
+    }
     return true;
   }
 
   bool in_auto(const Request& req, const topo::Topology* t, std::string* why) const override {
-    if (!supports(req, t, why)) return false;
-    if (req.nranks <= kMaxAutoRanks) return true;
+    if (req.nranks <= kMaxAutoRanks) return supports(req, t, why);
     if (why)
       *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) +
              " ranks at most (synthesis takes seconds beyond; --algo synth makes it)";
@@ -283,6 +326,11 @@ class SynthAlgorithm final : public Algorithm {
     std::string why;
     if (!supports(req, t, &why)) throw InputError("synth: " + why);
     int p = req.nranks;
+    if (opt.inter != "" && opt.inter != kGeneral && opt.inter != kSymmetric)
+      throw InputError("synth: --inter " + opt.inter + " is not general or symmetric");
+    if (p > kMaxRanks && opt.inter == kGeneral)
+      throw InputError("synth: the general solver packs trees for at most " + std::to_string(kMaxRanks) + " ranks");
+    if (p > 1 && (opt.inter == kSymmetric || p > kMaxRanks)) return fastest_symmetric(req, *t, opt);
     if (req.coll != Collective::AllReduce || p < 2) return lay(req, *t, opt, kRsAg, -1);
     // AllReduce both ways, keeping whichever the simulator predicts faster: every rank's trees
     // move (p - 1)/p of the vector twice, spread over all links; one root's trees move it once
@@ -293,6 +341,35 @@ class SynthAlgorithm final : public Algorithm {
     PlanInfo rooted = lay(req, *t, opt, kReduceBcast, root);
     double a = simulate(GeneratedPlan(spread, *this), *t).time_us, b = simulate(GeneratedPlan(rooted, *this), *t).time_us;
     return b < a ? rooted : spread;
+  }
+
+  /// A symmetric plan's group (synth/symmetric.h): each generator moves every rank and every
+  /// tree's channels to its image's (tree root r k + j -> image(r) k + j, the child's place kept).
+  std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
+    int p = info.req.nranks;
+    if (!info.params.count("sym_grid") || p < 2 || !symmetric_chunks(info)) return {};
+    std::optional<synth::QuotientTrees> q = synth::read_params(info.params, p);
+    Shape sh;
+    SynthTrees st = read_params(info, sh);
+    std::shared_ptr<const synth::TreeSet> ts = synth::shared_trees(info.params, p, st.k);
+    int k = st.k, slots = ts->most_children, tree_channels = p * k * slots, nch = std::max<int>(1, info.channels);
+    int phases = sh.up && sh.down ? 2 : 1;
+    if (!q || phases * tree_channels != nch) return {};
+    std::vector<SymmetryAxis> axes;
+    for (const synth::Generator& g : synth::generators(*q)) {
+      if (g.local && q->grid.num_hosts() >= kSymLocalAxisHosts) continue;
+      SymmetryAxis a;
+      a.rank = g.rank;
+      a.order = g.order;
+      a.channel.resize(static_cast<std::size_t>(nch));
+      for (int c = 0; c < nch; ++c) {
+        int phase = c / tree_channels, w = c % tree_channels, t = w / slots;
+        a.channel[static_cast<std::size_t>(c)] =
+            phase * tree_channels + (g.rank[static_cast<std::size_t>(t / k)] * k + t % k) * slots + w % slots;
+      }
+      axes.push_back(std::move(a));
+    }
+    return axes;
   }
 
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
@@ -307,8 +384,12 @@ class SynthAlgorithm final : public Algorithm {
       return ops;
     }
     std::vector<std::vector<int>> trees = std::move(st.trees);
-    int slots = fanout(trees);
-    int tree_channels = static_cast<int>(trees.size()) * slots;
+    // A symmetric plan's trees, expanded once and kept (synth/symmetric.h): children in the
+    // group's order, so that a child's channel is the same in every translate.
+    std::shared_ptr<const synth::TreeSet> sym = info.params.count("sym_grid") ? synth::shared_trees(info.params, p, k) : nullptr;
+    std::size_t ntrees = sym ? static_cast<std::size_t>(p * k) : trees.size();
+    int slots = sym ? sym->most_children : fanout(trees);
+    int tree_channels = static_cast<int>(ntrees) * slots;
     auto um = static_cast<std::uint32_t>(m), unit = static_cast<std::uint32_t>(k * m);
     auto root_of = [&](std::size_t t) { return sh.root >= 0 ? sh.root : static_cast<int>(t) / k; };
     if (req.coll == Collective::AllGather)
@@ -321,7 +402,14 @@ class SynthAlgorithm final : public Algorithm {
     // takes from them) at once only on separate channels, as ForestColl gives each a threadblock.
     // AllReduce's second phase (down the trees) runs on a second such set of channels.
     std::vector<Tree> places;
-    for (std::size_t t = 0; t < trees.size(); ++t) {
+    for (std::size_t t = 0; t < ntrees && sym; ++t) {
+      auto r = static_cast<std::size_t>(root_of(t)), me = static_cast<std::size_t>(rank);
+      const std::vector<int>& first = sym->first[r];
+      std::vector<int> children(sym->child[r].begin() + first[me], sym->child[r].begin() + first[me + 1]);
+      int base = static_cast<int>(t) * slots;
+      places.push_back({sym->parent[r][me], std::move(children), base, base + sym->slot[r][me]});
+    }
+    for (std::size_t t = 0; t < trees.size() && !sym; ++t) {
       const std::vector<int>& parent = trees[t];
       std::vector<int> children;
       for (int c = 0; c < p; ++c)
@@ -344,8 +432,8 @@ class SynthAlgorithm final : public Algorithm {
     };
     // Per tree and chunk, the op after which this rank is done with the chunk going up: at the
     // root, its total is complete.
-    std::vector<std::uint32_t> done(trees.size() * um, kNoDep);
-    for (std::size_t t = 0; t < trees.size() && sh.up; ++t) {
+    std::vector<std::uint32_t> done(ntrees * um, kNoDep);
+    for (std::size_t t = 0; t < ntrees && sh.up; ++t) {
       bool top = rank == root_of(t);
       for (std::uint32_t i = 0; i < um; ++i) {
         // Partial sums: in scratch where the output is a slice or needed whole (ReduceScatter,
@@ -356,7 +444,7 @@ class SynthAlgorithm final : public Algorithm {
       }
     }
     int shift = sh.up ? tree_channels : 0;
-    for (std::size_t t = 0; t < trees.size() && sh.down; ++t) {
+    for (std::size_t t = 0; t < ntrees && sh.down; ++t) {
       bool top = rank == root_of(t);
       Tree place = places[t];
       place.first += shift;
@@ -424,6 +512,72 @@ class SynthAlgorithm final : public Algorithm {
       info.scratch_bytes = input_bytes(req);
     }
     return info;
+  }
+
+  /// The symmetric plan at one fan-out (synth/symmetric.h): host 0's pattern in the parameters, k
+  /// (--channels, default 1) identical trees per root, m chunks each (--pipeline, default 16).
+  PlanInfo lay_symmetric(const Request& req, const topo::Topology& t, const AlgoOptions& opt, int fan) const {
+    int p = req.nranks;
+    std::string why;
+    double rate = 0;
+    std::optional<synth::QuotientTrees> q = quotient(t, p, fan, &why, &rate);
+    if (!q) throw InputError("synth: no symmetric trees here: " + why);
+    PlanInfo info;
+    info.req = req;
+    int k = opt.channels > 0 ? opt.channels : 1, m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
+    info.params["channels"] = std::to_string(k);
+    info.params["pipeline"] = std::to_string(m);
+    if (req.coll == Collective::AllReduce) info.params["allreduce"] = std::string(kRsAg);
+    synth::write_params(*q, info.params);
+    info.params["packed_gbps"] = fmt::format("{:.9g}", rate);
+    Shape sh = shape(req, kRsAg, -1, k, m);
+    std::int64_t phases = sh.up && sh.down ? 2 : 1;
+    std::int64_t channels = phases * p * k * synth::shared_trees(info.params, p, k)->most_children;
+    if (channels > 65535)
+      throw InputError("synth: " + std::to_string(k) + " symmetric trees per rank need " + std::to_string(channels) +
+                       " channels, more than a plan holds (65535)");
+    info.channels = static_cast<std::uint16_t>(channels);
+    info.in_chunks = sh.in_chunks;
+    info.out_chunks = sh.out_chunks;
+    if (sh.scratch_chunks > 0) {
+      info.scratch_chunks = sh.scratch_chunks;
+      info.scratch_bytes = input_bytes(req);
+    }
+    return info;
+  }
+
+  /// Symmetric plans at each fan-out of kSymFanouts whose channels fit, and (without --pipeline)
+  /// 16 and 64 chunks per tree, the fastest as simulated kept; beyond kSymSearchRanks one plan.
+  PlanInfo fastest_symmetric(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
+    if (!symmetric_request(req.coll)) throw InputError("synth: symmetric trees are for AllGather, ReduceScatter and AllReduce");
+    if (req.nranks > kSymSearchRanks) {
+      std::string last;
+      for (auto fan = std::end(kSymFanouts); fan-- != std::begin(kSymFanouts);) {
+        try {
+          return lay_symmetric(req, t, opt, *fan);
+        } catch (const InputError& e) {
+          last = e.what();
+        }
+      }
+      throw InputError(last);
+    }
+    Fastest best(*this, t, 1e-3);
+    std::string last;
+    bool any = false;
+    for (int fan : kSymFanouts)
+      for (int m : {kDefaultPipeline, kDeepPipeline}) {
+        if (opt.pipeline > 0 && m != kDefaultPipeline) continue;
+        AlgoOptions with = opt;
+        with.pipeline = opt.pipeline > 0 ? opt.pipeline : m;
+        try {
+          best.offer(lay_symmetric(req, t, with, fan));
+          any = true;
+        } catch (const InputError& e) {
+          last = e.what();
+        }
+      }
+    if (!any) throw InputError(last);
+    return best.take();
   }
 
   /// A layout laid out and simulated on `t` at a time, the fastest kept: a later one replaces it
@@ -609,7 +763,13 @@ class SynthAlgorithm final : public Algorithm {
 
 SynthTrees read_synth_trees(const PlanInfo& info) {
   Shape sh;
-  return read_params(info, sh);
+  SynthTrees st = read_params(info, sh);
+  if (info.params.count("sym_grid") && info.req.nranks > 1) {
+    std::shared_ptr<const synth::TreeSet> ts = synth::shared_trees(info.params, info.req.nranks, st.k);
+    for (const std::vector<int>& parent : ts->parent)
+      for (int j = 0; j < st.k; ++j) st.trees.push_back(parent);
+  }
+  return st;
 }
 
 const Algorithm* make_synth() {

@@ -1,0 +1,427 @@
+#include "synth/symmetric.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "collkit/core/error.h"
+#include "collkit/topo/routing.h"
+
+namespace collkit::plan::synth {
+
+namespace {
+
+using topo::Topology;
+using topo::VertexId;
+
+auto at(int x) { return static_cast<std::size_t>(x); }
+
+int mod(int x, int n) { return ((x % n) + n) % n; }
+
+std::uint64_t pair_key(int a, int b) { return (std::uint64_t{static_cast<std::uint32_t>(a)} << 32) | static_cast<std::uint32_t>(b); }
+
+// Position of the rank at grid position `pos` moved by (x, y, z): group + x, host + y, local + z.
+int moved(const HostGrid& g, int pos, int x, int y, int z) {
+  int l = pos % g.local, e = pos / g.local, b = e % g.hosts, a = e / g.hosts;
+  return ((mod(a + x, g.groups) * g.hosts) + mod(b + y, g.hosts)) * g.local + mod(l + z, g.local);
+}
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+// Whole numbers separated by `sep` (the whole string); InputError naming the parameter otherwise.
+std::vector<int> parse_ints(const std::string& name, const std::string& s, char sep = ',') {
+  std::vector<int> out;
+  const char* c = s.data();
+  const char* end = c + s.size();
+  while (c <= end) {
+    int v = 0;
+    auto [q, ec] = std::from_chars(c, end, v);
+    if (ec != std::errc())
+      throw InputError("synth: plan parameter " + name + ": expected a whole number at character " + std::to_string(c - s.data()));
+    out.push_back(v);
+    c = q;
+    if (c == end) break;
+    if (*c != sep)
+      throw InputError("synth: plan parameter " + name + ": unexpected '" + std::string(1, *c) + "' at character " +
+                       std::to_string(c - s.data()));
+    ++c;
+  }
+  return out;
+}
+
+bool rotations(const std::vector<std::vector<int>>& intra) {
+  int g = static_cast<int>(intra.size());
+  for (int l = 0; l < g; ++l)
+    for (int x = 0; x < g; ++x) {
+      int base = intra[0][at(x)];
+      if (intra[at(l)][at(mod(x + l, g))] != (base < 0 ? -1 : mod(base + l, g))) return false;
+    }
+  return true;
+}
+
+}  // namespace
+
+std::optional<HostGrid> host_grid(const Topology& t, int p, std::string* why) {
+  auto no = [&](std::string w) -> std::optional<HostGrid> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (p < 2 || static_cast<std::size_t>(p) > t.num_ranks()) return no("fewer than two ranks");
+  std::map<std::string, std::vector<int>> by_host;
+  for (int r = 0; r < p; ++r) {
+    const std::string& h = t.vertex(t.rank_vertex(static_cast<topo::Rank>(r))).host;
+    if (h.empty()) return no("rank " + std::to_string(r) + "'s vertex is on no host");
+    by_host[h].push_back(r);
+  }
+  if (by_host.size() < 2) return no("one host");
+  std::size_t g = by_host.begin()->second.size();
+  for (const auto& [name, ranks] : by_host)
+    if (ranks.size() != g)
+      return no("hosts hold different numbers of ranks (" + by_host.begin()->first + " " + std::to_string(g) + ", " + name + " " +
+                std::to_string(ranks.size()) + ")");
+  // Each host's vertices in id order; its signature: per link out, (position inside, far vertex,
+  // bandwidth). Twins have equal signatures: the same links to the very same fabric vertices.
+  std::map<std::string, std::vector<VertexId>> vertices;
+  for (VertexId v = 0; v < t.num_vertices(); ++v)
+    if (by_host.count(t.vertex(v).host)) vertices[t.vertex(v).host].push_back(v);
+  std::map<std::vector<std::uint64_t>, std::vector<std::string>> twins;
+  for (const auto& [name, vs] : vertices) {
+    std::vector<std::uint64_t> sig{vs.size()};
+    for (std::size_t i = 0; i < vs.size(); ++i)
+      for (const topo::Adjacent& a : t.adjacent(vs[i]))
+        if (t.vertex(a.peer).host != name) {
+          double bw = t.link(a.link).bw_gbps;
+          sig.insert(sig.end(), {i, a.peer, static_cast<std::uint64_t>(bw * 1e6)});
+        }
+    twins[sig].push_back(name);
+  }
+  std::vector<std::vector<std::string>> groups;
+  for (auto& [sig, names] : twins) {
+    std::sort(names.begin(), names.end(),
+              [&](const std::string& x, const std::string& y) { return by_host[x].front() < by_host[y].front(); });
+    groups.push_back(names);
+  }
+  std::sort(groups.begin(), groups.end(),
+            [&](const auto& x, const auto& y) { return by_host[x.front()].front() < by_host[y.front()].front(); });
+  for (const auto& grp : groups)
+    if (grp.size() != groups.front().size())
+      return no("groups of hosts on the same fabric switches differ in size (" + std::to_string(groups.front().size()) + " and " +
+                std::to_string(grp.size()) + ")");
+  HostGrid out;
+  out.groups = static_cast<int>(groups.size());
+  out.hosts = static_cast<int>(groups.front().size());
+  out.local = static_cast<int>(g);
+  out.pos.assign(at(p), -1);
+  for (const auto& grp : groups)
+    for (const std::string& name : grp) {
+      std::vector<int> ranks = by_host[name];
+      std::sort(ranks.begin(), ranks.end(),
+                [&](int x, int y) { return t.rank_vertex(static_cast<topo::Rank>(x)) < t.rank_vertex(static_cast<topo::Rank>(y)); });
+      for (int r : ranks) {
+        out.pos[at(r)] = static_cast<int>(out.rank.size());
+        out.rank.push_back(r);
+      }
+    }
+  return out;
+}
+
+int inter_parent(const HostGrid& g, int fanout, int element) {
+  int a = element / g.hosts, b = element % g.hosts;
+  if (b != 0) return a * g.hosts + (b - 1) / fanout;
+  if (a != 0) return ((a - 1) / fanout) * g.hosts;
+  return -1;
+}
+
+TreeSet expand_trees(const QuotientTrees& q, int k) {
+  const HostGrid& g = q.grid;
+  int p = static_cast<int>(g.rank.size()), H = g.num_hosts();
+  TreeSet ts;
+  ts.p = p;
+  ts.k = k;
+  std::vector<int> inter(at(H));
+  for (int e = 0; e < H; ++e) inter[at(e)] = inter_parent(g, q.fanout, e);
+  ts.parent.assign(at(p), std::vector<int>(at(p), -1));
+  ts.first.assign(at(p), std::vector<int>(at(p) + 1, 0));
+  ts.child.assign(at(p), std::vector<int>(at(p), 0));
+  ts.slot.assign(at(p), std::vector<int>(at(p), 0));
+  std::vector<int> fill(at(p)), host_to(at(H)), local_to(at(g.local));
+  for (int root = 0; root < p; ++root) {
+    int rp = g.pos[at(root)], rl = rp % g.local, re = rp / g.local;
+    int ra = re / g.hosts, rb = re % g.hosts, rz = q.rotate_local ? rl : 0;
+    std::vector<int>& parent = ts.parent[at(root)];
+    // Canonical position c (host 0's frame) -> the rank it stands for in this root's tree, by
+    // tables of the moved host element and local index.
+    for (int e = 0; e < H; ++e) host_to[at(e)] = moved(g, e * g.local, ra, rb, 0) / g.local;
+    for (int l = 0; l < g.local; ++l) local_to[at(l)] = mod(l + rz, g.local);
+    auto rank_of = [&](int c) { return g.rank[at(host_to[at(c / g.local)] * g.local + local_to[at(c % g.local)])]; };
+    for (int c = 0; c < p; ++c) {
+      int l = c % g.local, e = c / g.local;  // in host 0's frame, root at (0, rl - rz)
+      int root_l = rl - rz;
+      int pc = -1;
+      if (e != 0 && l == root_l) pc = inter[at(e)] * g.local + l;
+      else if (l != root_l) pc = e * g.local + mod(q.intra[at(root_l)][at(l)], g.local);
+      parent[at(rank_of(c))] = pc < 0 ? -1 : rank_of(pc);
+    }
+    // Children in canonical order: counted, then placed walking the canonical positions.
+    std::vector<int>& first = ts.first[at(root)];
+    for (int r = 0; r < p; ++r)
+      if (parent[at(r)] >= 0) ++first[at(parent[at(r)]) + 1];
+    for (int r = 0; r < p; ++r) {
+      ts.most_children = std::max(ts.most_children, first[at(r) + 1]);
+      first[at(r) + 1] += first[at(r)];
+    }
+    std::copy(first.begin(), first.end() - 1, fill.begin());
+    for (int c = 0; c < p; ++c) {
+      int r = rank_of(c), up = parent[at(r)];
+      if (up < 0) continue;
+      ts.slot[at(root)][at(r)] = fill[at(up)] - first[at(up)];
+      ts.child[at(root)][at(fill[at(up)]++)] = r;
+    }
+  }
+  return ts;
+}
+
+std::vector<Generator> generators(const QuotientTrees& q) {
+  const HostGrid& g = q.grid;
+  int p = static_cast<int>(g.rank.size());
+  std::vector<Generator> out;
+  auto make = [&](int x, int y, int z, int order, const char* name) {
+    Generator gen{std::vector<int>(at(p)), order, name, z != 0};
+    for (int r = 0; r < p; ++r) gen.rank[at(r)] = g.rank[at(moved(g, g.pos[at(r)], x, y, z))];
+    out.push_back(std::move(gen));
+  };
+  if (g.hosts > 1) make(0, 1, 0, g.hosts, "host b -> b + 1 in its group");
+  if (g.groups > 1) make(1, 0, 0, g.groups, "group a -> a + 1");
+  if (q.rotate_local && g.local > 1) make(0, 0, 1, g.local, "local index l -> l + 1");
+  return out;
+}
+
+bool routes_symmetric(const Topology& t, const QuotientTrees& q, const TreeSet& trees, std::string* why, double* rate_gbps) {
+  int p = trees.p;
+  auto no = [&](std::string w) {
+    if (why) *why = std::move(w);
+    return false;
+  };
+  // The (parent, child) pairs of every tree, their routes as link directions.
+  std::unordered_map<std::uint64_t, std::uint32_t> index;
+  std::vector<std::vector<int>> dsts(at(p));
+  for (const std::vector<int>& parent : trees.parent)
+    for (int c = 0; c < p; ++c) {
+      int up = parent[at(c)];
+      if (up >= 0 && index.emplace(pair_key(up, c), 0).second) dsts[at(up)].push_back(c);
+    }
+  std::vector<std::uint32_t> first{0}, res;
+  topo::Router router(t);
+  for (int a = 0; a < p; ++a) {
+    std::vector<VertexId> to;
+    for (int b : dsts[at(a)]) to.push_back(t.rank_vertex(static_cast<topo::Rank>(b)));
+    std::vector<topo::Path> paths = router.routes_to(t.rank_vertex(static_cast<topo::Rank>(a)), to);
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      if (!paths[i].found) return no("no route from rank " + std::to_string(a) + " to rank " + std::to_string(dsts[at(a)][i]));
+      index[pair_key(a, dsts[at(a)][i])] = static_cast<std::uint32_t>(first.size() - 1);
+      for (const topo::Hop& h : paths[i].hops) res.push_back(static_cast<std::uint32_t>(h.channel()));
+      first.push_back(static_cast<std::uint32_t>(res.size()));
+    }
+  }
+  std::size_t n = 2 * t.num_links();
+  auto bw = [&](std::uint32_t r) { return t.link(r / 2).bw_gbps; };
+  auto lat = [&](std::uint32_t r) { return t.link(r / 2).latency_us; };
+  for (const Generator& gen : generators(q)) {
+    const std::string& name = gen.name;
+    std::vector<std::uint32_t> map(n, std::numeric_limits<std::uint32_t>::max()), back = map;
+    for (const auto& [key, i] : index) {
+      int a = static_cast<int>(key >> 32), b = static_cast<int>(key & 0xffffffffu);
+      auto it = index.find(pair_key(gen.rank[at(a)], gen.rank[at(b)]));
+      std::string pair = "ranks " + std::to_string(a) + " -> " + std::to_string(b);
+      if (it == index.end()) return no(name + ": the trees are not translates at " + pair);
+      std::uint32_t x = first[i], xe = first[i + 1], y = first[it->second];
+      if (xe - x != first[it->second + 1] - y) return no(name + " maps the route of " + pair + " onto a route of other length");
+      for (; x < xe; ++x, ++y) {
+        std::uint32_t rx = res[x], ry = res[y];
+        if (map[rx] == std::numeric_limits<std::uint32_t>::max()) {
+          if (back[ry] != std::numeric_limits<std::uint32_t>::max() || bw(rx) != bw(ry) || lat(rx) != lat(ry))
+            return no(name + " maps the route of " + pair + " onto links of other bandwidth, latency or use");
+          map[rx] = ry;
+          back[ry] = rx;
+        } else if (map[rx] != ry) {
+          return no(name + " maps a link of the route of " + pair + " onto two links");
+        }
+      }
+    }
+  }
+  if (rate_gbps) {
+    std::vector<std::uint32_t> load(n, 0);
+    for (const std::vector<int>& parent : trees.parent)
+      for (int c = 0; c < p; ++c)
+        if (parent[at(c)] >= 0) {
+          std::uint32_t i = index.at(pair_key(parent[at(c)], c));
+          for (std::uint32_t x = first[i]; x < first[i + 1]; ++x) ++load[res[x]];
+        }
+    double rate = std::numeric_limits<double>::infinity();
+    for (std::uint32_t r = 0; r < n; ++r)
+      if (load[r]) rate = std::min(rate, bw(r) / load[r]);
+    *rate_gbps = rate;
+  }
+  return true;
+}
+
+Topology host_topology(const Topology& t, const HostGrid& g) {
+  const std::string& host = t.vertex(t.rank_vertex(static_cast<topo::Rank>(g.rank[0]))).host;
+  Topology one;
+  one.name = t.name + " (one host)";
+  std::vector<VertexId> id(t.num_vertices(), std::numeric_limits<VertexId>::max());
+  for (VertexId v = 0; v < t.num_vertices(); ++v)
+    if (t.vertex(v).host == host) id[v] = one.add_vertex(t.vertex(v));
+  for (const topo::Link& l : t.links())
+    if (id[l.a] != std::numeric_limits<VertexId>::max() && id[l.b] != std::numeric_limits<VertexId>::max()) {
+      topo::Link c = l;
+      c.a = id[l.a];
+      c.b = id[l.b];
+      one.add_link(c);
+    }
+  for (int l = 0; l < g.local; ++l) one.add_rank(id[t.rank_vertex(static_cast<topo::Rank>(g.rank[at(l)]))]);
+  return one;
+}
+
+std::optional<QuotientTrees> quotient(const Topology& t, int p, int fanout, const IntraSolver& intra, std::string* why, double* rate_gbps) {
+  struct Entry {
+    std::optional<QuotientTrees> q;
+    std::string why;
+    double rate = 0;
+  };
+  static std::mutex mu;
+  static std::map<std::tuple<std::uint64_t, int, int>, Entry> memo;
+  auto key = std::make_tuple(t.fingerprint(), p, fanout);
+  auto give = [&](const Entry& e) {
+    if (why) *why = e.why;
+    if (rate_gbps) *rate_gbps = e.rate;
+    return e.q;
+  };
+  {
+    std::lock_guard lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) return give(it->second);
+  }
+  Entry e;
+  if (std::optional<HostGrid> g = host_grid(t, p, &e.why)) {
+    QuotientTrees q;
+    q.grid = std::move(*g);
+    q.fanout = std::max(1, fanout);
+    int gl = q.grid.local;
+    if (gl == 1) q.intra = {{-1}};
+    else q.intra = intra(host_topology(t, q.grid), gl);
+    bool ok = q.intra.size() == at(gl);
+    for (int l = 0; ok && l < gl; ++l) ok = q.intra[at(l)].size() == at(gl) && q.intra[at(l)][at(l)] == -1;
+    if (!ok) throw Error("synth: the intra-host trees do not fit the host's " + std::to_string(gl) + " ranks");
+    q.rotate_local = gl > 1 && rotations(q.intra);
+    std::string fail;
+    bool sym = routes_symmetric(t, q, expand_trees(q, 1), &fail, &e.rate);
+    if (!sym && q.rotate_local) {
+      q.rotate_local = false;
+      sym = routes_symmetric(t, q, expand_trees(q, 1), &fail, &e.rate);
+    }
+    if (sym) e.q = std::move(q);
+    else e.why = "the fabric does not treat the hosts alike: " + fail;
+  }
+  std::lock_guard lock(mu);
+  return give(memo.emplace(key, std::move(e)).first->second);
+}
+
+void write_params(const QuotientTrees& q, std::map<std::string, std::string>& params) {
+  const HostGrid& g = q.grid;
+  params["sym_grid"] = join({g.groups, g.hosts, g.local, q.rotate_local ? 1 : 0});
+  params["sym_ranks"] = join(g.rank);
+  params["sym_fanout"] = std::to_string(q.fanout);
+  std::string intra;
+  for (std::size_t l = 0; l < q.intra.size(); ++l) intra += (l ? ";" : "") + join(q.intra[l]);
+  params["sym_intra"] = intra;
+}
+
+std::optional<QuotientTrees> read_params(const std::map<std::string, std::string>& params, int p) {
+  auto it = params.find("sym_grid");
+  if (it == params.end()) return std::nullopt;
+  auto need = [&](const std::string& name) -> const std::string& {
+    auto f = params.find(name);
+    if (f == params.end()) throw InputError("synth: plan parameter " + name + " is missing (sym_grid is given)");
+    return f->second;
+  };
+  std::vector<int> grid = parse_ints("sym_grid", it->second);
+  if (grid.size() != 4 || grid[0] < 1 || grid[1] < 1 || grid[2] < 1 || (grid[3] != 0 && grid[3] != 1) ||
+      static_cast<std::int64_t>(grid[0]) * grid[1] * grid[2] != p || grid[0] * grid[1] < 2)
+    throw InputError("synth: plan parameter sym_grid \"" + it->second +
+                     "\" is not groups,hosts,local,rotate (0 or 1) with groups x hosts x local = " + std::to_string(p) +
+                     " ranks on two hosts or more");
+  QuotientTrees q;
+  q.grid.groups = grid[0];
+  q.grid.hosts = grid[1];
+  q.grid.local = grid[2];
+  q.rotate_local = grid[3] == 1;
+  q.grid.rank = parse_ints("sym_ranks", need("sym_ranks"));
+  q.grid.pos.assign(at(p), -1);
+  bool perm = q.grid.rank.size() == at(p);
+  for (std::size_t i = 0; perm && i < q.grid.rank.size(); ++i) {
+    int r = q.grid.rank[i];
+    perm = r >= 0 && r < p && q.grid.pos[at(r)] < 0;
+    if (perm) q.grid.pos[at(r)] = static_cast<int>(i);
+  }
+  if (!perm) throw InputError("synth: plan parameter sym_ranks is not an order of the " + std::to_string(p) + " ranks");
+  std::vector<int> fan = parse_ints("sym_fanout", need("sym_fanout"));
+  if (fan.size() != 1 || fan[0] < 1) throw InputError("synth: plan parameter sym_fanout must be a whole number of 1 or more");
+  q.fanout = fan[0];
+  int g = q.grid.local;
+  std::string intra = need("sym_intra");
+  std::size_t start = 0;
+  for (int l = 0; l < g; ++l) {
+    std::size_t end = intra.find(';', start);
+    std::string part = intra.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::vector<int> parent = parse_ints("sym_intra", part);
+    if (parent.size() != at(g))
+      throw InputError("synth: plan parameter sym_intra: tree " + std::to_string(l) + " has " + std::to_string(parent.size()) +
+                       " ranks, expected " + std::to_string(g));
+    for (int x = 0; x < g; ++x) {
+      int y = x;
+      for (int step = 0; step <= g && y >= 0 && y < g && y != l; ++step) y = parent[at(y)];
+      if (y != l || parent[at(l)] != -1)
+        throw InputError("synth: plan parameter sym_intra: tree " + std::to_string(l) + " does not lead local index " + std::to_string(x) +
+                         " to its root");
+    }
+    q.intra.push_back(std::move(parent));
+    if ((end == std::string::npos) != (l == g - 1))
+      throw InputError("synth: plan parameter sym_intra: expected " + std::to_string(g) + " trees");
+    start = end + 1;
+  }
+  if (q.rotate_local && !rotations(q.intra))
+    throw InputError("synth: plan parameter sym_grid says the intra-host trees are rotations, and they are not");
+  return q;
+}
+
+std::shared_ptr<const TreeSet> shared_trees(const std::map<std::string, std::string>& params, int p, int k) {
+  struct Entry {
+    std::string text;
+    std::shared_ptr<const TreeSet> trees;
+  };
+  constexpr std::size_t kKept = 2;
+  thread_local std::vector<Entry> kept;
+  std::string text = std::to_string(p) + "/" + std::to_string(k);
+  for (const char* name : {"sym_grid", "sym_fanout", "sym_intra", "sym_ranks"}) {
+    auto it = params.find(name);
+    text += "/" + (it == params.end() ? std::string() : it->second);
+  }
+  for (const Entry& e : kept)
+    if (e.text == text) return e.trees;
+  std::optional<QuotientTrees> q = read_params(params, p);
+  if (!q) return nullptr;
+  auto trees = std::make_shared<const TreeSet>(expand_trees(*q, k));
+  if (kept.size() == kKept) kept.erase(kept.begin());
+  kept.push_back({std::move(text), trees});
+  return trees;
+}
+
+}  // namespace collkit::plan::synth

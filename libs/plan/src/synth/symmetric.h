@@ -1,0 +1,113 @@
+#pragma once
+// Synthesis by symmetry (docs/synth.md, "Scale by symmetry"; ForestColl's symmetric generator):
+// on hosts that are identical and that the fabric treats alike, the trees of the roots on host h
+// are the images of host 0's roots' trees under a group of host permutations acting regularly
+// (every host is the image of host 0 by exactly one element), so only host 0's pattern is built:
+//  - the group: hosts in groups of twins (hosts whose links out reach the very same fabric
+//    vertices: the hosts under one set of leaves of a rail-optimised fat-tree), G hosts in each of
+//    A groups; the element (x, y) moves host b of group a to host b + y mod G of group a + x mod A,
+//    each rank to the rank of the same local index (optionally also l -> l + z mod g, below);
+//  - host 0's inter-host tree: over the hosts, through the rank of the root's local index on each
+//    (its rail), a tree of fan-out f across the groups then inside each group (A - 1 arcs cross
+//    groups, the fewest); every rank's NIC then carries, over all translates, exactly H - 1 arcs
+//    out and in, whatever the tree's shape, which is the cut bound's traffic when NICs bind;
+//  - intra-host trees: one per local root, from the general solver on one host (split switches,
+//    packed trees), the same in every host; when they are rotations of each other and the
+//    rotation l -> l + 1 maps routes onto routes, it is a symmetry too.
+// The trees are translates only where the group maps every route the trees use onto the route
+// of the image pair, link direction for link direction with equal bandwidth and latency: that is
+// checked (routes_symmetric), never assumed; where it fails the topology is not symmetric enough
+// and the caller falls back to the general solver (or refuses).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collkit/topo/topology.h"
+
+namespace collkit::plan::synth {
+
+/// The first p ranks as grid positions (group a, host b in the group, local index l), position
+/// (a G + b) g + l.
+struct HostGrid {
+  int groups = 1;         ///< A: groups of twin hosts
+  int hosts = 1;          ///< G: hosts per group
+  int local = 1;          ///< g: ranks per host
+  std::vector<int> rank;  ///< rank at each position
+  std::vector<int> pos;   ///< position of each rank
+  int num_hosts() const { return groups * hosts; }
+};
+
+/// The grid of the first p ranks of t: every rank's vertex on a host, every host with the same
+/// number of them (local index by vertex id), at least two hosts, twin groups all of one size
+/// (groups and the hosts in them ordered by their least rank). nullopt with `why` when not.
+std::optional<HostGrid> host_grid(const topo::Topology& t, int p, std::string* why);
+
+/// Host 0's pattern: everything the trees of all ranks follow from.
+struct QuotientTrees {
+  HostGrid grid;
+  int fanout = 2;             ///< of the inter-host tree, across groups and inside each
+  bool rotate_local = false;  ///< l -> l + 1 is a symmetry (intra trees are rotations)
+  /// Per local root l: every local index's parent in the intra-host tree (-1 at l).
+  std::vector<std::vector<int>> intra;
+};
+
+/// Host element e's parent in host 0's inter-host tree (-1 at 0): elements are a G + b.
+int inter_parent(const HostGrid& g, int fanout, int element);
+
+/// Every rank's trees: the plan's tree t (k identical ones per root) is root t / k's, stored once.
+struct TreeSet {
+  int p = 0, k = 1;
+  std::vector<std::vector<int>> parent;  ///< per root rank, every rank's parent (-1 at the root)
+  /// Per root, children in the group's order (the order of their images under the element that
+  /// takes the root to host 0, local 0 with rotate_local), so that a child's place (its channel)
+  /// is the same in every translate: CSR by parent rank.
+  std::vector<std::vector<int>> first, child;
+  std::vector<std::vector<int>> slot;  ///< per root, every rank's place among its parent's children
+  int most_children = 1;               ///< over all trees and ranks (channels per tree)
+};
+TreeSet expand_trees(const QuotientTrees& q, int k);
+
+/// The group's generators as rank maps with their orders: b -> b + 1 (order G, if G > 1),
+/// a -> a + 1 (order A, if A > 1), l -> l + 1 (order g, with rotate_local).
+struct Generator {
+  std::vector<int> rank;
+  int order;
+  std::string name;    ///< for messages
+  bool local = false;  ///< the rotation of local indices (the others move hosts)
+};
+std::vector<Generator> generators(const QuotientTrees& q);
+
+/// Whether every generator maps the route of every (parent, child) pair of `trees` onto the route
+/// of the image pair, link direction by link direction, one-to-one, with equal bandwidth and
+/// latency; on failure `why` names the first generator and pair that does not. Also the rate per
+/// root the trees give (k times the least bandwidth over trees crossing a link direction), into
+/// `rate_gbps` when not null.
+bool routes_symmetric(const topo::Topology& t, const QuotientTrees& q, const TreeSet& trees, std::string* why, double* rate_gbps = nullptr);
+
+/// A topology of host element 0 alone (its vertices and the links between them, its ranks in local
+/// order), for its intra-host trees.
+topo::Topology host_topology(const topo::Topology& t, const HostGrid& g);
+
+/// Intra-host trees from a solver on one host (g ranks, one tree per rank, parent arrays by root).
+using IntraSolver = std::function<std::vector<std::vector<int>>(const topo::Topology& one_host, int g)>;
+
+/// Host 0's pattern on t for the first p ranks, checked (routes_symmetric, the host generators;
+/// rotate_local only where its generator passes too); nullopt with `why` when t is not symmetric
+/// enough. Also the rate the trees give at k = 1 (rate_gbps). Memoised per (topology, p, fanout).
+std::optional<QuotientTrees> quotient(const topo::Topology& t, int p, int fanout, const IntraSolver& intra, std::string* why,
+                                      double* rate_gbps = nullptr);
+
+/// Plan parameters (sym_grid, sym_ranks, sym_fanout, sym_intra) written and read back; reading
+/// gives nullopt when the plan has none, InputError (one line) when they are malformed.
+void write_params(const QuotientTrees& q, std::map<std::string, std::string>& params);
+std::optional<QuotientTrees> read_params(const std::map<std::string, std::string>& params, int p);
+
+/// expand_trees of the plan's parameters, kept between calls (a rank's program reads them all).
+std::shared_ptr<const TreeSet> shared_trees(const std::map<std::string, std::string>& params, int p, int k);
+
+}  // namespace collkit::plan::synth
