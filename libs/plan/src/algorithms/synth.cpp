@@ -152,7 +152,7 @@ bool symmetric_request(Collective c) { return c == Collective::AllGather || c ==
 /// Host 0's pattern (memoised in synth::quotient), the intra-host trees from the general solver on
 /// one host (k = 1).
 std::optional<synth::QuotientTrees> quotient(const topo::Topology& t, int p, int fanout, std::string* why, double* rate = nullptr) {
-  auto intra = [](const topo::Topology& one, int g) { return synthesise(one, g, 1, -1, false).trees; };
+  auto intra = [](const topo::Topology& one, int g) { return synthesise(one, g, 1, -1, Arcs::Routed).trees; };
   return synth::quotient(t, p, fanout, intra, why, rate);
 }
 
