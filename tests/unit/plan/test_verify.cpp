@@ -11,6 +11,7 @@
 #include "algorithms/common.h"
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
+#include "collkit/topo/synth.h"
 #include "plan_testing.h"
 
 using namespace collkit::plan;
@@ -343,6 +344,30 @@ TEST_CASE("verify refuses, up front, a plan whose execution would not fit in mem
   // Channel 0 is all that runs: 8 rings fit where channel 0 does, though all of them would not.
   CHECK(refusal(*eight, 8'000'000) == "(verified)");
   CHECK(refusal(*one, 8'000'000) == "(verified)");
+}
+
+TEST_CASE("verify counts what a plan's channels cost, not only its ops") {
+  // A synth plan has a channel per tree arc: on 2 x dgx-h100 hundreds a rank, whose per-channel
+  // clocks (channels x channels a rank) outweigh its ops; at 1024 ranks they came to terabytes and
+  // verify died of std::bad_alloc. The limit sits above the ops' share and below the whole.
+  collkit::topo::Topology t = collkit::topo::synth({"dgx-h100", 2, ""});
+  auto p = collkit::plan::generate("synth", {collkit::plan::Collective::AllGather, 1 << 20, 16, 0}, &t);
+  const int channels = p->info().channels;
+  REQUIRE(channels > 64);
+  double ops = 0;
+  for (int r = 0; r < 16; ++r) ops += static_cast<double>(p->program(r).size());
+  const double pairs = 16.0 * channels * channels * 8;
+  REQUIRE(pairs > ops * 40);
+  const auto limit = static_cast<std::uint64_t>(ops * 40 + pairs / 2);
+  std::string got;
+  try {
+    (void)verify(*p, ChunkStore::Auto, {}, limit);
+  } catch (const collkit::InputError& e) {
+    got = e.what();
+  }
+  CHECK(got.starts_with("verify: this plan runs about "));
+  CHECK(got.find(" ops on " + std::to_string(channels) + " channels a rank, which would take about ") != std::string::npos);
+  CHECK(verify(*p, ChunkStore::Auto, {}, static_cast<std::uint64_t>(ops * 40 + pairs * 2)).ok);
 }
 
 namespace {

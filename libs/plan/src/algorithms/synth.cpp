@@ -130,7 +130,8 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
 }
 
 // ---- Symmetric synthesis (synth/symmetric.h, docs/synth.md "Scale by symmetry") ----
-/// --inter: the general solver or host 0's pattern replicated (beyond kMaxRanks, the latter).
+/// --inter: the general solver or host 0's pattern replicated (by default the latter beyond
+/// kMaxAutoRanks where the hosts are alike, and always beyond kMaxRanks).
 constexpr std::string_view kGeneral = "general", kSymmetric = "symmetric";
 /// Fan-outs of the inter-host tree laid out (the fastest as simulated is kept); the last (the one
 /// laid out beyond kSymSearchRanks) is the one supports() checks the symmetry with.
@@ -330,7 +331,13 @@ class SynthAlgorithm final : public Algorithm {
       throw InputError("synth: --inter " + opt.inter + " is not general or symmetric");
     if (p > kMaxRanks && opt.inter == kGeneral)
       throw InputError("synth: the general solver packs trees for at most " + std::to_string(kMaxRanks) + " ranks");
-    if (p > 1 && (opt.inter == kSymmetric || p > kMaxRanks)) return fastest_symmetric(req, *t, opt);
+    // By default beyond kMaxAutoRanks, host 0's pattern wherever the hosts are alike: on 4 x
+    // dgx-h100 it lands at 1.030 / 1.038 / 1.030 x the bound (AllGather / ReduceScatter /
+    // AllReduce) in 0.2-0.5 s, where the general solver gives 1.113 / 1.174 / 1.052 in 10-97 s
+    // (results/synth_symmetric.md); the general solver where they are not.
+    const bool alike =
+        opt.inter.empty() && p > kMaxAutoRanks && symmetric_request(req.coll) && quotient(*t, p, kSymCheckFanout, nullptr).has_value();
+    if (p > 1 && (opt.inter == kSymmetric || p > kMaxRanks || alike)) return fastest_symmetric(req, *t, opt);
     if (req.coll != Collective::AllReduce || p < 2) return lay(req, *t, opt, kRsAg, -1);
     // AllReduce both ways, keeping whichever the simulator predicts faster: every rank's trees
     // move (p - 1)/p of the vector twice, spread over all links; one root's trees move it once
