@@ -9,7 +9,7 @@
 #    orte_abort_on_non_zero_status 0: each rank on host 1 names ranks 2 and 3 on ckh2 in one line
 #    and is gone within --timeout + 2 s;
 # then, on 4 hosts x 1 rank, the traffic between hosts 1 and 2 alone slowed by tc (a real slow link,
-# nothing injected): coll-run adapt's probe names ranks 0-1 and its ring avoids them.
+# nothing injected): coll-run adapt --detect probe names ranks 0-1 and its ring avoids them.
 # Needs root (network namespaces); skips with exit 77 where they cannot be made.
 # One testbed per machine (fixed namespace names): the whole script runs holding it, after waiting
 # up to 30 minutes for a session in another checkout (its ctest or bench) to end (exit 77 then).
@@ -142,7 +142,7 @@ expect_fail 2 "testbed.sh: pair: 'ckh9' is not a testbed host (ckh1 ckh2 ckh3 ck
 expect_fail 2 "testbed.sh: pair: a host and itself: give two hosts" "$tb" pair ckh3 ckh3 100mbit
 "$tb" pair ckh1 ckh2 200mbit
 expect_eq "$(tc -n ckh1 filter show dev eth0 | grep -c 'match c6120002/ffffffff at 16' || true)" 1 "ckh1's traffic to ckh2 (198.18.0.2) is filtered into the slow band"
-if timeout 120 "$tb" mpirun --host ckh1:1,ckh2:1,ckh3:1,ckh4:1 "$COLLKIT_BIN/coll-run" adapt --coll allreduce -b 1M -e 1M -n 3 -w 1 \
+if timeout 120 "$tb" mpirun --host ckh1:1,ckh2:1,ckh3:1,ckh4:1 "$COLLKIT_BIN/coll-run" adapt --detect probe --coll allreduce -b 1M -e 1M -n 3 -w 1 \
      >"$TMP/adapt.txt" 2>&1; then
   ok "coll-run adapt across 4 hosts with the ckh1-ckh2 link slow"
 else
