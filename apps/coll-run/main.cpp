@@ -84,10 +84,31 @@ int agreed_before_mpi(bool rank0, int code) {
 }
 
 // "rank 1 on host h2" / "ranks 2 on host h2, 3 on host h2": the ranks a roll call did not hear.
-std::string name_ranks(const exec::World& world, const std::vector<int>& ranks) {
+std::string name_ranks(const std::vector<std::string>& hosts, const std::vector<int>& ranks) {
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";
   for (std::size_t i = 0; i < ranks.size(); ++i)
-    out += fmt::format("{}{} on host {}", i ? ", " : "", ranks[i], world.hosts()[static_cast<std::size_t>(ranks[i])]);
+    out += fmt::format("{}{} on host {}", i ? ", " : "", ranks[i], hosts[static_cast<std::size_t>(ranks[i])]);
+  return out;
+}
+
+// "; ranks 2 on host h2, 3 on host h2 did not answer within 0.3 s (gone: ...)": the ranks an MPI
+// roll call did not hear, grouped by what the liveness side channel (World::presence(), no MPI)
+// says of them: exited, silent there too, alive there (stuck in MPI), or not asked.
+std::string silent_ranks(const exec::World& world, const std::vector<int>& silent, double grace) {
+  std::vector<exec::Liveness> seen = world.presence(silent, std::min(grace, 0.1));
+  std::string out;
+  for (auto [state, one, many] :
+       {std::tuple{exec::Liveness::Gone, "gone: its process has exited", "gone: their processes have exited"},
+        std::tuple{exec::Liveness::Silent, "silent without MPI too: hung, stopped or unreachable",
+                   "silent without MPI too: hung, stopped or unreachable"},
+        std::tuple{exec::Liveness::Alive, "alive without MPI: stuck in an MPI call", "alive without MPI: stuck in MPI calls"},
+        std::tuple{exec::Liveness::Unknown, "dead, hung or unreachable", "dead, hung or unreachable"}}) {
+    std::vector<int> these;
+    for (std::size_t i = 0; i < silent.size(); ++i)
+      if (seen[i] == state) these.push_back(silent[i]);
+    if (!these.empty())
+      out += fmt::format("; {} did not answer within {:g} s ({})", name_ranks(world.hosts(), these), grace, these.size() == 1 ? one : many);
+  }
   return out;
 }
 
@@ -114,8 +135,7 @@ int in_job(double timeout_s, Body&& body) {
     std::vector<int> silent;
     if (world.size() > 1) {
       silent = world.roll_call(grace);
-      if (!silent.empty())
-        line += fmt::format("; {} did not answer within {:g} s (dead, hung or unreachable)", name_ranks(world, silent), grace);
+      if (!silent.empty()) line += silent_ranks(world, silent, grace);
     }
     if (!exec::World::claim_line()) {  // the watchdog below speaks for this rank and ends it
       std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -125,19 +145,41 @@ int in_job(double timeout_s, Body&& body) {
     if (world.size() > 1) world.roll_call(grace, 1, silent);
   };
   // Open MPI's TCP transport can keep a call to a dead peer from returning (on the testbed, a rank
-  // on the other host hung posting its roll call to it until the launcher's SIGKILL): 0.4 s after the
-  // launcher's SIGTERM, a rank that has not printed its line prints one without the roll call and
-  // exits 0.4 s later (the other ranks' watchdogs print meanwhile: the first exit has Open MPI
-  // SIGKILL the rest), before the SIGKILL that follows SIGTERM by a second.
+  // on the other host hung posting its roll call to it until the launcher's SIGKILL): at the
+  // launcher's SIGTERM this watchdog asks every peer over the liveness side channel (no MPI: the
+  // ranks that exited refuse at once, those still here answer), and 0.45 s after the signal, if
+  // the rank has not printed its line, prints one naming the ranks that are gone and exits 0.4 s
+  // later (the other ranks' watchdogs print meanwhile: the first exit has Open MPI SIGKILL the
+  // rest), before the SIGKILL that follows SIGTERM by a second.
   if (world.size() > 1) {
-    std::thread([me, code = collkit::exit_code_for(exec::JobStopped("", false))] {
+    std::vector<int> peers;
+    for (int r = 0; r < world.size(); ++r)
+      if (r != world.rank()) peers.push_back(r);
+    std::thread([probe = world.presence_probe(), hosts = world.hosts(), peers, me,
+                 code = collkit::exit_code_for(exec::JobStopped("", false))] {
       while (!exec::World::stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      auto signalled = std::chrono::steady_clock::now();
+      std::vector<exec::Liveness> seen = probe(peers, 0.3);
+      std::vector<int> gone, silent;
+      for (std::size_t i = 0; i < peers.size(); ++i) {
+        if (seen[i] == exec::Liveness::Gone) gone.push_back(peers[i]);
+        if (seen[i] == exec::Liveness::Silent) silent.push_back(peers[i]);
+      }
+      std::string who = "no roll call: an MPI call did not return (a peer is gone)";
+      if (std::none_of(seen.begin(), seen.end(), [](exec::Liveness l) { return l == exec::Liveness::Unknown; })) {
+        who = "an MPI call did not return; without MPI, ";
+        if (!gone.empty())
+          who += fmt::format("{} {} gone ({} exited)", name_ranks(hosts, gone), gone.size() == 1 ? "is" : "are",
+                             gone.size() == 1 ? "its process has" : "their processes have");
+        if (!silent.empty())
+          who += fmt::format("{}{} did not answer within 0.3 s (hung, stopped or unreachable)", gone.empty() ? "" : ", ",
+                             name_ranks(hosts, silent));
+        if (gone.empty() && silent.empty()) who += "every other rank answered";
+      }
+      std::this_thread::sleep_until(signalled + std::chrono::milliseconds(450));
       if (!exec::World::claim_line()) return;
       std::signal(SIGPIPE, SIG_IGN);
-      std::cerr << "coll-run: error: " + me +
-                       ": stopped by the launcher's signal; no roll call: an MPI call did not return (a peer is gone)\n"
-                << std::flush;
+      std::cerr << "coll-run: error: " + me + ": stopped by the launcher's signal; " + who + "\n" << std::flush;
       std::this_thread::sleep_for(std::chrono::milliseconds(400));
       std::_Exit(code);
     }).detach();
@@ -159,9 +201,9 @@ int in_job(double timeout_s, Body&& body) {
       if (exec::World::claim_line()) say(me + ": " + e.what());
     } else {
       report(me + ": " + e.what(), 0.3);
-      // Not before a rank stuck in MPI has had its watchdog's line out (0.4 s after the signal):
+      // Not before a rank stuck in MPI has had its watchdog's line out (0.45 s after the signal):
       // this exit has Open MPI SIGKILL it.
-      std::this_thread::sleep_until(stopped + std::chrono::milliseconds(500));
+      std::this_thread::sleep_until(stopped + std::chrono::milliseconds(550));
     }
     std::_Exit(collkit::exit_code_for(e));
   } catch (const collkit::TimeoutError& e) {

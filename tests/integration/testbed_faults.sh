@@ -73,9 +73,9 @@ grep -Eq "no progress for 5 s: waiting on op .*rank [0-3]" "$TMP/down.txt" && ok
   bad "link down: no stall message: $(grep -m3 -i error "$TMP/down.txt")"
 expect_eq "$(json_get "$TMP/down.json" 'j.get("complete")')" False "link down: the partial --json is marked incomplete"
 named=0
-for r in 0 1; do grep -q "^coll-run: error: rank $r on host ckh1: .*ranks 2 on host ckh2, 3 on host ckh2 did not answer" "$TMP/down.txt" && named=$((named + 1)); done
-for r in 2 3; do grep -q "^coll-run: error: rank $r on host ckh2: .*ranks 0 on host ckh1, 1 on host ckh1 did not answer" "$TMP/down.txt" && named=$((named + 1)); done
-expect_eq "$named" 4 "link down: every rank names the other host's ranks as not answering"
+for r in 0 1; do grep -q "^coll-run: error: rank $r on host ckh1: .*ranks 2 on host ckh2, 3 on host ckh2 did not answer within 0.5 s (silent without MPI too" "$TMP/down.txt" && named=$((named + 1)); done
+for r in 2 3; do grep -q "^coll-run: error: rank $r on host ckh2: .*ranks 0 on host ckh1, 1 on host ckh1 did not answer within 0.5 s (silent without MPI too" "$TMP/down.txt" && named=$((named + 1)); done
+expect_eq "$named" 4 "link down: every rank names the other host's ranks as not answering, without MPI either (unreachable, not gone)"
 
 # Polls until host 1 has no coll-run left (up to 60 s); $gone: seconds from $1 (the fault).
 host1_gone() {
@@ -88,9 +88,10 @@ host1_gone() {
 within() { python3 -c "import sys; sys.exit(0 if '$1' != 'never' and $1 <= $2 else 1)"; }
 
 # 2. Host 2's ranks are killed mid-run. By default Open MPI ends the job itself when a process
-# dies (SIGTERM to the others): each rank on host 1 says so in one line and is gone. It cannot name
-# the dead: Open MPI's TCP transport keeps its calls to them from returning (a rank hung posting
-# its roll call to a dead peer), so a watchdog prints the line without the roll (docs/errors.md).
+# dies (SIGTERM to the others): each rank on host 1 says so in one line, naming ranks 2 and 3 on
+# ckh2 as gone, and is gone. Open MPI's TCP transport keeps its calls to the dead from returning (a
+# rank hung posting its roll call to a dead peer), so the names come from the liveness side channel
+# (UDP, no MPI: their ports refuse), asked by a watchdog at the signal (docs/errors.md).
 start_run killed 1000000 5
 fault=$(date +%s.%N)
 for p in $(ranks_on ckh2); do kill -9 "$p"; done
@@ -111,6 +112,8 @@ for r in 0 1; do
   said=$((said + n))
 done
 [ "$said" -ge 1 ] && ok "ranks killed: $said of host 1's ranks said they were stopped" || bad "ranks killed: host 1 silent"
+named=$(grep -c "^coll-run: error: rank [01] on host ckh1: stopped by.*ranks 2 on host ckh2, 3 on host ckh2 \(are gone\|did not answer within 0.3 s (gone\)" "$TMP/killed.txt" || true)
+expect_eq "$named" "$said" "ranks killed: every line of host 1 names ranks 2 and 3 on ckh2 as gone"
 
 # 3. The same under --mca orte_abort_on_non_zero_status 0: mpirun leaves the survivors to find
 # out (issue #12: this form once hung a survivor and mpirun under CI's load, with an unbounded
@@ -126,7 +129,7 @@ within "$gone" 7 && ok "ranks killed, no abort: host 1's ranks gone ${gone} s af
   bad "ranks killed, no abort: host 1's ranks gone after $gone s"
 echo "measured: ranks killed (orte_abort_on_non_zero_status 0): host 1's ranks gone after $gone s"
 for r in 0 1; do
-  expect_eq "$(grep -c "^coll-run: error: rank $r on host ckh1: no progress for 5 s: .*; ranks 2 on host ckh2, 3 on host ckh2 did not answer within 0.5 s (dead, hung or unreachable)$" \
+  expect_eq "$(grep -c "^coll-run: error: rank $r on host ckh1: no progress for 5 s: .*; ranks 2 on host ckh2, 3 on host ckh2 did not answer within 0.5 s (gone: their processes have exited)$" \
     "$TMP/killed-noabort.txt" || true)" 1 "ranks killed, no abort: lines of rank $r (host 1) naming ranks 2 and 3 on host ckh2"
 done
 expect_eq "$(json_get "$TMP/killed-noabort.json" 'j.get("complete")')" False "ranks killed, no abort: the partial --json is marked incomplete"

@@ -13,6 +13,7 @@
 
 #include "collkit/core/error.h"
 #include "mpi_check.h"
+#include "presence.h"
 #include "world_time.h"
 
 namespace collkit::exec {
@@ -168,8 +169,25 @@ std::unique_ptr<World> World::split(int color, int key) const {
   return out;
 }
 
-void World::watch_launcher() const {
-  if (size_ > 1 && launched()) watch_job();
+void World::watch_launcher() {
+  if (size_ < 2 || !launched()) return;
+  watch_job();
+  std::shared_ptr<Presence> channel = Presence::open(rank_);
+  // Every rank joins the exchange, also one whose socket could not be made ("-": not asked).
+  std::vector<std::string> all = allgather(channel ? channel->endpoint() : std::string("-"), 60);
+  if (channel) channel->set_peers(all, hosts_, host_);
+  presence_ = std::move(channel);
+}
+
+std::function<std::vector<Liveness>(const std::vector<int>&, double)> World::presence_probe() const {
+  return [channel = presence_](const std::vector<int>& ranks, double grace_s) {
+    return channel ? channel->probe(ranks, grace_s) : std::vector<Liveness>(ranks.size(), Liveness::Unknown);
+  };
+}
+
+std::vector<Liveness> World::presence(const std::vector<int>& ranks, double grace_s) const {
+  if (!presence_) return std::vector<Liveness>(ranks.size(), Liveness::Unknown);
+  return presence_->probe(ranks, grace_s);
 }
 
 World::~World() {

@@ -5,6 +5,7 @@
 // dead or stalled rank stops the others with a message instead of a hang.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,13 @@ class AgreedError : public Error {
  private:
   int code_;
 };
+
+/// What the liveness side channel (World::presence()) found of a peer: it answered; it is gone (its
+/// port refuses: the process has exited, its host is up); it said nothing (stopped, hung or out of
+/// reach); or it cannot be asked (no side channel: a single process, a split world, no socket).
+enum class Liveness : std::uint8_t { Unknown, Alive, Gone, Silent };
+
+class Presence;
 
 class World {
  public:
@@ -89,7 +97,15 @@ class World {
   /// From now on the launcher's SIGTERM/SIGINT/SIGHUP and its disappearance (the rank's parent
   /// process exits: mpirun killed) are noticed by check_stopped() instead of ending the process
   /// silently (coll-run opts in; a job of one rank, or run without a launcher, is left alone).
-  void watch_launcher() const;
+  /// Also opens the liveness side channel (presence()). Collective: every rank calls it.
+  void watch_launcher();
+  /// Asks `ranks` whether they are there, without MPI (a UDP ping each rank's own thread answers;
+  /// the channel is opened by watch_launcher()): for a rank whose MPI calls no longer return, and
+  /// to tell a peer that exited from one that hangs. Waits at most `grace_s`; thread-safe.
+  std::vector<Liveness> presence(const std::vector<int>& ranks, double grace_s) const;
+  /// The same as a function that keeps the channel open after this world is gone (for a watchdog
+  /// thread that may outlive it).
+  std::function<std::vector<Liveness>(const std::vector<int>&, double)> presence_probe() const;
   /// Throws JobStopped if, since watch_launcher(), the launcher has sent this process SIGTERM,
   /// SIGINT or SIGHUP or has gone away (checked at most every 0.1 s); every wait on other ranks
   /// calls it in its loop.
@@ -128,6 +144,7 @@ class World {
   int local_rank_ = 0;
   std::string host_;
   std::vector<std::string> hosts_;
+  std::shared_ptr<const Presence> presence_;  ///< the liveness side channel (null until watch_launcher(), or where none)
   int roll_call_ = 0;  ///< a duplicate of the world's communicator, for roll_call() alone (its Fortran handle: no MPI here)
 };
 
