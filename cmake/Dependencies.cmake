@@ -19,6 +19,9 @@ if(NOT OPENBLAS_FOUND)
   message(FATAL_ERROR "collkit: OpenBLAS not found (pkg-config openblas): install the Debian package libopenblas-dev (scripts/setup-deps.sh)")
 endif()
 find_package(Threads REQUIRED)
+# The testbed's delay line (apps/coll-testbed-delay): optional, the testbed refuses a link delay
+# without it (and without netem).
+pkg_check_modules(NETFILTER_QUEUE IMPORTED_TARGET libnetfilter_queue)
 
 # GLPK (libglpk-dev) solves the AlltoAll synthesizer's flow LP (libs/plan/src/synth/mcf.cpp). It
 # ships neither a CMake package nor a pkg-config file.

@@ -9,6 +9,7 @@ packages=(
   libboost-graph-dev libglpk-dev libhwloc-dev libedit-dev libibverbs-dev ibverbs-providers
   libopenmpi-dev openmpi-bin libopenblas-dev
   gnuplot-nox time clang libclang-rt-14-dev
+  libnetfilter-queue-dev iptables
 )
 
 missing=()

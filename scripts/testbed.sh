@@ -12,7 +12,9 @@
 # Layout: namespace ckbr holds bridge br0; host namespace ckhI has eth0 = 198.18.0.I/24, a veth
 # whose peer pI sits on br0; namespace ckhead (198.18.0.254) is where mpirun runs, so the root
 # namespace gets no interface, address or route. --link shapes both directions of every host's
-# link with tc: tbf at RATE, netem DELAY under it. Hostnames: scripts/testbed-rsh.sh starts each
+# link with tc: tbf at RATE on the host's eth0 and on its bridge port, and DELAY one way on what
+# leaves the host's eth0: netem under the tbf where the kernel has it, else coll-testbed-delay (a
+# user-space delay line fed by an iptables NFQUEUE rule in the host's namespace). Hostnames: scripts/testbed-rsh.sh starts each
 # Open MPI daemon in its host's network namespace and in a new UTS namespace named after the host.
 set -euo pipefail
 
@@ -31,6 +33,11 @@ ours() {
 
 down() {
   local ns
+  # Processes left in our namespaces (delay lines, daemons of a job that did not end) keep them
+  # alive after `ip netns del`: ended first.
+  for ns in $(ours); do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
+  done
   for ns in $(ours); do ip netns del "$ns"; done
   rm -rf "$state"
 }
@@ -54,23 +61,63 @@ parse_link() {
   [[ -z $delay || $delay =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)$ ]] || die "bad link delay '$delay': expected e.g. 50us, 1ms"
 }
 
-shape() { # shape NS DEV RATE DELAY
+shape() { # shape NS DEV RATE DELAY: DELAY only where given (the host's side)
   local ns=$1 dev=$2 rate=$3 delay=$4 bps burst
   bps=$(rate_bps "$rate")
   burst=$((bps / 8 / 1000)) # 1 ms at the rate
   ((burst >= 32768)) || burst=32768
   ip -n "$ns" link set "$dev" gso_max_size 65536 2>/dev/null || true
   tc -n "$ns" qdisc replace dev "$dev" root handle 1: tbf rate "$rate" burst "$burst" latency 20ms
-  [[ -z $delay ]] || tc -n "$ns" qdisc replace dev "$dev" parent 1:1 handle 10: netem delay "$delay" limit 10000
+  [[ -z $delay ]] && return 0
+  if have_netem; then
+    tc -n "$ns" qdisc replace dev "$dev" parent 1:1 handle 10: netem delay "$delay" limit 10000
+  else
+    delay_line "$ns" "$delay"
+  fi
+}
+
+# The delay line: coll-testbed-delay in the host's namespace holds every IPv4 packet leaving eth0
+# for DELAY (netfilter queue 0, fed by an iptables rule added once the line is listening: a queue
+# nobody reads drops). Reshaping restarts it with the new delay.
+delay_bin() { echo "${COLLKIT_BIN:-$here/../build/bin}/coll-testbed-delay"; }
+have_delay_line() { [[ -x $(delay_bin) ]] && command -v iptables-legacy >/dev/null; }
+delay_line() { # delay_line NS DELAY
+  local ns=$1 delay=$2 pid
+  if [[ -f $state/delay.$ns.pid ]]; then
+    kill "$(cat "$state/delay.$ns.pid")" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$(cat "$state/delay.$ns.pid")" 2>/dev/null || break; sleep 0.02; done
+  fi
+  rm -f "$state/delay.$ns.ready"
+  ip netns exec "$ns" setsid "$(delay_bin)" --queue 0 --delay "$delay" --ready "$state/delay.$ns.ready" \
+    </dev/null >"$state/delay.$ns.log" 2>&1 &
+  pid=$!
+  echo "$pid" >"$state/delay.$ns.pid"
+  for _ in $(seq 100); do [[ -f $state/delay.$ns.ready ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
+  [[ -f $state/delay.$ns.ready ]] || die "the delay line of $ns did not start: $(head -1 "$state/delay.$ns.log")"
+  ip netns exec "$ns" iptables-legacy -w -t mangle -C POSTROUTING -o eth0 -j NFQUEUE --queue-num 0 2>/dev/null ||
+    ip netns exec "$ns" iptables-legacy -w -t mangle -A POSTROUTING -o eth0 -j NFQUEUE --queue-num 0
+}
+no_delay_line() { # no_delay_line NS: the host's link without delay (rule first, then the line)
+  local ns=$1
+  ip netns exec "$ns" iptables-legacy -w -t mangle -D POSTROUTING -o eth0 -j NFQUEUE --queue-num 0 2>/dev/null || true
+  [[ -f $state/delay.$ns.pid ]] && kill "$(cat "$state/delay.$ns.pid")" 2>/dev/null || true
+  rm -f "$state/delay.$ns.pid" "$state/delay.$ns.ready"
+}
+# Can DELAY be put on a link here? Nothing, or why not (and exit 2).
+need_delay() {
+  have_netem || have_delay_line ||
+    die "link delay '$1' needs the kernel's netem qdisc, which this kernel ($(uname -r)) lacks, or the delay line ($(delay_bin), built where libnetfilter-queue-dev is installed, and iptables-legacy)"
 }
 
 # netem is a kernel module some kernels (this machine's 6.18 -fc) lack: probe it before `up`.
 have_netem() {
-  local ok=0
-  ip netns add ckprobe
-  tc -n ckprobe qdisc add dev lo root netem delay 1us 2>/dev/null || ok=1
-  ip netns del ckprobe
-  return $ok
+  if [[ -z ${netem_known:-} ]]; then
+    netem_known=1
+    ip netns add ckprobe
+    tc -n ckprobe qdisc add dev lo root netem delay 1us 2>/dev/null || netem_known=0
+    ip netns del ckprobe
+  fi
+  [[ $netem_known == 1 ]]
 }
 
 up() {
@@ -87,9 +134,7 @@ up() {
   [[ -z $link ]] || parse_link "$link"
   ip netns list >/dev/null 2>&1 || die "cannot list network namespaces (need root and iproute2)"
   down # idempotent: a second `up` rebuilds from nothing
-  if [[ -n $delay ]] && ! have_netem; then
-    die "link delay '$delay' needs the kernel's netem qdisc, which this kernel ($(uname -r)) lacks; give --link $rate"
-  fi
+  [[ -z $delay ]] || need_delay "$delay"
   trap 'echo "testbed.sh: up failed at line $LINENO; removing what it made" >&2; down' ERR
   mkdir -p "$state"
   ip netns add ckbr || die "cannot make network namespaces here (need root / CAP_SYS_ADMIN)"
@@ -117,7 +162,7 @@ up() {
     if [[ $ns != ckhead ]]; then
       if [[ -n $rate ]]; then
         shape "$ns" eth0 "$rate" "$delay"
-        shape ckbr "p$i" "$rate" "$delay"
+        shape ckbr "p$i" "$rate" ""
       fi
       echo "$ns slots=$rpn" >>"$state/hostfile"
     fi
@@ -133,7 +178,10 @@ status() {
   cat "$state/config"
   local ns
   while read -r addr ns; do
-    printf '%-8s %-14s %s\n' "$ns" "$addr" "$(tc -n "$ns" qdisc show dev eth0 | tr '\n' ';')"
+    local line=''
+    [[ -f $state/delay.$ns.pid ]] && kill -0 "$(cat "$state/delay.$ns.pid")" 2>/dev/null &&
+      line=" delay line: $(tr '\0' ' ' <"/proc/$(cat "$state/delay.$ns.pid")/cmdline" | grep -o -- '--delay [^ ]*')"
+    printf '%-8s %-14s %s%s\n' "$ns" "$addr" "$(tc -n "$ns" qdisc show dev eth0 | tr '\n' ';')" "$line"
   done <"$state/hosts"
 }
 
@@ -150,9 +198,11 @@ link() {
     up) ip -n ckbr link set "p$i" up ;;
     *)
       parse_link "$what"
-      if [[ -n $delay ]] && ! have_netem; then die "link delay '$delay' needs the kernel's netem qdisc, which this kernel ($(uname -r)) lacks"; fi
+      [[ -z $delay ]] || need_delay "$delay"
+      tc -n "$host" qdisc del dev eth0 root 2>/dev/null || true
+      [[ -n $delay ]] || no_delay_line "$host"
       shape "$host" eth0 "$rate" "$delay"
-      shape ckbr "p$i" "$rate" "$delay"
+      shape ckbr "p$i" "$rate" ""
       ;;
   esac
 }

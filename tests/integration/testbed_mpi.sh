@@ -26,7 +26,15 @@ expect_fail 2 "testbed.sh: bad link delay '5 parsecs': expected e.g. 50us, 1ms" 
 expect_fail 2 "testbed.sh: up: unknown argument '--hosts'" "$tb" up 2 --hosts 3
 expect_fail 2 "testbed.sh: the testbed is down: run 'testbed.sh up N' first" "$tb" mpirun hostname
 expect_fail 2 "testbed-rsh.sh: 'node7' is not a testbed host (ckhN)" "$root/scripts/testbed-rsh.sh" node7 true
-# 50 us of delay where the kernel has netem; the rate alone where it does not.
+# The delay line's own bad input (where it is built: libnetfilter-queue-dev).
+delay_bin="$COLLKIT_BIN/coll-testbed-delay"
+if [ -x "$delay_bin" ]; then
+  expect_fail 2 "coll-testbed-delay: error: --delay: expected e.g. 50us, 1ms, 0.5s (at most 10 s), got '5x'" "$delay_bin" --queue 0 --delay 5x
+  expect_fail 2 "coll-testbed-delay: error: --queue: expected a queue number from 0 to 65535, got '-1'" "$delay_bin" --queue -1 --delay 1ms
+  expect_fail 2 "coll-testbed-delay: error: --queue and --delay are required" "$delay_bin" --delay 1ms
+fi
+# 50 us of delay one way: netem where the kernel has it, else the delay line; the rate alone where
+# neither is there.
 link=1gbit,50us
 if ! "$tb" up 2 --ranks-per-host 2 --link "$link" >"$TMP/up.txt" 2>&1; then
   grep -q netem "$TMP/up.txt" && link=1gbit
@@ -90,6 +98,36 @@ tables=$(json_get "$TMP/more.json" 'len(j["tables"])')
 expect_eq "$(json_get "$TMP/more.json" 'all(r.get("ratio", 0) > 0 for t in j["tables"] for r in t["rows"])')" True \
   "every row has its ratio to the native collective"
 
+# The delay is a floor on the round trip (a packet is held at least DELAY each way; load only adds):
+# 5 ms on both hosts' links, then taken off one of them (its line and its iptables rule gone).
+rtt_min() { # UDP echo from ckh1 to ckh2, 10 round trips: the least, in ms
+  ip netns exec ckh2 python3 -c '
+import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 9999)); s.settimeout(5)
+try:
+    while True:
+        d, a = s.recvfrom(64); s.sendto(d, a)
+except socket.timeout: pass' &
+  local echo=$!
+  sleep 0.3
+  ip netns exec ckh1 python3 -c '
+import socket, time; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); best = 1e9
+for _ in range(10):
+    t = time.monotonic(); s.sendto(b"x", ("198.18.0.2", 9999)); s.recvfrom(64); best = min(best, time.monotonic() - t); time.sleep(0.02)
+print(f"{best * 1e3:.3f}")'
+  kill "$echo" 2>/dev/null || true
+}
+if [ "$link" = 1gbit,50us ]; then
+  "$tb" link ckh1 1gbit,5ms && "$tb" link ckh2 1gbit,5ms && ok "link reshaped to 1gbit,5ms on both hosts" || bad "link reshape"
+  rtt=$(rtt_min)
+  python3 -c "import sys; sys.exit(0 if float('$rtt') >= 10 else 1)" && ok "round trip ${rtt} ms with 5 ms each way (floor 10 ms)" ||
+    bad "round trip ${rtt} ms with 5 ms each way, under the 10 ms floor"
+  echo "measured: round trip ckh1-ckh2 with 5 ms each way: ${rtt} ms (least of 10)"
+  "$tb" link ckh1 1gbit
+  if have_line=$("$tb" status | grep -c "^ckh1 .*delay line"); [ "$have_line" = 0 ]; then ok "delay taken off ckh1's link"; else bad "ckh1 still delayed"; fi
+  expect_eq "$(ip netns exec ckh1 iptables-legacy -t mangle -S POSTROUTING 2>/dev/null | grep -c NFQUEUE || true)" 0 "ckh1's queue rule gone"
+fi
+
 "$tb" down && ok "testbed down"
 expect_eq "$(ip netns list | grep -Ec '^ck(h[0-9]+|br|head)\b' || true)" 0 "no namespace left"
+expect_eq "$(pgrep -c -f "coll-testbed-delay --queue 0 --delay .* --ready $COLLKIT_TESTBED_DIR/" || true)" 0 "no delay line left"
 finish
