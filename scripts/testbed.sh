@@ -216,7 +216,8 @@ host_index() {
 }
 
 # Traffic between two hosts only, both ways, at RATE (a slow link of the fabric between them,
-# while each host's link to the others keeps its speed), or back to normal with `off`: on each
+# while each host's link to the others keeps its speed; a second `pair` for the same two hosts
+# changes the rate in place, under a running job), or back to normal with `off`: on each
 # host's eth0 an htb qdisc whose default class is not limited (100 Gbit/s) and a class at RATE, into
 # which a u32 filter puts the packets to the other host. (htb, not prio: this machine's kernel has
 # no sch_prio.) Hosts whose link `up --link` shaped have a tbf at the root already: not supported.
@@ -238,6 +239,12 @@ pair() {
   for ns in "$a" "$b"; do
     peer=$prefix.$ib
     [[ $ns == "$b" ]] && peer=$prefix.$ia
+    # Already slowed toward this peer: the class's rate changes in place (nothing it holds is
+    # dropped, so a link can slow down under a running job without TCP's retransmission backoff).
+    if [[ $what != off ]] && tc -n "$ns" filter show dev eth0 2>/dev/null | grep -q "match $(printf '%02x' ${peer//./ })/ffffffff at 16"; then
+      tc -n "$ns" class change dev eth0 parent 1: classid 1:20 htb rate "$rate" ceil "$rate" burst "$burst" quantum 60000
+      continue
+    fi
     tc -n "$ns" qdisc del dev eth0 root 2>/dev/null || true
     [[ $what == off ]] && continue
     tc -n "$ns" qdisc add dev eth0 root handle 1: htb default 10
