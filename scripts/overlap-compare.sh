@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces the "predicted" column of docs/overlap.md's comparison with Flux, Async-TP and
-# Domino: each published layout on collkit's presets, the speedup of the matching strategy over
+# Reproduces the "predicted" column of docs/overlap.md's comparison with Flux, Async-TP, Domino
+# and Comet: each published layout on collkit's presets, the speedup of the matching strategy over
 # the baseline that system was compared against.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,3 +36,6 @@ row "Async-TP llama3-70b FSDP32 TP8 batch 16 (vs fsdp-prefetch)" auto fsdp-prefe
   --nodes 32 --model llama3-70b --tp 8 --sp --dp 32 --zero 3 --seq-len 8192 --micro-batch 16
 row "Domino llama3-8b TP8 (AllReduce) 8 x 2048" tp-decompose none --model llama3-8b --tp 8 --seq-len 2048 --micro-batch 8
 row "Domino gpt3-175b TP8 (AllReduce) 4 x 2048" tp-decompose none --model gpt3-175b --tp 8 --seq-len 2048 --micro-batch 4
+row "Comet mixtral-8x7b EP8 DP8, one dgx-h100" moe-pipeline none --model mixtral-8x7b --dp 8 --ep 8 --seq-len 4096
+row "Comet mixtral-8x7b EP8 DP8, pcie-8gpu" moe-pipeline none --topo pcie-8gpu --model mixtral-8x7b --dp 8 --ep 8 --seq-len 4096
+row "Comet mixtral-8x7b EP8 DP16 (2 x dgx-h100)" moe-pipeline none --nodes 2 --model mixtral-8x7b --dp 16 --ep 8 --seq-len 4096

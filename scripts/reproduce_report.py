@@ -544,15 +544,14 @@ set multiplot layout {len(labels)},1
         body.append(f"Measured: {a.measured}")
     comp = os.path.join(a.out, "overlap_published.md")
     if os.path.exists(comp):
-        body.append("Published systems (Flux, Async-TP, Domino; scripts/overlap-compare.sh): "
+        body.append("Published systems (Flux, Async-TP, Domino, Comet; scripts/overlap-compare.sh): "
                     "[overlap_published.md](overlap_published.md) ([csv](overlap_published.csv)); the published "
-                    "figures and why they differ are in docs/overlap.md. Comet: its MoE overlap is modelled as "
-                    "`moe-pipeline`, but no Comet layout is compared (not built).")
+                    "figures and why they differ are in docs/overlap.md.")
     fragment(a.out, 6, "Overlap: step-time breakdown per strategy",
              "Where a training step's time goes under each overlap strategy coll-overlap models (none, dp-bucket, "
              "fsdp-prefetch, tp-decompose, moe-pipeline, auto), predicted with coll-plan's simulator for the "
-             "collectives; the measured breakdown of the same strategies under mpirun beside it once coll-overlap's "
-             "run subcommand exists.", body)
+             "collectives; beside it, the measured breakdown of a scaled layout's strategies run for real "
+             "under mpirun (`coll-overlap run`: OpenBLAS GEMMs and the collectives on a communication thread).", body)
 
 
 def cmd_overlap_published(a):
@@ -566,7 +565,7 @@ def cmd_overlap_published(a):
         die("overlap_compare.txt: no 'LABEL 1.23x' lines")
     write_table(a.out, "overlap_published", "Overlap: collkit's predicted speedups on the published systems' layouts",
                 a.cmds, ["published layout (and baseline)", "predicted speedup"], rows,
-                intro=["scripts/overlap-compare.sh: each layout Flux, PyTorch Async-TP and Domino published, on "
+                intro=["scripts/overlap-compare.sh: each layout Flux, PyTorch Async-TP, Domino and Comet published, on "
                        "collkit's presets; the speedup of the matching strategy over the baseline that system was "
                        "compared against. The published figures and the reasons for the differences: docs/overlap.md."])
 
