@@ -282,7 +282,7 @@ int run_measured(const Options& o) {
   // executor keeps working on the first prediction's workload and topology: kept alive).
   std::unique_ptr<Prediction> uncalibrated;
   if (o.run_calibrate) {
-    ov::Calibration cal = ex.calibrate(pred->rep.rows);
+    ov::Calibration cal = ex.calibrate(pred->rep.rows, ov::knob_schedules(pred->w, *pred->cm, *pred->comm, pred->req));
     if (!o.calibration_out.empty() && world.rank() == 0) {
       collkit::write_file_atomic(o.calibration_out, ov::to_json(cal));
       collkit::app::wrote(o.calibration_out, "collkit.overlap-calibration/1");
@@ -371,7 +371,7 @@ int run_calibrate(const Options& o) {
   auto pred = predict_in_job(plain, world, quiet);
   if (!pred) return quiet;
   ov::Executor ex(world, pred->w, pred->t, exec_options(o));
-  ov::Calibration cal = ex.calibrate(pred->rep.rows);
+  ov::Calibration cal = ex.calibrate(pred->rep.rows, ov::knob_schedules(pred->w, *pred->cm, *pred->comm, pred->req));
   if (world.rank() != 0) return 0;
   std::ostream& out = o.calibration_out == "-" ? std::cerr : std::cout;
   out << fmt::format(

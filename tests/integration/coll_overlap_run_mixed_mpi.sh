@@ -80,6 +80,9 @@ mpi 4 "$ov" calibrate --model llama3-8b --tp 2 --sp --dp 2 --scale 64 --seq-len 
   -o "$TMP/cal4.json" >/dev/null
 expect_eq "$(json_get "$TMP/cal4.json" 'sorted({c["collective"] for c in j["collectives"]}) + [j["ranks"]]')" \
   "['allgather', 'allreduce', 'reducescatter', 4]" "tp2xdp2 calibration: both groups' collectives"
+# Each sample names its group: the TP gathers and scatters, the DP gradient AllReduce.
+expect_eq "$(json_get "$TMP/cal4.json" 'sorted({(c["group"], c["collective"]) for c in j["collectives"]})')" \
+  "[('dp', 'allreduce'), ('tp', 'allgather'), ('tp', 'reducescatter')]" "tp2xdp2 calibration: a sample per group"
 mpi 4 "$ov" run --model llama3-8b --tp 2 --sp --dp 2 "${common[@]}" --strategy tp-decompose,dp-bucket --tp-chunks 2 --bucket-mb 1 \
   --calibration "$TMP/cal4.json" --json "$TMP/mixedc.json" >/dev/null
 check_run tp2xdp2-calibrated "$TMP/mixedc.json"

@@ -111,14 +111,14 @@ std::optional<double> Calibration::gemm_us(const GemmShape& s) const {
   return best->time_us * flops / theirs;
 }
 
-std::optional<double> Calibration::comm_us(plan::Collective c, int nranks, std::uint64_t bytes) const {
-  std::vector<const CommSample*> same;
-  for (const CommSample& s : collectives) {
-    if (s.coll != c || s.nranks != nranks) continue;
-    if (s.bytes == bytes) return s.time_us;
-    same.push_back(&s);
-  }
+namespace {
+
+// A collective's time through `same` (samples of one collective and rank count): the sample of
+// that size, else the least-squares line.
+std::optional<double> through(const std::vector<const CommSample*>& same, std::uint64_t bytes) {
   if (same.empty()) return std::nullopt;
+  for (const CommSample* s : same)
+    if (s->bytes == bytes) return s->time_us;
   auto b = static_cast<double>(bytes);
   if (same.size() == 1) return same[0]->time_us * b / static_cast<double>(same[0]->bytes);
   // Least squares of t = a + slope·bytes; a line that does not rise falls back to the nearest sample.
@@ -135,6 +135,33 @@ std::optional<double> Calibration::comm_us(plan::Collective c, int nranks, std::
     return std::abs(static_cast<double>(x->bytes) - b) < std::abs(static_cast<double>(y->bytes) - b);
   });
   return near->time_us;
+}
+
+}  // namespace
+
+std::optional<double> Calibration::comm_us(plan::Collective c, Group g, int nranks, std::uint64_t bytes) const {
+  std::vector<const CommSample*> mine, any;
+  for (const CommSample& s : collectives) {
+    if (s.coll != c || s.nranks != nranks) continue;
+    any.push_back(&s);
+    if (s.group == g) mine.push_back(&s);
+  }
+  return through(mine.empty() ? any : mine, bytes);
+}
+
+std::optional<double> Calibration::comm_us(plan::Collective c, int nranks, std::uint64_t bytes) const {
+  std::vector<const CommSample*> same;
+  for (const CommSample& s : collectives)
+    if (s.coll == c && s.nranks == nranks) same.push_back(&s);
+  if (same.size() > 1) {
+    // Several groups' samples of one size: their mean (the samples of one size no longer differ by group).
+    double sum = 0;
+    int k = 0;
+    for (const CommSample* s : same)
+      if (s->bytes == bytes) sum += s->time_us, ++k;
+    if (k > 0) return sum / k;
+  }
+  return through(same, bytes);
 }
 
 std::string to_json(const Calibration& c) {
@@ -155,8 +182,12 @@ std::string to_json(const Calibration& c) {
                  {"gflops", 2.0 * static_cast<double>(s.shape.m * s.shape.k * s.shape.n) * s.shape.reps / s.time_us / 1e3}});
   j["gemms"] = g;
   nlohmann::json cs = nlohmann::json::array();
-  for (const CommSample& s : c.collectives)
-    cs.push_back({{"collective", std::string(plan::to_string(s.coll))}, {"nranks", s.nranks}, {"bytes", s.bytes}, {"time_us", s.time_us}});
+  for (const CommSample& s : c.collectives) {
+    nlohmann::json x = {
+        {"collective", std::string(plan::to_string(s.coll))}, {"nranks", s.nranks}, {"bytes", s.bytes}, {"time_us", s.time_us}};
+    if (s.group) x["group"] = std::string(to_string(*s.group));
+    cs.push_back(std::move(x));
+  }
   j["collectives"] = cs;
   return append_provenance(j.dump(1) + "\n", 1);
 }
@@ -191,7 +222,7 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   json::Cursor colls = root.at("collectives");
   for (std::size_t i = 0; i < colls.size(); ++i) {
     json::Cursor x = colls[i];
-    x.expect_keys({"collective", "nranks", "bytes", "time_us"});
+    x.expect_keys({"collective", "nranks", "bytes", "time_us", "group"});
     CommSample s;
     auto coll = plan::parse_collective(x.at("collective").string());
     if (!coll) x.at("collective").fail("unknown collective \"" + x.at("collective").string() + "\"");
@@ -202,6 +233,13 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
     if (bytes < 1) x.at("bytes").fail("must be a positive integer");
     s.bytes = static_cast<std::uint64_t>(bytes);
     s.time_us = x.at("time_us").positive_number();
+    // Optional: files from before groups were recorded keep one sample for every group.
+    if (auto grp = x.find("group")) {
+      const std::string name = grp->string();
+      for (Group g : {Group::Tp, Group::Ep, Group::Dp, Group::ExpertDp, Group::Pp})
+        if (to_string(g) == name) s.group = g;
+      if (!s.group) grp->fail("unknown group \"" + name + "\" (known: tp, ep, dp, expert-dp, pp)");
+    }
     c.collectives.push_back(s);
   }
   return c;

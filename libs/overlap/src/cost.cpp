@@ -63,10 +63,11 @@ CommEstimate CommModel::estimate(Group g, plan::Collective c, std::uint64_t byte
   if (auto it = index_.find(key); it != index_.end()) return cache_[it->second];
   CommEstimate e{g, c, bytes, n, "-", 0};
   std::optional<double> measured;
-  if (calibration_ && n > 1) measured = calibration_->comm_us(c, n, bytes);
+  if (calibration_ && n > 1) measured = calibration_->comm_us(c, g, n, bytes);
   if (measured) {
     e.algorithm = "measured";
     e.time_us = (*measured + calibration_->sync_us) * scale_;
+    e.sync_us = calibration_->sync_us * scale_;
   } else if (n > 1 && scale_ > 0) {
     auto sub = groups_.find(g);
     if (sub == groups_.end()) {

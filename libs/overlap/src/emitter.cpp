@@ -1,5 +1,6 @@
 #include "emitter.h"
 
+#include <algorithm>
 #include <string>
 
 namespace collkit::overlap {
@@ -70,7 +71,11 @@ int Emitter::comm_async(const Segment& s, const CommOp& op, std::vector<int> dep
   t.stream = stream_of(op);
   // A DP gather and a DP reduction in flight together cross the same NICs (expert-DP too).
   t.share = op.group == Group::Dp || op.group == Group::ExpertDp ? 0 : -1;
-  t.work_us = e.time_us;
+  // The calibrated wait for the slowest rank is paid where the ranks meet after computing apart:
+  // once per collective of the program. Its chunks follow one another on ranks the first chunk
+  // met, so chunk i pays `fraction` of it (the chunks of a collective pay one wait in all). Charged
+  // in full per chunk it over-predicted chunked schedules (docs/overlap.md, "Measured").
+  t.work_us = e.time_us - e.sync_us * (1 - std::clamp(fraction, 0.0, 1.0));
   t.deps = std::move(deps);
   t.bytes = e.bytes;
   t.layer = s.layer;

@@ -139,6 +139,19 @@ struct Search {
 
 }  // namespace
 
+std::vector<StrategyResult> knob_schedules(const Workload& w, ComputeModel& cm, CommModel& comm, const Request& req) {
+  std::vector<StrategyResult> out;
+  for (const Strategy* s : strategy_registry()) {
+    std::string why;
+    if (!s->applies(w, &why)) continue;
+    std::vector<int> knobs = s->candidates(w);
+    for (const Choice& c : req.fixed)
+      if (c.strategy == s->name()) knobs = {c.knob};
+    for (int k : knobs) out.push_back(evaluate(w, cm, comm, {{std::string(s->name()), k}}, req.timeline()));
+  }
+  return out;
+}
+
 Report run(const Workload& w, ComputeModel& cm, CommModel& comm, const Request& req) {
   if (!(req.contention >= 0)) throw InputError("--contention must be >= 0");
   if (!(req.comm_contention >= 0)) throw InputError("communication contention must be >= 0");

@@ -106,7 +106,9 @@ TEST_CASE("calibration: a collective's sample, else a line through its samples, 
   using collkit::plan::Collective;
   Calibration c;
   CHECK_FALSE(c.comm_us(Collective::AllReduce, 2, 100).has_value());
-  c.collectives = {{Collective::AllReduce, 2, 1000, 20}, {Collective::AllReduce, 2, 3000, 40}, {Collective::AllGather, 2, 1000, 10}};
+  c.collectives = {{Collective::AllReduce, 2, 1000, 20, std::nullopt},
+                   {Collective::AllReduce, 2, 3000, 40, std::nullopt},
+                   {Collective::AllGather, 2, 1000, 10, std::nullopt}};
   CHECK(*c.comm_us(Collective::AllReduce, 2, 1000) == doctest::Approx(20));
   CHECK(*c.comm_us(Collective::AllReduce, 2, 2000) == doctest::Approx(30));  // t = 10 + bytes / 100
   CHECK(*c.comm_us(Collective::AllGather, 2, 4000) == doctest::Approx(40));
@@ -122,7 +124,7 @@ TEST_CASE("calibration: JSON round trip and errors that name the field") {
   c.comm_slowdown = 0.25;
   c.sync_us = 40;
   c.gemms = {{{64, 32, 16, 2}, 12.5}};
-  c.collectives = {{collkit::plan::Collective::ReduceScatter, 2, 4096, 33.25}};
+  c.collectives = {{collkit::plan::Collective::ReduceScatter, 2, 4096, 33.25, Group::Tp}};
   Calibration back = parse_calibration(to_json(c), "cal.json");
   CHECK(back.source == c.source);
   CHECK(back.ranks == 2);
@@ -135,6 +137,7 @@ TEST_CASE("calibration: JSON round trip and errors that name the field") {
   REQUIRE(back.collectives.size() == 1);
   CHECK(back.collectives[0].coll == collkit::plan::Collective::ReduceScatter);
   CHECK(back.collectives[0].bytes == 4096);
+  CHECK(back.collectives[0].group == Group::Tp);
   const std::string head =
       R"({"schema": "collkit.overlap-calibration/1", "source": "x", "ranks": 2, "compute_slowdown": 0.1, "comm_slowdown": 0.1, "sync_us": 0, )";
   CHECK(error_of(head + R"("gemms": [{"m": 0, "k": 1, "n": 1, "reps": 1, "time_us": 1}], "collectives": []})") ==
@@ -173,7 +176,8 @@ TEST_CASE("calibration fed to the model: measured GEMM times and collectives rep
   Calibration c;
   c.ranks = 2;
   c.gemms = {{{256, 4096, 3072, 1}, 1234}};
-  c.collectives = {{collkit::plan::Collective::AllGather, 2, 2097152, 77}, {collkit::plan::Collective::ReduceScatter, 2, 2097152, 88}};
+  c.collectives = {{collkit::plan::Collective::AllGather, 2, 2097152, 77, Group::Tp},
+                   {collkit::plan::Collective::ReduceScatter, 2, 2097152, 88, Group::Tp}};
   ComputeOp qkv{"qkv", OpKind::Gemm, 256, 4096, 3072, 1, 0, 0};
   double before = r->compute->time_us(qkv);
   r->compute->set_calibration(&c);
@@ -202,4 +206,115 @@ TEST_CASE("calibration: the example in docs/overlap.md parses") {
   CHECK(c.ranks == 2);
   CHECK(c.gemms.size() == 1);
   CHECK(c.collectives.size() == 1);
+}
+
+TEST_CASE("calibration: a TP and a DP collective of one size are samples of their own") {
+  using collkit::plan::Collective;
+  Calibration c;
+  c.collectives = {{Collective::AllGather, 2, 1000, 20, Group::Tp}, {Collective::AllGather, 2, 1000, 60, Group::Dp}};
+  CHECK(*c.comm_us(Collective::AllGather, Group::Tp, 2, 1000) == doctest::Approx(20));
+  CHECK(*c.comm_us(Collective::AllGather, Group::Dp, 2, 1000) == doctest::Approx(60));
+  CHECK(*c.comm_us(Collective::AllGather, Group::Dp, 2, 2000) == doctest::Approx(120));  // its own group's line
+  // A kind never measured borrows every group's samples of that rank count; group-less asks, their mean.
+  CHECK(*c.comm_us(Collective::AllGather, Group::Ep, 2, 1000) == doctest::Approx(20));
+  CHECK(*c.comm_us(Collective::AllGather, 2, 1000) == doctest::Approx(40));
+  CHECK_FALSE(c.comm_us(Collective::AllGather, Group::Tp, 4, 1000).has_value());
+  // A file from before groups were recorded: its samples serve every group.
+  Calibration old;
+  old.collectives = {{Collective::AllGather, 2, 1000, 30, std::nullopt}};
+  CHECK(*old.comm_us(Collective::AllGather, Group::Dp, 2, 1000) == doctest::Approx(30));
+  CHECK(*old.comm_us(Collective::AllGather, Group::Tp, 2, 1000) == doctest::Approx(30));
+
+  // Round trip, and a file without "group" still parses.
+  c.ranks = 4;
+  Calibration back = parse_calibration(to_json(c), "cal.json");
+  REQUIRE(back.collectives.size() == 2);
+  CHECK(back.collectives[0].group == Group::Tp);
+  CHECK(back.collectives[1].group == Group::Dp);
+  const std::string head =
+      R"({"schema": "collkit.overlap-calibration/1", "source": "x", "ranks": 2, "compute_slowdown": 0.1, "comm_slowdown": 0.1, "sync_us": 0, "gemms": [], )";
+  Calibration plain =
+      parse_calibration(head + R"("collectives": [{"collective": "allgather", "nranks": 2, "bytes": 8, "time_us": 1}]})", "cal.json");
+  REQUIRE(plain.collectives.size() == 1);
+  CHECK_FALSE(plain.collectives[0].group.has_value());
+  CHECK(error_of(head + R"("collectives": [{"collective": "allgather", "nranks": 2, "bytes": 8, "time_us": 1, "group": "xx"}]})") ==
+        "cal.json: /collectives/0/group: unknown group \"xx\" (known: tp, ep, dp, expert-dp, pp)");
+
+  // The model asks by group: on TP 2 x DP 2 a TP and a DP AllGather of one size cost their own samples.
+  Layout l;
+  l.tp = 2;
+  l.dp = 2;
+  l.zero = 3;
+  l.seq_len = 256;
+  auto r = testing::run("llama3-8b", l, 1);
+  CommModel comm(r->topo, l);
+  comm.set_calibration(&c);
+  CHECK(comm.estimate(Group::Tp, Collective::AllGather, 1000).time_us == doctest::Approx(20));
+  CHECK(comm.estimate(Group::Dp, Collective::AllGather, 1000).time_us == doctest::Approx(60));
+}
+
+TEST_CASE("calibration: a collective cut into chunks pays the wait for the slowest rank once, not once a chunk") {
+  using collkit::plan::Collective;
+  Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.seq_len = 256;
+  auto r = testing::run("llama3-8b", l, 1);
+  // One sample per collective: a chunk costs its share of the bytes, so the chunks of a collective
+  // add up to the whole, and what is left is the wait.
+  Calibration c;
+  c.ranks = 2;
+  c.sync_us = 500;
+  c.collectives = {{Collective::AllGather, 2, 1 << 20, 100, Group::Tp}, {Collective::ReduceScatter, 2, 1 << 20, 100, Group::Tp}};
+  CommModel comm(r->topo, l);
+  comm.set_calibration(&c);
+  CommEstimate whole = comm.estimate(Group::Tp, Collective::AllGather, 1 << 20);
+  CHECK(whole.time_us == doctest::Approx(600));
+  CHECK(whole.sync_us == doctest::Approx(500));
+  const Contention none_at_all{0, 0, true};
+  StrategyResult serial = evaluate(r->workload, *r->compute, comm, {}, none_at_all);
+  int collectives = 0;
+  for (const Task& t : serial.tasks) collectives += t.stream != Stream::Compute && t.work_us > 0;
+  REQUIRE(collectives > 0);
+  int checked = 0;
+  for (int chunks : {2, 4, 8}) {
+    StrategyResult chunked = evaluate(r->workload, *r->compute, comm, {{"tp-decompose", chunks}}, none_at_all);
+    int pieces = 0;
+    for (const Task& t : chunked.tasks) pieces += t.stream != Stream::Compute && t.work_us > 0;
+    CHECK(pieces == chunks * collectives);
+    // The same communication in all as the serial step: the chunks' bytes and one wait per collective
+    // (charged per chunk, it was (chunks - 1) x 500 us a collective more).
+    CHECK(chunked.stats.comm_us == doctest::Approx(serial.stats.comm_us).epsilon(1e-4));
+    ++checked;
+  }
+  CHECK(checked == 3);
+  // Uncalibrated there is no wait: an estimate's sync_us is 0.
+  CommModel plain(r->topo, l);
+  CHECK(plain.estimate(Group::Tp, Collective::AllGather, 1 << 20).sync_us == 0);
+}
+
+TEST_CASE("calibration: the schedules measured beside the rows are every knob a calibrated model may choose") {
+  Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.dp = 2;
+  l.seq_len = 256;
+  auto r = testing::run("llama3-8b", l, 1);
+  Request req;
+  std::vector<StrategyResult> all = knob_schedules(r->workload, *r->compute, *r->comm, req);
+  // dp-bucket {25, 80, 200, 1} and tp-decompose {2 (= tp), 4, 8, 16}; fsdp-prefetch and
+  // moe-pipeline do not apply.
+  REQUIRE(all.size() == 8);
+  std::vector<std::string> names;
+  for (const StrategyResult& s : all) {
+    REQUIRE(s.choices.size() == 1);
+    names.push_back(s.choices[0].strategy + "=" + std::to_string(s.choices[0].knob));
+  }
+  CHECK(names == std::vector<std::string>{"dp-bucket=25", "dp-bucket=80", "dp-bucket=200", "dp-bucket=1", "tp-decompose=2",
+                                          "tp-decompose=4", "tp-decompose=8", "tp-decompose=16"});
+  // A knob the request fixes is the only one.
+  req.fixed = {{"tp-decompose", 3}};
+  all = knob_schedules(r->workload, *r->compute, *r->comm, req);
+  REQUIRE(all.size() == 5);
+  CHECK(all.back().choices[0].knob == 3);
 }

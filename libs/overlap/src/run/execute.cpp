@@ -412,7 +412,7 @@ Measured Executor::run(const StrategyResult& row) {
   return m;
 }
 
-Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
+Calibration Executor::calibrate(const std::vector<StrategyResult>& rows, const std::vector<StrategyResult>& more) {
   Impl& im = *impl_;
   exec::World& world = im.world;
   const double to = im.opt.timeout_s;
@@ -420,14 +420,15 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
   cal.ranks = world.size();
   std::set<GemmShape> shapes;
   std::map<GemmShape, double> weight;  // the last row's compute time per shape, by the model
-  for (const StrategyResult& row : rows) {
-    im.prepare(row.tasks);
-    for (const Task& t : row.tasks)
-      if (!im.is_comm(t) && im.runs(t)) {
-        shapes.insert(exec_shape(t.op, t.fraction));
-        if (&row == &rows.back()) weight[exec_shape(t.op, t.fraction)] += t.work_us;
-      }
-  }
+  for (const auto* list : {&rows, &more})
+    for (const StrategyResult& row : *list) {
+      im.prepare(row.tasks);
+      for (const Task& t : row.tasks)
+        if (!im.is_comm(t) && im.runs(t)) {
+          shapes.insert(exec_shape(t.op, t.fraction));
+          if (&row == &rows.back()) weight[exec_shape(t.op, t.fraction)] += t.work_us;
+        }
+    }
   // Each GEMM shape (one product: repetitions scale it) with every rank computing at once, as in
   // a step. The shapes take turns, round after round, so that each meets the same share of
   // whatever else the host runs (measured one after another, the same shape once came out at
@@ -484,16 +485,13 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows) {
       im.collective(cm, false);
       runs_of[k].push_back(since_us(t0));
     }
-  // The model knows a collective by kind, rank count and bytes: groups of two kinds with the same
-  // (a TP and a DP AllGather of one size on TP 2 x DP 2) give one sample, the median of both.
-  std::map<std::tuple<int, int, std::uint64_t>, std::vector<double>> samples;
+  // One sample per collective, group kind and size: a TP and a DP AllGather of one size on
+  // TP 2 x DP 2 run on different communicators and ranks, and the model asks for each by group.
   for (auto& [k, v] : runs_of) {
     comm_us[k] = median(v);
-    auto& all = samples[{std::get<0>(k), im.group_size(std::get<1>(k)), std::get<2>(k)}];
-    all.insert(all.end(), v.begin(), v.end());
+    cal.collectives.push_back(
+        {static_cast<plan::Collective>(std::get<0>(k)), im.group_size(std::get<1>(k)), std::get<2>(k), comm_us[k], std::get<1>(k)});
   }
-  for (auto& [k, v] : samples)
-    cal.collectives.push_back({static_cast<plan::Collective>(std::get<0>(k)), std::get<1>(k), std::get<2>(k), median(v)});
   // Both at once: the collective that moves the most bytes back to back on the communication
   // thread while the compute thread runs the GEMM the schedule spends most time in, until the
   // collectives are done. The GEMM calls that ended before then, and every collective, against

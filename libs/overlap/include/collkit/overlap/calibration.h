@@ -49,12 +49,15 @@ struct GemmSample {
   GemmShape shape;
   double time_us = 0;
 };
-/// One collective's measured time alone.
+/// One collective's measured time alone, on one kind of group: a TP and a DP collective of the
+/// same size run on different communicators (and, on TP x DP, different ranks and links), so each
+/// is a sample of its own. `group` unset: a file from before groups were recorded, any group's.
 struct CommSample {
   plan::Collective coll = plan::Collective::AllReduce;
   int nranks = 0;
   std::uint64_t bytes = 0;
   double time_us = 0;
+  std::optional<Group> group;
 };
 
 struct Calibration {
@@ -72,8 +75,12 @@ struct Calibration {
   /// The time of a GEMM shape: the sample of that shape, else the nearest sample (by log-distance
   /// of m, k, n) at its FLOP rate; nullopt without GEMM samples.
   std::optional<double> gemm_us(const GemmShape& s) const;
-  /// A collective's time: the sample of that size, else a line t = a + bytes / bw through the
-  /// samples of that collective and rank count (proportional with one sample); nullopt without.
+  /// A collective's time on a group of kind `g`: the sample of that size, else a line
+  /// t = a + bytes / bw through the samples of that collective and rank count (proportional with
+  /// one sample); nullopt without. Only the samples of group `g` count where there are any; else
+  /// those of any group with that rank count (group-less files, a kind never measured).
+  std::optional<double> comm_us(plan::Collective c, Group g, int nranks, std::uint64_t bytes) const;
+  /// The same over every group's samples (group-less).
   std::optional<double> comm_us(plan::Collective c, int nranks, std::uint64_t bytes) const;
 };
 

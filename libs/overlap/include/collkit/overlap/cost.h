@@ -61,6 +61,10 @@ struct CommEstimate {
   int nranks = 0;
   std::string algorithm;  ///< the plan libs/plan found fastest; "-" when the group has one rank
   double time_us = 0;
+  /// The part of time_us that is the calibrated wait for the slowest rank (Calibration::sync_us,
+  /// scaled): 0 unless measured. A collective cut into chunks pays it once, not once a chunk
+  /// (Emitter::comm_async).
+  double sync_us = 0;
 };
 
 class CommModel {

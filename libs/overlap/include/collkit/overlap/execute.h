@@ -85,7 +85,10 @@ class Executor {
   /// Measures what the model needs for the rows' schedules: each distinct GEMM shape's time, each
   /// distinct collective's time alone, and the slowdown of compute and of communication when both
   /// run at once (the largest collective beside the GEMM with the most compute time). Collective.
-  Calibration calibrate(const std::vector<StrategyResult>& rows);
+  /// `more`: schedules whose GEMM shapes and collectives are measured too (knob_schedules: every
+  /// chunk size a calibrated model may choose, so that it predicts them from samples of their own
+  /// rather than a line through other sizes).
+  Calibration calibrate(const std::vector<StrategyResult>& rows, const std::vector<StrategyResult>& more = {});
 
  private:
   struct Impl;

@@ -70,6 +70,10 @@ struct Report {
 StrategyResult evaluate(const Workload& w, ComputeModel& cm, CommModel& comm, const std::vector<Choice>& choices, double contention);
 StrategyResult evaluate(const Workload& w, ComputeModel& cm, CommModel& comm, const std::vector<Choice>& choices,
                         const Contention& contention);
+/// Every applicable strategy alone at each knob value `auto` may try (Strategy::candidates; a knob
+/// the request fixes: that one), evaluated: the schedules a calibrated model may choose, whose
+/// chunk sizes and GEMM shapes coll-overlap calibrate measures beside the rows'.
+std::vector<StrategyResult> knob_schedules(const Workload& w, ComputeModel& cm, CommModel& comm, const Request& req);
 /// The summary rows for the request. Throws InputError for an unknown strategy or a strategy
 /// asked for explicitly that does not apply.
 Report run(const Workload& w, ComputeModel& cm, CommModel& comm, const Request& req);
