@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -642,7 +643,14 @@ class SynthAlgorithm final : public Algorithm {
     Fastest best(*this, t, 1e-3);
     std::string last;
     bool any = false;
-    for (int fan : kSymFanouts)
+    // A fan-out at least every group's hosts - 1 and the groups - 1 makes the inter-host tree a
+    // star at both levels: wider ones give the same trees, not laid out again (3 hosts: 2 of 6).
+    std::optional<synth::HostGrid> grid = synth::host_grid(t, req.nranks, nullptr);
+    int star = grid ? std::max(grid->hosts, grid->groups) - 1 : std::numeric_limits<int>::max();
+    int prev = 0;
+    for (int fan : kSymFanouts) {
+      if (prev >= star) break;
+      prev = fan;
       for (int m : {kDefaultPipeline, kDeepPipeline}) {
         if (opt.pipeline > 0 && m != kDefaultPipeline) continue;
         AlgoOptions with = opt;
@@ -654,6 +662,7 @@ class SynthAlgorithm final : public Algorithm {
           last = e.what();
         }
       }
+    }
     if (!any) throw InputError(last);
     return best.take();
   }
