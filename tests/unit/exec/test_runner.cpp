@@ -214,6 +214,33 @@ TEST_CASE("synth: symmetric trees (host 0's replicated, --inter symmetric) run e
   CHECK(runs == 24);
 }
 
+TEST_CASE("synth: Broadcast and Reduce by rails (one root's trees on hosts of one size) run exactly, threads as ranks") {
+  // Two dgx-h100 hosts (one inter-host arc a rail) and four PCIe hosts of 4 GPUs (chains or
+  // mirrored heaps), the root on the first host and on a later one at another local index.
+  int runs = 0;
+  for (auto nh : {std::pair{"dgx-h100", 2}, {"pcie-8gpu:gpus=4", 4}})
+    for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
+      topo::Topology t = topo::synth({nh.first, nh.second, ""});
+      int n = static_cast<int>(t.num_ranks());
+      for (int root : {0, n - 3}) {
+        plan::AlgoOptions opt;
+        opt.pipeline = 2;
+        opt.inter = "symmetric";
+        plan::Request req{c, 4ull * 64 * 112 * 2, n, root};
+        auto p0 = plan::generate("synth", req, &t, opt);
+        REQUIRE(p0->info().params.count("rails_fanout"));
+        auto p = plan::resized(*p0, plan::granularity(p0->info()).even * 3 * size_of(DataType::Float32), size_of(DataType::Float32));
+        Job job{p->info().req, DataType::Float32, RedOp::Sum};
+        INFO(nh.first << " x" << nh.second << " " << plan::to_string(c) << " root " << root);
+        CHECK(run_threads(*p, job, Placement::OutOfPlace, InPlaceMode::Direct) == 0);
+        bool safe = plan::in_place_problem(*p).empty();
+        CHECK(run_threads(*p, job, Placement::InPlace, safe ? InPlaceMode::Direct : InPlaceMode::Staged) == 0);
+        ++runs;
+      }
+    }
+  CHECK(runs == 8);
+}
+
 TEST_CASE("synth: AlltoAll from the flow LP runs exactly on the topologies it was made for, threads as ranks") {
   // A star of one NVSwitch (straight sends only), DGX-1's cube-mesh (chunks relayed over NVLink)
   // and two DGX H100 hosts (a lane per link out of each rank: the peers behind a NIC in turn), each

@@ -375,13 +375,26 @@ TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs
     }
   }
   CHECK(checked == 4);
-  // auto leaves synth out beyond 16 ranks (it would take seconds), --algo synth makes it.
+  // auto weighs synth beyond 16 ranks only where host 0's pattern (or, one root's, the trees by
+  // rails) applies: 4 hosts alike yes; with one NIC slower, the general solver would take
+  // seconds, so no; --algo synth makes it.
   Topology t = collkit::topo::synth({"dgx-a100", 4, ""});
   Request req{Collective::AllGather, std::uint64_t{1} << 20, 32, 0};
   std::string why;
   CHECK(algorithm("synth").supports(req, &t, &why));
+  CHECK(algorithm("synth").in_auto(req, &t, &why));
+  CHECK(algorithm("synth").knobs(req, &t).empty());
+  for (collkit::topo::LinkId l = 0; l < t.num_links(); ++l)
+    if (t.vertex(t.link(l).a).kind == collkit::topo::VertexKind::Nic && t.vertex(t.link(l).a).host == "node2" &&
+        t.vertex(t.link(l).b).host.empty()) {
+      t.mutable_link(l).bw_gbps /= 2;
+      break;
+    }
+  CHECK(algorithm("synth").supports(req, &t, &why));
   CHECK_FALSE(algorithm("synth").in_auto(req, &t, &why));
-  CHECK(why == "auto weighs synth at 16 ranks at most (synthesis takes seconds beyond; --algo synth makes it)");
+  CHECK(why ==
+        "auto weighs synth at 16 ranks at most, beyond only on hosts alike up to 256 (synthesis takes seconds beyond; --algo synth "
+        "makes it)");
   Request sixteen{Collective::AllGather, std::uint64_t{1} << 20, 16, 0};
   Topology two = collkit::topo::synth({"dgx-a100", 2, ""});
   CHECK(algorithm("synth").in_auto(sixteen, &two, &why));
@@ -390,8 +403,9 @@ TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs
   Request forty{Collective::AllGather, std::uint64_t{1} << 20, 40, 0};
   CHECK(algorithm("synth").supports(forty, &five, &why));
   Request bcast{Collective::Broadcast, std::uint64_t{1} << 20, 40, 0};
-  CHECK_FALSE(algorithm("synth").supports(bcast, &five, &why));
-  CHECK(why ==
-        "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike (not this "
-        "collective)");
+  CHECK(algorithm("synth").supports(bcast, &five, &why));
+  Request ragged{Collective::Broadcast, std::uint64_t{1} << 20, 36, 0};
+  CHECK_FALSE(algorithm("synth").supports(ragged, &five, &why));
+  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike and "
+                 "Broadcast and Reduce on hosts of one size (hosts hold different numbers of ranks") == 0);
 }

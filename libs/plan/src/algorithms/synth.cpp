@@ -18,10 +18,12 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -49,6 +51,9 @@ using namespace algo;
 /// lays a candidate out once per knob value and must stay fast.
 constexpr int kMaxRanks = 32;
 constexpr int kMaxAutoRanks = 16;
+/// Beyond kMaxAutoRanks `auto` weighs synth where host 0's pattern or the trees by rails apply,
+/// up to this many ranks (docs/synth.md, "auto").
+constexpr int kMaxAutoSymRanks = 256;
 constexpr int kDefaultPipeline = 16;
 /// The other pipeline every rank's trees are laid out with when --pipeline is not given.
 constexpr int kDeepPipeline = 64;
@@ -149,6 +154,12 @@ constexpr int kSymLocalAxisHosts = 64;
 constexpr int kSymSearchRanks = 256;
 
 bool symmetric_request(Collective c) { return c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllReduce; }
+/// Broadcast and Reduce: one root's trees on hosts of one size (synth::rooted_trees) too.
+bool rooted_request(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
+/// Fan-outs of rooted_trees' inter-host trees laid out (a chain; mirrored binary heaps).
+constexpr int kRootedFanouts[] = {1, 2};
+/// Chunks per tree of rooted_trees beyond 32 ranks (without --pipeline).
+constexpr int kRootedPipeline = 128;
 
 /// Host 0's pattern (memoised in synth::quotient), the intra-host trees from the general solver on
 /// one host (k = 1).
@@ -172,6 +183,15 @@ std::vector<std::vector<int>> parse_trees(const PlanInfo& info, int p, int k, in
   auto it = info.params.find("trees");
   if (it == info.params.end()) throw InputError("synth: plan parameter trees is missing");
   auto bad = [](const std::string& why) { return InputError("synth: plan parameter trees: " + why); };
+  // The last trees read and checked, kept: every rank's program reads them (one root's trees
+  // at 1024 ranks are 115 k numbers).
+  struct Kept {
+    std::string text;
+    int p = 0, k = 0, root = 0;
+    std::vector<std::vector<int>> trees;
+  };
+  thread_local Kept kept;
+  if (kept.p == p && kept.k == k && kept.root == root && kept.text == it->second) return kept.trees;
   std::vector<std::vector<int>> trees(1);
   const std::string& s = it->second;
   const char* c = s.data();
@@ -200,6 +220,7 @@ std::vector<std::vector<int>> parse_trees(const PlanInfo& info, int p, int k, in
         throw bad("tree " + std::to_string(t) + " does not lead rank " + std::to_string(r) + " to its root " + std::to_string(top));
     }
   }
+  kept = {s, p, k, root, trees};
   return trees;
 }
 
@@ -289,7 +310,10 @@ class SynthAlgorithm final : public Algorithm {
     }
   }
 
-  std::vector<Knob> knobs(const Request&, const topo::Topology*) const override {
+  /// None beyond kMaxAutoRanks: the symmetric and by-rails layouts choose their fan-out and
+  /// pipeline by simulating them already, and each knob value would lay all of them out again.
+  std::vector<Knob> knobs(const Request& req, const topo::Topology*) const override {
+    if (req.nranks > kMaxAutoRanks) return {};
     return {{"channels", {"0", "1", "2", "4"}}, {"pipeline", {"0", "4", "64"}}};
   }
 
@@ -304,22 +328,33 @@ class SynthAlgorithm final : public Algorithm {
     std::vector<double> w = bounds::rank_weights(*t, req.nranks);
     for (double x : w)
       if (x > 1) return no("synth needs one rank per GPU (ranks sharing a vertex are not handled yet)");
-    // Beyond kMaxRanks only by symmetry (synth/symmetric.h): host 0's pattern, replicated.
+    // Beyond kMaxRanks only by symmetry (synth/symmetric.h): host 0's pattern, replicated; one
+    // root's trees on hosts of one size (rooted_trees).
     if (req.nranks > kMaxRanks) {
       std::string sym_why;
-      if (!symmetric_request(req.coll) || !quotient(*t, req.nranks, kSymCheckFanout, &sym_why))
+      bool ok = rooted_request(req.coll) ? synth::equal_hosts(*t, req.nranks, &sym_why).has_value()
+                                         : symmetric_request(req.coll) && quotient(*t, req.nranks, kSymCheckFanout, &sym_why);
+      if (!ok)
         return no("synth packs trees for at most " + std::to_string(kMaxRanks) +
-                  " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike (" +
-                  (symmetric_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
+                  " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike and Broadcast and Reduce on hosts of "
+                  "one size (" +
+                  (symmetric_request(req.coll) || rooted_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
     }
     return true;
   }
 
+  /// Beyond kMaxAutoRanks, where the fast paths apply (host 0's pattern on hosts alike; one
+  /// root's trees by rails on hosts of one size), up to kMaxAutoSymRanks: their layouts take
+  /// 0.1-1 s there, the general solver's tens of seconds.
   bool in_auto(const Request& req, const topo::Topology* t, std::string* why) const override {
     if (req.nranks <= kMaxAutoRanks) return supports(req, t, why);
+    bool fast = t && req.nranks <= kMaxAutoSymRanks &&
+                ((symmetric_request(req.coll) && quotient(*t, req.nranks, kSymCheckFanout, nullptr)) ||
+                 (rooted_request(req.coll) && synth::equal_hosts(*t, req.nranks, nullptr)));
+    if (fast) return supports(req, t, why);
     if (why)
-      *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) +
-             " ranks at most (synthesis takes seconds beyond; --algo synth makes it)";
+      *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) + " ranks at most, beyond only on hosts alike up to " +
+             std::to_string(kMaxAutoSymRanks) + " (synthesis takes seconds beyond; --algo synth makes it)";
     return false;
   }
 
@@ -337,7 +372,7 @@ class SynthAlgorithm final : public Algorithm {
     // (results/synth_symmetric.md); the general solver where they are not.
     const bool alike =
         opt.inter.empty() && p > kMaxAutoRanks && symmetric_request(req.coll) && quotient(*t, p, kSymCheckFanout, nullptr).has_value();
-    if (p > 1 && (opt.inter == kSymmetric || p > kMaxRanks || alike)) return fastest_symmetric(req, *t, opt);
+    if (p > 1 && !rooted_request(req.coll) && (opt.inter == kSymmetric || p > kMaxRanks || alike)) return fastest_symmetric(req, *t, opt);
     if (req.coll != Collective::AllReduce || p < 2) return lay(req, *t, opt, kRsAg, -1);
     // AllReduce both ways, keeping whichever the simulator predicts faster: every rank's trees
     // move (p - 1)/p of the vector twice, spread over all links; one root's trees move it once
@@ -485,7 +520,8 @@ class SynthAlgorithm final : public Algorithm {
     int p = req.nranks;
     int m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
     Shape probe = shape(req, allreduce, allreduce_root, 1, 1);
-    if ((opt.channels <= 0 || opt.pipeline <= 0) && probe.root >= 0 && p > 1) return fastest_rooted(req, t, opt, allreduce, allreduce_root);
+    if ((opt.channels <= 0 || opt.pipeline <= 0 || p > kMaxRanks || opt.inter == kSymmetric) && probe.root >= 0 && p > 1)
+      return fastest_rooted(req, t, opt, allreduce, allreduce_root);
     if (opt.pipeline <= 0 && p > 1) return fastest_pipeline(req, t, opt, allreduce, allreduce_root);
     std::int64_t k = opt.channels > 0 ? opt.channels : (p > 1 ? default_trees(synth::routed_links(t, p), p) : 1);
     // Each tree takes at least one channel (per phase): refuse before synthesising so many.
@@ -553,6 +589,42 @@ class SynthAlgorithm final : public Algorithm {
     return info;
   }
 
+  /// One root's pieces-per-rail trees (synth::rooted_trees) at inter-host fan-out `fan`, m chunks
+  /// per tree (--pipeline, default 16); k is the trees' number.
+  PlanInfo lay_rooted(const Request& req, const topo::Topology& t, const AlgoOptions& opt, int fan, bool chain) const {
+    int p = req.nranks;
+    std::string why;
+    // With `chain`, the root's own piece down a chain on its host (a seventh of the trees) where
+    // that keeps the rate, else (and without) relayed by each other rank in turn.
+    std::optional<std::vector<std::vector<int>>> trees = synth::rooted_trees(t, p, req.root, fan, &why, chain);
+    if (!trees) throw InputError("synth: no trees by rails here: " + why);
+    double rate = synth::routed_tree_rate(t, *trees);
+    if (auto spread = chain ? synth::rooted_trees(t, p, req.root, fan, &why, false) : std::nullopt) {
+      double r = synth::routed_tree_rate(t, *spread);
+      if (r > rate * (1 + 1e-9)) {
+        trees = std::move(spread);
+        rate = r;
+      }
+    }
+    PlanInfo info;
+    info.req = req;
+    int k = static_cast<int>(trees->size()), m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
+    std::int64_t channels = static_cast<std::int64_t>(k) * fanout(*trees) + (req.coll == Collective::Broadcast);
+    if (channels > 65535)
+      throw InputError("synth: " + std::to_string(k) + " trees from the root need " + std::to_string(channels) +
+                       " channels, more than a plan holds (65535)");
+    info.params["channels"] = std::to_string(k);
+    info.params["pipeline"] = std::to_string(m);
+    info.params["rails_fanout"] = std::to_string(fan);
+    info.params["packed_gbps"] = fmt::format("{:.9g}", rate);
+    info.params["trees"] = format_trees(*trees);
+    info.channels = static_cast<std::uint16_t>(channels);
+    Shape sh = shape(req, kRsAg, -1, k, m);
+    info.in_chunks = sh.in_chunks;
+    info.out_chunks = sh.out_chunks;
+    return info;
+  }
+
   /// Symmetric plans at each fan-out of kSymFanouts whose channels fit, and (without --pipeline)
   /// 16 and 64 chunks per tree, the fastest as simulated kept; beyond kSymSearchRanks one plan.
   PlanInfo fastest_symmetric(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
@@ -571,7 +643,14 @@ class SynthAlgorithm final : public Algorithm {
     Fastest best(*this, t, 1e-3);
     std::string last;
     bool any = false;
-    for (int fan : kSymFanouts)
+    // A fan-out at least every group's hosts - 1 and the groups - 1 makes the inter-host tree a
+    // star at both levels: wider ones give the same trees, not laid out again (3 hosts: 2 of 6).
+    std::optional<synth::HostGrid> grid = synth::host_grid(t, req.nranks, nullptr);
+    int star = grid ? std::max(grid->hosts, grid->groups) - 1 : std::numeric_limits<int>::max();
+    int prev = 0;
+    for (int fan : kSymFanouts) {
+      if (prev >= star) break;
+      prev = fan;
       for (int m : {kDefaultPipeline, kDeepPipeline}) {
         if (opt.pipeline > 0 && m != kDefaultPipeline) continue;
         AlgoOptions with = opt;
@@ -583,6 +662,7 @@ class SynthAlgorithm final : public Algorithm {
           last = e.what();
         }
       }
+    }
     if (!any) throw InputError(last);
     return best.take();
   }
@@ -656,8 +736,13 @@ class SynthAlgorithm final : public Algorithm {
     if (opt.channels <= 0) ks = {1, 2};
     if (opt.pipeline <= 0) ms = {kDefaultPipeline, kDeepPipeline};
     if (synthesise(t, req.nranks, ks.front(), -1, Arcs::Relay).trees.empty()) return;  // no neighbour graph
+    // Chains round Hamiltonian cycles only where no host holds two ranks (the tori of one GPU a
+    // host they are for): on the presets' two hosts they never won, and their 5 layouts (with
+    // the cycles' search) were most of what relay candidates added to synth's time there.
+    bool rings = one_rank_a_host(t, req.nranks);
     for (Arcs arcs : {Arcs::Relay, Arcs::Rings})
       for (int k : opt.channels <= 0 && arcs == Arcs::Rings ? std::vector<int>{2, 4} : ks) {
+        if (arcs == Arcs::Rings && !rings) continue;
         if (synthesise(t, req.nranks, k, -1, arcs).trees.empty()) continue;
         // Chains are p - 1 deep: ReduceScatter on the 3x3 torus's needs 256 chunks to reach its
         // packing under Queue (1.008 x; 64: 1.17 x); one cycle's only, up to kMaxAutoRanks ranks
@@ -672,6 +757,16 @@ class SynthAlgorithm final : public Algorithm {
           best.offer(lay(req, t, with, allreduce, allreduce_root, arcs));
         }
       }
+  }
+
+  /// Whether no host holds two of the first p ranks.
+  static bool one_rank_a_host(const topo::Topology& t, int p) {
+    std::set<std::string> seen;
+    for (int r = 0; r < p; ++r) {
+      const std::string& host = t.vertex(t.rank_vertex(static_cast<topo::Rank>(r))).host;
+      if (!host.empty() && !seen.insert(host).second) return false;
+    }
+    return true;
   }
 
   /// One root's trees, k of 1, 2, 4 and p - 1 and m of 16, 64 and 128 (those the options leave
@@ -689,6 +784,48 @@ class SynthAlgorithm final : public Algorithm {
     }
     if (opt.pipeline <= 0) ms = {kDefaultPipeline, 64, 128};
     Fastest best(*this, t, 0);
+    // Broadcast and Reduce on hosts of one size: the pieces-per-rail trees (synth::rooted_trees),
+    // their own k; beyond kMaxAutoRanks (as for every rank's trees) instead of packing.
+    bool rooted = false;
+    bool only_rooted = opt.inter == kSymmetric || req.nranks > kMaxRanks;
+    if (rooted_request(req.coll) && opt.inter != kGeneral && (opt.channels <= 0 || only_rooted) &&
+        synth::equal_hosts(t, req.nranks, nullptr)) {
+      // Candidates: both fan-outs at each pipeline up to kMaxRanks; beyond, kRootedPipeline
+      // chunks alone (the trees are deep: chains H + 2, the heaps 3 + log2 H); beyond
+      // kSymSearchRanks the heaps alone, laid out without simulating (one simulation of 1024
+      // ranks takes tens of seconds).
+      // Up to kMaxRanks also with the root's own piece relayed by each rank in turn (g - 1 times
+      // the trees, shallower on the root's host: 4 x dgx-h100 Broadcast 1.012 x the bound
+      // against the chain's 1.031, in 2.2 s against 0.3).
+      std::vector<std::tuple<int, int, bool>> tries;
+      for (bool chain : {true, false})
+        for (int fan : kRootedFanouts)
+          for (int m : opt.pipeline > 0 || req.nranks <= kMaxRanks ? ms : std::vector<int>{kRootedPipeline})
+            if ((chain || req.nranks <= kMaxRanks) &&
+                (req.nranks <= kSymSearchRanks || fan == kRootedFanouts[std::size(kRootedFanouts) - 1]))
+              tries.emplace_back(fan, m, chain);
+      std::string last;
+      for (auto [fan, m, chain] : tries) {
+        AlgoOptions with = opt;
+        with.pipeline = m;
+        try {
+          PlanInfo info = lay_rooted(req, t, with, fan, chain);
+          if (tries.size() == 1) return info;
+          best.offer(std::move(info));
+          rooted = true;
+        } catch (const InputError& e) {
+          last = e.what();
+        }
+      }
+      if (only_rooted && !rooted) throw InputError(last);
+      if (rooted && (only_rooted || req.nranks > kMaxAutoRanks)) return best.take();
+    }
+    if (opt.inter == kSymmetric && rooted_request(req.coll))
+      throw InputError("synth: no trees by rails here: " + [&] {
+        std::string why;
+        synth::equal_hosts(t, req.nranks, &why);
+        return why;
+      }());
     for (int k : ks)
       for (int m : ms)
         // p - 1 trees also split over any walks (param arcs=walks): their arcs are not all the

@@ -425,3 +425,132 @@ std::shared_ptr<const TreeSet> shared_trees(const std::map<std::string, std::str
 }
 
 }  // namespace collkit::plan::synth
+
+namespace collkit::plan::synth {
+
+std::optional<HostGrid> equal_hosts(const topo::Topology& t, int p, std::string* why) {
+  auto no = [&](std::string w) -> std::optional<HostGrid> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (p < 2 || static_cast<std::size_t>(p) > t.num_ranks()) return no("fewer than two ranks");
+  std::map<std::string, std::vector<int>> by_host;
+  for (int r = 0; r < p; ++r) {
+    const std::string& h = t.vertex(t.rank_vertex(static_cast<topo::Rank>(r))).host;
+    if (h.empty()) return no("rank " + std::to_string(r) + "'s vertex is on no host");
+    by_host[h].push_back(r);
+  }
+  if (by_host.size() < 2) return no("one host");
+  std::vector<std::vector<int>> hosts;
+  for (auto& [name, ranks] : by_host) {
+    if (ranks.size() != by_host.begin()->second.size())
+      return no("hosts hold different numbers of ranks (" + by_host.begin()->first + " " + std::to_string(by_host.begin()->second.size()) +
+                ", " + name + " " + std::to_string(ranks.size()) + ")");
+    std::sort(ranks.begin(), ranks.end(),
+              [&](int x, int y) { return t.rank_vertex(static_cast<topo::Rank>(x)) < t.rank_vertex(static_cast<topo::Rank>(y)); });
+    hosts.push_back(ranks);
+  }
+  std::sort(hosts.begin(), hosts.end(),
+            [](const auto& x, const auto& y) { return *std::min_element(x.begin(), x.end()) < *std::min_element(y.begin(), y.end()); });
+  HostGrid out;
+  out.hosts = static_cast<int>(hosts.size());
+  out.local = static_cast<int>(hosts.front().size());
+  out.pos.assign(at(p), -1);
+  for (const std::vector<int>& ranks : hosts)
+    for (int r : ranks) {
+      out.pos[at(r)] = static_cast<int>(out.rank.size());
+      out.rank.push_back(r);
+    }
+  return out;
+}
+
+std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& t, int p, int root, int fanout, std::string* why,
+                                                          bool chain) {
+  if (fanout != 1 && fanout != 2) {
+    if (why) *why = "fan-out " + std::to_string(fanout) + " (1 or 2 only)";
+    return std::nullopt;
+  }
+  if (root < 0 || root >= p) {
+    if (why) *why = "root " + std::to_string(root) + " is not a rank";
+    return std::nullopt;
+  }
+  std::optional<HostGrid> grid = equal_hosts(t, p, why);
+  if (!grid) return std::nullopt;
+  const HostGrid& g = *grid;
+  int H = g.num_hosts(), gl = g.local, n = H - 1;
+  int re = g.pos[at(root)] / gl, lr = g.pos[at(root)] % gl;
+  auto rank = [&](int e, int l) { return g.rank[at(e * gl + l)]; };
+  int copies = fanout == 2 && n > 2 ? 2 : 1;
+  // Per copy, every host element's parent element in the rail's tree (-1 at the root's host):
+  // the x-th host after the root's (x = 0 .. n - 1), at heap place x or, mirrored, n - 1 - x.
+  std::vector<std::vector<int>> inter(at(copies), std::vector<int>(at(H), -1));
+  for (int c = 0; c < copies; ++c) {
+    std::vector<int> host_at(at(n));
+    for (int x = 0; x < n; ++x) host_at[at(c == 0 ? x : n - 1 - x)] = mod(re + 1 + x, H);
+    for (int place = 0; place < n; ++place) inter[at(c)][at(host_at[at(place)])] = place == 0 ? re : host_at[at((place - 1) / fanout)];
+  }
+  std::vector<std::vector<int>> trees;
+  int relays = chain ? 1 : std::max(1, gl - 1);
+  for (int c = 0; c < copies; ++c)
+    for (int j = 0; j < gl; ++j)
+      for (int i = 0; i < relays; ++i) {
+        std::vector<int> parent(at(p), -1);
+        int leader = rank(re, j);
+        if (gl > 1 && chain && j == lr) {
+          // The root's own piece down a chain of the others on its host, from the root.
+          int prev = root;
+          for (int x = 1; x < gl; ++x) {
+            int r = rank(re, mod(lr + x, gl));
+            parent[at(r)] = prev;
+            prev = r;
+          }
+        } else if (gl > 1) {
+          // On the root's host: rank j (or, for the root's own piece, the i-th other rank, its
+          // relay) from the root, the others from it.
+          int via = j != lr ? j : (i < lr ? i : i + 1);
+          int hub = rank(re, via);
+          parent[at(hub)] = root;
+          for (int l = 0; l < gl; ++l)
+            if (l != lr && l != via) parent[at(rank(re, l))] = hub;
+        }
+        for (int e = 0; e < H; ++e) {
+          if (e == re) continue;
+          int up = inter[at(c)][at(e)];
+          int rail = rank(e, j);
+          parent[at(rail)] = up == re ? leader : rank(up, j);
+          for (int l = 0; l < gl; ++l)
+            if (l != j) parent[at(rank(e, l))] = rail;
+        }
+        trees.push_back(std::move(parent));
+      }
+  return trees;
+}
+
+double routed_tree_rate(const topo::Topology& t, const std::vector<std::vector<int>>& trees) {
+  if (trees.empty()) return 0;
+  int p = static_cast<int>(trees.front().size());
+  std::unordered_map<std::uint64_t, std::uint32_t> count;
+  for (const std::vector<int>& parent : trees)
+    for (int c = 0; c < p; ++c)
+      if (parent[at(c)] >= 0) ++count[pair_key(parent[at(c)], c)];
+  std::vector<std::vector<std::pair<int, std::uint32_t>>> dsts(at(p));
+  for (const auto& [key, n] : count) dsts[static_cast<std::size_t>(key >> 32)].push_back({static_cast<int>(key & 0xffffffffu), n});
+  std::vector<double> load(2 * t.num_links(), 0);
+  topo::Router router(t);
+  for (int a = 0; a < p; ++a) {
+    if (dsts[at(a)].empty()) continue;
+    std::vector<VertexId> to;
+    for (const auto& d : dsts[at(a)]) to.push_back(t.rank_vertex(static_cast<topo::Rank>(d.first)));
+    std::vector<topo::Path> paths = router.routes_to(t.rank_vertex(static_cast<topo::Rank>(a)), to);
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      if (!paths[i].found) return 0;
+      for (const topo::Hop& h : paths[i].hops) load[h.channel()] += dsts[at(a)][i].second;
+    }
+  }
+  double rate = std::numeric_limits<double>::infinity();
+  for (std::size_t r = 0; r < load.size(); ++r)
+    if (load[r] > 0) rate = std::min(rate, t.link(static_cast<topo::LinkId>(r / 2)).bw_gbps / load[r]);
+  return rate * static_cast<double>(trees.size());
+}
+
+}  // namespace collkit::plan::synth

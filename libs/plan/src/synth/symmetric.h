@@ -111,3 +111,38 @@ std::optional<QuotientTrees> read_params(const std::map<std::string, std::string
 std::shared_ptr<const TreeSet> shared_trees(const std::map<std::string, std::string>& params, int p, int k);
 
 }  // namespace collkit::plan::synth
+
+namespace collkit::plan::synth {
+
+/// One root's trees on hosts of equal size (Broadcast, Reduce; docs/synth.md, "Broadcast and
+/// Reduce on hosts alike"): the vector is cut into g pieces, piece j carried off the root's host
+/// by the rank of local index j there (its rail), over an inter-host tree of that rail, and on
+/// every other host handed by the rail's rank to the host's g - 1 others; on the root's host
+/// the root gives piece j to rank j, which hands it to the g - 2 others, and the root's own
+/// piece, which leaves by its own NIC, is relayed there by the g - 1 others in turn (a (g-1)-th
+/// each), so that the root sends the vector once inside its host and every NIC of its host
+/// carries an equal share out. The inter-host tree over the H - 1 other hosts (the root's host
+/// first, then the others in order from it): fan-out 1, a chain; fan-out 2, a binary heap and
+/// its mirror image in two copies (each host has children in at most one of the two, so every
+/// NIC sends what it receives: the NIC-bound rate at depth log2 H). Trees of equal weight: g (g
+/// - 1) per copy (piece j's g - 1 copies, the root's piece's g - 1 relays), in all k = copies
+/// g (g - 1) (g = 1: copies). Returns the parent arrays over the first p ranks (-1 at root);
+/// nullopt with `why` where the ranks are not on hosts of one size (equal_hosts) or fanout is not
+/// 1 or 2.
+/// The first p ranks on hosts of one size (at least two), hosts ordered by their least rank,
+/// ranks on a host by vertex id; one group (whatever the fabric). nullopt with `why` when not.
+std::optional<HostGrid> equal_hosts(const topo::Topology& t, int p, std::string* why);
+
+/// With `chain`, the root's own piece is handed on its host down a chain of the g - 1 others
+/// instead (each rank forwards it once: g trees per copy, k = copies g, a seventh of the trees
+/// and ops; where each pair of GPUs has a link of its own, as on MI300X, that link then carries
+/// two pieces, and the chain's rate is lower: routed_tree_rate says).
+std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& t, int p, int root, int fanout, std::string* why,
+                                                          bool chain = false);
+
+/// The rate per root that trees give, the sends taking the topology's routes: the number of
+/// trees times the least bandwidth over the trees crossing a link direction (trees share the
+/// root's rate equally). 0 if some pair has no route.
+double routed_tree_rate(const topo::Topology& t, const std::vector<std::vector<int>>& trees);
+
+}  // namespace collkit::plan::synth
