@@ -202,7 +202,7 @@ TEST_CASE("synth symmetric: hosts that are not alike fall back, or are refused i
                        collkit::InputError);
   AlgoOptions bad;
   bad.inter = "rails";
-  CHECK_THROWS_WITH_AS(generate("synth", req, &t, bad), "synth: --inter rails is not general or symmetric", collkit::InputError);
+  CHECK_THROWS_WITH_AS(generate("synth", req, &t, bad), "synth: --inter rails is not general, symmetric or torus", collkit::InputError);
 }
 
 TEST_CASE("synth symmetric: malformed parameters are refused in one line") {
