@@ -22,6 +22,15 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.2f", b - a}'; }
 pred() { awk '/^predicted /{p=$2} /bound /{for(i=1;i<NF;i++) if($i=="bound") b=$(i+1)} END{print p, b}' "$1"; }
 
 {
+  echo "# synth on tori by translation (\`bench/synth_torus.sh\`)"
+  echo
+  echo "Written by \`bash bench/synth_torus.sh $bin $out \"$cases\" $verify_max\`, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) shared cores (load $(cut -d' ' -f1 /proc/loadavg) at the start)."
+  echo "Tori of one GPU a host: \`coll-topo synth --node pcie-8gpu:gpus=1 --nodes N --fabric torus:dims=D\`; 1 GiB, Queue link model."
+  echo "Columns: \`--inter torus\` and default synth (up to 32 ranks, with its synthesis wall time) and ring over \`coll-plan\`'s bound;"
+  echo "generate s / peak RSS: \`/usr/bin/time -v coll-plan generate --algo synth --inter torus\` (the bound's max flows and the simulations of the candidates included);"
+  echo "simulate s: \`coll-plan simulate\` of that plan; verify s: \`coll-plan verify --max-memory \${VERIFY_MEMORY:-4G}\` up to $verify_max ranks."
+  echo "1.260 x the bound is the routed optimum (25 / 31.5: docs/synth.md, \"Tori by translation\")."
+  echo
   echo "| torus | ranks | collective | bound (us) | synth torus / bound | default synth / bound | ring / bound | generate s | peak RSS MB | simulate s | verify s | shape |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   for dims in $cases; do

@@ -757,7 +757,27 @@ class SynthAlgorithm final : public Algorithm {
         best.offer(lay(req, t, with, allreduce, allreduce_root, walks ? Arcs::Walks : Arcs::Routed));
       }
     offer_relay(best, req, t, opt, allreduce, allreduce_root);
+    offer_torus(best, req, t, opt, allreduce, allreduce_root);
     return best.take();
+  }
+
+  /// On a torus (synth/torus.h), the translated trees of both kinds at 1, 16 and 64 chunks (or
+  /// --pipeline; k is fixed by the torus, --channels else) offered too: on 3D tori under Queue
+  /// they beat relay trees and chains at ReduceScatter and AllReduce (4x4x2: 1.43 -> 1.30 x the
+  /// bound; docs/synth.md "Tori by translation").
+  void offer_torus(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                   int allreduce_root) const {
+    if (shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || !symmetric_request(req.coll) || !torus(t, req.nranks)) return;
+    for (synth::TorusKind kind : {synth::TorusKind::Shortest, synth::TorusKind::Chains})
+      for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{1, kDefaultPipeline, kDeepPipeline}) {
+        AlgoOptions with = opt;
+        with.pipeline = m;
+        try {
+          best.offer(lay_torus(req, t, with, kind));
+        } catch (const InputError&) {
+          // --channels other than the torus's k: not a candidate
+        }
+      }
   }
 
   /// Whether relay trees (k of 1 and 2, or --channels) reach the optimal rate over the routed links.
