@@ -654,17 +654,18 @@ class SynthAlgorithm final : public Algorithm {
   }
 
   /// Torus plans of both kinds at 1, 16 and 64 chunks a tree (or --pipeline), the fastest as
-  /// simulated; beyond kSymSearchRanks shortest-path trees at 1 and 16 chunks only (each
-  /// simulation of 512 ranks takes seconds). Under Queue a 3D torus wants whole pieces at
-  /// AllGather (8x8x8: 1.32 x the bound at 1 chunk, 1.61 at 16) and pipelines at ReduceScatter
-  /// (1.38 at 16, 1.58 at 1); docs/synth.md "Tori by translation".
+  /// simulated; beyond kSymSearchRanks one, not simulated (a simulation of 512 ranks takes
+  /// seconds): shortest-path trees, whole pieces at AllGather and 16 chunks otherwise, as those
+  /// simulate best there under Queue (8x8x8 AllGather: 1.32 x the bound at 1 chunk, 1.61 at 16;
+  /// ReduceScatter 1.38 at 16, 1.58 at 1; on 2D tori all are at the routed optimum); docs/synth.md
+  /// "Tori by translation".
   PlanInfo fastest_torus(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
     if (!symmetric_request(req.coll)) throw InputError("synth: torus trees are for AllGather, ReduceScatter and AllReduce");
     std::vector<synth::TorusKind> kinds{synth::TorusKind::Shortest, synth::TorusKind::Chains};
     std::vector<int> ms{1, kDefaultPipeline, kDeepPipeline};
     if (req.nranks > kSymSearchRanks) {
       kinds.resize(1);
-      ms.resize(2);
+      ms = {req.coll == Collective::AllGather ? 1 : kDefaultPipeline};
     }
     if (opt.pipeline > 0) ms = {opt.pipeline};
     Fastest best(*this, t, 1e-3);
