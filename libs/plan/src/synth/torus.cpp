@@ -80,10 +80,6 @@ struct NeighbourRoutes {
   std::vector<std::vector<int>> nb;                         // per position
   std::vector<std::vector<std::vector<std::uint32_t>>> rt;  // per position, per neighbour
   bool found = true;
-  const std::vector<std::uint32_t>& route(int a, int b) const {
-    const std::vector<int>& n = nb[at(a)];
-    return rt[at(a)][static_cast<std::size_t>(std::find(n.begin(), n.end(), b) - n.begin())];
-  }
 };
 
 NeighbourRoutes neighbour_routes(const topo::Topology& t, const TorusGrid& g) {
@@ -303,15 +299,21 @@ double torus_rate(const topo::Topology& t, const TorusTrees& tt) {
   int p = g.size();
   NeighbourRoutes nr = neighbour_routes(t, g);
   if (!nr.found) return 0;
-  // By translation, link direction e carries, over all roots, the arcs of rank 0's trees moved
-  // onto it: counted over every root's arcs.
+  // Root r's tree j has an arc a -> a + d wherever rank 0's has one from a - r with the same step
+  // d: over all roots, every rank sends N_d arcs of step d, N_d the arcs of step d in rank 0's
+  // trees. So each rank's route to its neighbour a + d carries N_d arcs (p 2 dims routes, not
+  // p^2 k arcs).
+  const std::vector<int>& steps = nr.nb[0];  // neighbour positions of 0: the steps, in every rank's order
+  std::vector<double> per_step(steps.size(), 0);
+  for (int j = 0; j < tt.k; ++j)
+    for (int o = 1; o < p; ++o) {
+      int d = g.sub(o, tt.parent[at(j)][at(o)]);
+      per_step[static_cast<std::size_t>(std::find(steps.begin(), steps.end(), d) - steps.begin())] += 1;
+    }
   std::vector<double> load(2 * t.num_links(), 0);
-  for (int r = 0; r < p; ++r)
-    for (int j = 0; j < tt.k; ++j)
-      for (int o = 1; o < p; ++o) {
-        int a = g.add(r, tt.parent[at(j)][at(o)]), b = g.add(r, o);
-        for (std::uint32_t e : nr.route(a, b)) load[e] += 1;
-      }
+  for (int a = 0; a < p; ++a)
+    for (std::size_t q = 0; q < steps.size(); ++q)
+      for (std::uint32_t e : nr.rt[at(a)][q]) load[e] += per_step[q];
   double worst = 0;
   for (std::size_t e = 0; e < load.size(); ++e)
     if (load[e] > 0) worst = std::max(worst, load[e] / t.link(static_cast<topo::LinkId>(e / 2)).bw_gbps);
