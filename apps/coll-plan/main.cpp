@@ -330,8 +330,8 @@ int main(int argc, char** argv) {
     s->add_option("--inter", o.inter,
                   "hier: inter-host AllReduce algorithm (ring, rhd, rd, tree); default: ring up to 16 hosts, rhd beyond. "
                   "synth: general (trees packed over the whole topology, at most 32 ranks) or symmetric (host 0's trees "
-                  "replicated on hosts alike); default: general up to 16 ranks, beyond symmetric where the hosts are alike "
-                  "(else general, up to 32)");
+                  "replicated on hosts alike; for Broadcast and Reduce, one root's trees by rails on hosts of one size) or torus (rank 0's trees translated on a torus of one GPU a host); default: general up "
+                  "to 16 ranks, beyond symmetric where the hosts are alike (else general, up to 32), torus beyond 32 on a torus");
   };
   auto add_sim_knobs = [&](CLI::App* s) {
     s->add_option("--model", o.model, "link sharing model: queue (fast) or maxmin (max-min fair)");

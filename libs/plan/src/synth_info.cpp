@@ -95,10 +95,10 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
   s.time_us = simulate(plan, *t, opt).time_us;
   s.bound = lower_bound(info.req, *t);
   if (info.req.coll == Collective::AlltoAll || p < 2) return s;
-  // A symmetric plan beyond the general solver's 32 ranks: the three rates take max flows over
+  // A symmetric or torus plan beyond the general solver's 32 ranks: the three rates take max flows over
   // the whole topology per rank (and routes between every two ranks), minutes at 1024 ranks; the
   // simulated time and the bound are printed, the rates left out.
-  if (p > 32 && info.params.count("sym_grid")) return s;
+  if (p > 32 && (info.params.count("sym_grid") || info.params.count("sym_torus"))) return s;
   topo::Topology routed = synth::routed_links(*t, p);
   if (s.root >= 0) {
     s.optimal_gbps = synth::broadcast_rate(*t, p, s.root).per_root_gbps;

@@ -241,6 +241,30 @@ TEST_CASE("synth: Broadcast and Reduce by rails (one root's trees on hosts of on
   CHECK(runs == 8);
 }
 
+TEST_CASE("synth: torus trees (rank 0's translated, --inter torus) run exactly, threads as ranks") {
+  // A 3x3 torus and a 2x2x2 one (rings of 2: one link a dimension) of one GPU a host.
+  int runs = 0;
+  for (const char* dims : {"3x3", "2x2x2"})
+    for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce}) {
+      int n = std::string(dims) == "3x3" ? 9 : 8;
+      topo::Topology t = topo::synth({"pcie-8gpu:gpus=1", n, std::string("torus:dims=") + dims});
+      plan::AlgoOptions opt;
+      opt.pipeline = 2;
+      opt.inter = "torus";
+      plan::Request req{c, 4ull * 64 * static_cast<std::uint64_t>(n * n * 6 * 2), n, 0};
+      auto p0 = plan::generate("synth", req, &t, opt);
+      REQUIRE(p0->info().params.count("sym_torus"));
+      auto p = plan::resized(*p0, plan::granularity(p0->info()).even * 5 * size_of(DataType::Float32), size_of(DataType::Float32));
+      Job job{p->info().req, DataType::Float32, RedOp::Sum};
+      INFO(dims << " " << plan::to_string(c));
+      CHECK(run_threads(*p, job, Placement::OutOfPlace, InPlaceMode::Direct) == 0);
+      bool safe = plan::in_place_problem(*p).empty();
+      CHECK(run_threads(*p, job, Placement::InPlace, safe ? InPlaceMode::Direct : InPlaceMode::Staged) == 0);
+      ++runs;
+    }
+  CHECK(runs == 6);
+}
+
 TEST_CASE("synth: AlltoAll from the flow LP runs exactly on the topologies it was made for, threads as ranks") {
   // A star of one NVSwitch (straight sends only), DGX-1's cube-mesh (chunks relayed over NVLink)
   // and two DGX H100 hosts (a lane per link out of each rank: the peers behind a NIC in turn), each

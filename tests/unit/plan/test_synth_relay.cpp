@@ -153,13 +153,15 @@ TEST_CASE("synth relay trees: 3x3 torus AllGather, ReduceScatter and AllReduce v
     Collective coll;
     double factor;  // over the bound, at most
   };
-  // Simulated today (Queue): 1.260, 1.270, 1.289 (chains round a Hamiltonian cycle).
+  // Simulated today (Queue): 1.260, 1.263, 1.261 (chains round a Hamiltonian cycle for AllGather;
+  // the torus's translated shortest-path trees, synth/torus.h, for the other two).
   for (Case c : {Case{Collective::AllGather, 1.3}, Case{Collective::ReduceScatter, 1.3}, Case{Collective::AllReduce, 1.33}}) {
     CAPTURE(c.coll);
     Request req{c.coll, 1073741823, p, 0};  // 1 GiB rounded down to a multiple of 9, as coll-plan does
     auto plan = generate("synth", req, &t);
-    std::string arcs = plan->info().params.at("arcs");
-    CHECK((arcs == "relay" || arcs == "rings"));
+    // Relay trees, chains, or the torus's translated trees (synth/torus.h), whichever simulates fastest.
+    std::string arcs = plan->info().params.count("sym_torus") ? "torus" : plan->info().params.at("arcs");
+    CHECK((arcs == "relay" || arcs == "rings" || arcs == "torus"));
     VerifyResult v = verify(*plan);
     CHECK_MESSAGE(v.ok, v.error);
     double bound = lower_bound(req, t).time_us();
@@ -182,8 +184,8 @@ TEST_CASE("synth relay trees: a changed tree edge of a torus plan is caught") {
   Topology t = torus("3x3", 9);
   Request req{Collective::AllGather, 9 << 17, 9, 0};
   auto plan = generate("synth", req, &t);
-  std::string arcs = plan->info().params.at("arcs");
-  REQUIRE((arcs == "relay" || arcs == "rings"));
+  std::string arcs = plan->info().params.count("sym_torus") ? "torus" : plan->info().params.at("arcs");
+  REQUIRE((arcs == "relay" || arcs == "rings" || arcs == "torus"));
   ExplicitPlan bad = materialize(*plan);
   bool changed = false;
   for (Op& o : bad.mutable_program(4))

@@ -121,7 +121,7 @@ TEST_CASE("synth rooted: Broadcast beyond 32 ranks on hosts of one size, refused
   Request ragged{Collective::Reduce, std::uint64_t{36} << 20, 36, 0};
   CHECK_FALSE(algorithm("synth").supports(ragged, &five, &why));
   CHECK(why ==
-        "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike and Broadcast and "
+        "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike or a torus, and Broadcast and "
         "Reduce on hosts of one size (hosts hold different numbers of ranks (node0 8, node4 4))");
   AlgoOptions o;
   o.pipeline = 2;

@@ -188,7 +188,7 @@ TEST_CASE("synth symmetric: hosts that are not alike fall back, or are refused i
       break;
     }
   CHECK_FALSE(algorithm("synth").supports(forty, &five, &why));
-  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike and "
+  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike or a torus, and "
                  "Broadcast and Reduce on hosts of one size (the fabric does not treat the hosts alike: ") == 0);
   // Broadcast beyond 32 ranks: by rails on hosts of one size, the slower link or not
   // (test_synth_rooted.cpp).
@@ -202,7 +202,7 @@ TEST_CASE("synth symmetric: hosts that are not alike fall back, or are refused i
                        collkit::InputError);
   AlgoOptions bad;
   bad.inter = "rails";
-  CHECK_THROWS_WITH_AS(generate("synth", req, &t, bad), "synth: --inter rails is not general or symmetric", collkit::InputError);
+  CHECK_THROWS_WITH_AS(generate("synth", req, &t, bad), "synth: --inter rails is not general, symmetric or torus", collkit::InputError);
 }
 
 TEST_CASE("synth symmetric: malformed parameters are refused in one line") {

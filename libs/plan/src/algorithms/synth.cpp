@@ -37,6 +37,7 @@
 #include "synth/routed.h"
 #include "synth/split.h"
 #include "synth/symmetric.h"
+#include "synth/torus.h"
 #include "synth/trees.h"
 #include "synth_read.h"
 
@@ -168,6 +169,26 @@ std::optional<synth::QuotientTrees> quotient(const topo::Topology& t, int p, int
   return synth::quotient(t, p, fanout, intra, why, rate);
 }
 
+/// The torus the ranks form (synth/torus.h), memoised per (topology, p).
+std::optional<synth::TorusGrid> torus(const topo::Topology& t, int p, std::string* why = nullptr) {
+  static std::mutex mu;
+  static std::map<std::pair<std::uint64_t, int>, std::pair<std::optional<synth::TorusGrid>, std::string>> memo;
+  auto key = std::make_pair(t.fingerprint(), p);
+  std::lock_guard lock(mu);
+  auto it = memo.find(key);
+  if (it == memo.end()) {
+    std::string w;
+    std::optional<synth::TorusGrid> g = synth::torus_grid(t, p, &w);
+    it = memo.emplace(key, std::make_pair(std::move(g), std::move(w))).first;
+  }
+  if (why) *why = it->second.second;
+  return it->second.first;
+}
+
+/// --inter torus: every root's trees the translates of rank 0's on a torus (synth/torus.h); by
+/// default beyond kMaxRanks on a torus.
+constexpr std::string_view kTorus = "torus";
+
 std::string format_trees(const std::vector<std::vector<int>>& trees) {
   std::string s;
   for (std::size_t i = 0; i < trees.size(); ++i) {
@@ -284,7 +305,7 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
   if (req.coll == Collective::AllReduce) st.allreduce = allreduce;
   st.root = sh.root;
   // A symmetric plan (synth/symmetric.h) gives its trees as host 0's pattern instead.
-  bool sym = info.params.count("sym_grid") > 0;
+  bool sym = info.params.count("sym_grid") > 0 || info.params.count("sym_torus") > 0;
   if (sym &&
       (sh.root >= 0 || !(req.coll == Collective::AllGather || req.coll == Collective::ReduceScatter || req.coll == Collective::AllReduce)))
     throw InputError(
@@ -333,10 +354,10 @@ class SynthAlgorithm final : public Algorithm {
     if (req.nranks > kMaxRanks) {
       std::string sym_why;
       bool ok = rooted_request(req.coll) ? synth::equal_hosts(*t, req.nranks, &sym_why).has_value()
-                                         : symmetric_request(req.coll) && quotient(*t, req.nranks, kSymCheckFanout, &sym_why);
+                                         : symmetric_request(req.coll) && (torus(*t, req.nranks) || quotient(*t, req.nranks, kSymCheckFanout, &sym_why));
       if (!ok)
         return no("synth packs trees for at most " + std::to_string(kMaxRanks) +
-                  " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike and Broadcast and Reduce on hosts of "
+                  " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike or a torus, and Broadcast and Reduce on hosts of "
                   "one size (" +
                   (symmetric_request(req.coll) || rooted_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
     }
@@ -362,8 +383,11 @@ class SynthAlgorithm final : public Algorithm {
     std::string why;
     if (!supports(req, t, &why)) throw InputError("synth: " + why);
     int p = req.nranks;
-    if (opt.inter != "" && opt.inter != kGeneral && opt.inter != kSymmetric)
-      throw InputError("synth: --inter " + opt.inter + " is not general or symmetric");
+    if (opt.inter != "" && opt.inter != kGeneral && opt.inter != kSymmetric && opt.inter != kTorus)
+      throw InputError("synth: --inter " + opt.inter + " is not general, symmetric or torus");
+    // On a torus beyond kMaxRanks (or with --inter torus), rank 0's trees translated (synth/torus.h).
+    if (p > 1 && (opt.inter == kTorus || (opt.inter.empty() && p > kMaxRanks && symmetric_request(req.coll) && torus(*t, p))))
+      return fastest_torus(req, *t, opt);
     if (p > kMaxRanks && opt.inter == kGeneral)
       throw InputError("synth: the general solver packs trees for at most " + std::to_string(kMaxRanks) + " ranks");
     // By default beyond kMaxAutoRanks, host 0's pattern wherever the hosts are alike: on 4 x
@@ -389,6 +413,7 @@ class SynthAlgorithm final : public Algorithm {
   /// tree's channels to its image's (tree root r k + j -> image(r) k + j, the child's place kept).
   std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
     int p = info.req.nranks;
+    if (info.params.count("sym_torus") && p > 1 && symmetric_chunks(info)) return torus_symmetries(info);
     if (!info.params.count("sym_grid") || p < 2 || !symmetric_chunks(info)) return {};
     std::optional<synth::QuotientTrees> q = synth::read_params(info.params, p);
     Shape sh;
@@ -429,8 +454,9 @@ class SynthAlgorithm final : public Algorithm {
     // A symmetric plan's trees, expanded once and kept (synth/symmetric.h): children in the
     // group's order, so that a child's channel is the same in every translate.
     std::shared_ptr<const synth::TreeSet> sym = info.params.count("sym_grid") ? synth::shared_trees(info.params, p, k) : nullptr;
-    std::size_t ntrees = sym ? static_cast<std::size_t>(p * k) : trees.size();
-    int slots = sym ? sym->most_children : fanout(trees);
+    std::shared_ptr<const synth::TorusTrees> tor = info.params.count("sym_torus") ? synth::shared_torus_trees(info.params, p) : nullptr;
+    std::size_t ntrees = sym || tor ? static_cast<std::size_t>(p * k) : trees.size();
+    int slots = sym ? sym->most_children : tor ? tor->most_children : fanout(trees);
     int tree_channels = static_cast<int>(ntrees) * slots;
     auto um = static_cast<std::uint32_t>(m), unit = static_cast<std::uint32_t>(k * m);
     auto root_of = [&](std::size_t t) { return sh.root >= 0 ? sh.root : static_cast<int>(t) / k; };
@@ -450,6 +476,11 @@ class SynthAlgorithm final : public Algorithm {
       std::vector<int> children(sym->child[r].begin() + first[me], sym->child[r].begin() + first[me + 1]);
       int base = static_cast<int>(t) * slots;
       places.push_back({sym->parent[r][me], std::move(children), base, base + sym->slot[r][me]});
+    }
+    for (std::size_t t = 0; t < ntrees && tor; ++t) {
+      synth::TorusPlace tp = synth::torus_place(*tor, root_of(t), static_cast<int>(t) % k, rank);
+      int base = static_cast<int>(t) * slots;
+      places.push_back({tp.parent, std::move(tp.children), base, base + tp.slot});
     }
     for (std::size_t t = 0; t < trees.size() && !sym; ++t) {
       const std::vector<int>& parent = trees[t];
@@ -667,6 +698,102 @@ class SynthAlgorithm final : public Algorithm {
     return best.take();
   }
 
+  /// The torus plan of one kind (synth/torus.h): rank 0's k trees in the parameters, every root's
+  /// their translates, m chunks a tree (--pipeline, default 16).
+  PlanInfo lay_torus(const Request& req, const topo::Topology& t, const AlgoOptions& opt, synth::TorusKind kind) const {
+    int p = req.nranks;
+    std::string why;
+    std::optional<synth::TorusGrid> g = torus(t, p, &why);
+    if (!g) throw InputError("synth: no torus trees here: " + why);
+    synth::TorusTrees tt = synth::torus_trees(*g, kind);
+    if (opt.channels > 0 && opt.channels != tt.k)
+      throw InputError("synth: torus trees come " + std::to_string(tt.k) + " a root here (--channels " + std::to_string(opt.channels) +
+                       ")");
+    PlanInfo info;
+    info.req = req;
+    int m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
+    info.params["channels"] = std::to_string(tt.k);
+    info.params["pipeline"] = std::to_string(m);
+    if (req.coll == Collective::AllReduce) info.params["allreduce"] = std::string(kRsAg);
+    synth::write_torus_params(tt, info.params);
+    info.params["packed_gbps"] = fmt::format("{:.9g}", synth::torus_rate(t, tt));
+    Shape sh = shape(req, kRsAg, -1, tt.k, m);
+    std::int64_t phases = sh.up && sh.down ? 2 : 1;
+    std::int64_t channels = phases * p * tt.k * tt.most_children;
+    if (channels > 65535)
+      throw InputError("synth: " + std::to_string(tt.k) + " torus trees per rank need " + std::to_string(channels) +
+                       " channels, more than a plan holds (65535)");
+    info.channels = static_cast<std::uint16_t>(channels);
+    info.in_chunks = sh.in_chunks;
+    info.out_chunks = sh.out_chunks;
+    if (sh.scratch_chunks > 0) {
+      info.scratch_chunks = sh.scratch_chunks;
+      info.scratch_bytes = input_bytes(req);
+    }
+    return info;
+  }
+
+  /// Torus plans of both kinds at 1, 16 and 64 chunks a tree (or --pipeline), the fastest as
+  /// simulated; beyond kSymSearchRanks one, not simulated (a simulation of 512 ranks takes
+  /// seconds): shortest-path trees, whole pieces at AllGather and 16 chunks otherwise, as those
+  /// simulate best there under Queue (8x8x8 AllGather: 1.32 x the bound at 1 chunk, 1.61 at 16;
+  /// ReduceScatter 1.38 at 16, 1.58 at 1; on 2D tori all are at the routed optimum); docs/synth.md
+  /// "Tori by translation".
+  PlanInfo fastest_torus(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
+    if (!symmetric_request(req.coll)) throw InputError("synth: torus trees are for AllGather, ReduceScatter and AllReduce");
+    std::vector<synth::TorusKind> kinds{synth::TorusKind::Shortest, synth::TorusKind::Chains};
+    std::vector<int> ms{1, kDefaultPipeline, kDeepPipeline};
+    if (req.nranks > kSymSearchRanks) {
+      kinds.resize(1);
+      ms = {req.coll == Collective::AllGather ? 1 : kDefaultPipeline};
+    }
+    if (opt.pipeline > 0) ms = {opt.pipeline};
+    Fastest best(*this, t, 1e-3);
+    std::string last;
+    bool any = false;
+    for (synth::TorusKind kind : kinds)
+      for (int m : ms) {
+        AlgoOptions with = opt;
+        with.pipeline = m;
+        try {
+          PlanInfo info = lay_torus(req, t, with, kind);
+          if (kinds.size() * ms.size() == 1) return info;
+          best.offer(std::move(info));
+          any = true;
+        } catch (const InputError& e) {
+          last = e.what();
+        }
+      }
+    if (!any) throw InputError(last);
+    return best.take();
+  }
+
+  /// A torus plan's group: one translation per dimension; tree r k + j's channels go to the
+  /// image root's tree j, the child's place kept (children are in their offsets' order).
+  std::vector<SymmetryAxis> torus_symmetries(const PlanInfo& info) const {
+    int p = info.req.nranks;
+    Shape sh;
+    SynthTrees st = read_params(info, sh);
+    std::shared_ptr<const synth::TorusTrees> tt = synth::shared_torus_trees(info.params, p);
+    int k = st.k, slots = tt->most_children, tree_channels = p * k * slots, nch = std::max<int>(1, info.channels);
+    int phases = sh.up && sh.down ? 2 : 1;
+    if (k != tt->k || phases * tree_channels != nch) return {};
+    std::vector<SymmetryAxis> axes;
+    for (const synth::TorusShift& s : synth::torus_shifts(tt->grid)) {
+      SymmetryAxis a;
+      a.rank = s.rank;
+      a.order = s.order;
+      a.channel.resize(static_cast<std::size_t>(nch));
+      for (int c = 0; c < nch; ++c) {
+        int phase = c / tree_channels, w = c % tree_channels, tr = w / slots;
+        a.channel[static_cast<std::size_t>(c)] =
+            phase * tree_channels + (s.rank[static_cast<std::size_t>(tr / k)] * k + tr % k) * slots + w % slots;
+      }
+      axes.push_back(std::move(a));
+    }
+    return axes;
+  }
+
   /// A layout laid out and simulated on `t` at a time, the fastest kept: a later one replaces it
   /// only when faster by more than `min_gain` (a fraction; near ties keep the earlier).
   class Fastest {
@@ -711,7 +838,27 @@ class SynthAlgorithm final : public Algorithm {
         best.offer(lay(req, t, with, allreduce, allreduce_root, walks ? Arcs::Walks : Arcs::Routed));
       }
     offer_relay(best, req, t, opt, allreduce, allreduce_root);
+    offer_torus(best, req, t, opt, allreduce, allreduce_root);
     return best.take();
+  }
+
+  /// On a torus (synth/torus.h), the translated trees of both kinds at 1, 16 and 64 chunks (or
+  /// --pipeline; k is fixed by the torus, --channels else) offered too: on 3D tori under Queue
+  /// they beat relay trees and chains at ReduceScatter and AllReduce (4x4x2: 1.43 -> 1.30 x the
+  /// bound; docs/synth.md "Tori by translation").
+  void offer_torus(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                   int allreduce_root) const {
+    if (shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || !symmetric_request(req.coll) || !torus(t, req.nranks)) return;
+    for (synth::TorusKind kind : {synth::TorusKind::Shortest, synth::TorusKind::Chains})
+      for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{1, kDefaultPipeline, kDeepPipeline}) {
+        AlgoOptions with = opt;
+        with.pipeline = m;
+        try {
+          best.offer(lay_torus(req, t, with, kind));
+        } catch (const InputError&) {
+          // --channels other than the torus's k: not a candidate
+        }
+      }
   }
 
   /// Whether relay trees (k of 1 and 2, or --channels) reach the optimal rate over the routed links.
@@ -908,6 +1055,8 @@ class SynthAlgorithm final : public Algorithm {
 SynthTrees read_synth_trees(const PlanInfo& info) {
   Shape sh;
   SynthTrees st = read_params(info, sh);
+  if (info.params.count("sym_torus") && info.req.nranks > 1)
+    st.trees = synth::torus_all_trees(*synth::shared_torus_trees(info.params, info.req.nranks));
   if (info.params.count("sym_grid") && info.req.nranks > 1) {
     std::shared_ptr<const synth::TreeSet> ts = synth::shared_trees(info.params, info.req.nranks, st.k);
     for (const std::vector<int>& parent : ts->parent)
