@@ -10,11 +10,14 @@
 //   FIDELITY_MD  results/fidelity.md: the calibration report between its ``` fences
 //   OUT          the calibrated topology to write
 // Shared-memory pair classes only (one host): the report keeps each class's fit, not its samples,
-// so samples on the fitted line stand for them.
+// so samples on the fitted line stand for them. With COLLKIT_REPLAY_FIT_COLLS (a comma list of
+// collectives) the factors are fitted to the ring and rhd rows of those collectives in RESULTS,
+// at their times there, instead of the report's timed plans: models compared on one measurement.
 
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -83,13 +86,20 @@ int main(int argc, char** argv) try {
   }
   if (m.classes.empty() || m.reduce_gbps <= 0 || timed.empty())
     throw InputError(std::string(argv[3]) + ": no calibration report (shared-memory class, reduction rate and timed plans) found");
+  const char* fit_colls = std::getenv("COLLKIT_REPLAY_FIT_COLLS");
   for (const auto& table : results.at("tables"))
     for (const auto& row : table.at("rows")) {
+      if (fit_colls) {
+        std::string coll = table.at("collective").get<std::string>(), algo = row.at("algorithm").get<std::string>();
+        if ((algo == "ring" || algo == "rhd") && ("," + std::string(fit_colls) + ",").find("," + coll + ",") != std::string::npos)
+          m.plans.push_back({row.at("plan").dump(), coll + " " + algo, row.at("out_of_place").at("time_us").get<double>()});
+        continue;
+      }
       std::string what = fmt::format("{} {} {}", table.at("collective").get<std::string>(), row.at("algorithm").get<std::string>(),
                                      format_size_bytes(row.at("bytes").get<std::uint64_t>()));
       if (auto it = timed.find(what); it != timed.end()) m.plans.push_back({row.at("plan").dump(), what, it->second});
     }
-  if (m.plans.size() != timed.size())
+  if (!fit_colls && m.plans.size() != timed.size())
     throw InputError(fmt::format("{}: {} of the report's {} timed plans found", argv[2], m.plans.size(), timed.size()));
   std::string report;
   topo::Topology out = exec::apply_calibration(t, m, &report);

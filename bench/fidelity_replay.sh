@@ -6,6 +6,8 @@
 # recorded ones. fidelity_replay fits the recorded calibration report again (shared-memory classes,
 # reduction rate, cache, the timed plans' measured times), then `coll-plan compare` as
 # fidelity.sh does. Prints compare's table; the last line has the median and worst |error|.
+# COLLKIT_REPLAY_FIT_COLLS=allgather,reducescatter,allreduce fits the factors to those collectives' ring and rhd
+# rows as recorded (not the report's timed plans): models compared on one measurement.
 # Usage: bench/fidelity_replay.sh [build/bin] [fidelity.md] [fidelity_rows.csv]
 set -euo pipefail
 bin=${1:-build/bin}
