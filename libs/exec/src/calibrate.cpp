@@ -170,8 +170,11 @@ double reduce_rate(const World& world, std::uint64_t bytes, int reps, double tim
   return slowest > 0 ? static_cast<double>(n * sizeof(float)) / slowest / kBytesPerUsPerGbps : 0;
 }
 
-// Ring and recursive-halving-doubling AllGather and AllReduce run by coll-run's own harness on the
-// mpi backend, planned on `topo` (written for rank 0's planner to read): their measured times.
+// Ring and recursive-halving-doubling AllGather, ReduceScatter and AllReduce run by coll-run's own
+// harness on the mpi backend, planned on `topo` (written for rank 0's planner to read): their
+// measured times. ReduceScatter is AllGather's bytes with the reductions: beside both, the fit
+// tells the reduction rate from the bandwidth (with AllGather and AllReduce alone, every cost an
+// AllReduce has past twice an AllGather's was read as reduction).
 std::vector<PlanTiming> time_plans(World& world, const topo::Topology& topo, const CalibrateOptions& opt) {
   char path[] = "/tmp/collkit-calibrate-XXXXXX";
   std::string file;
@@ -184,7 +187,7 @@ std::vector<PlanTiming> time_plans(World& world, const topo::Topology& topo, con
   }
   RunOptions ro;
   ro.topo_file = world.rank() == 0 ? file : "(rank 0's)";
-  ro.collectives = {plan::Collective::AllGather, plan::Collective::AllReduce};
+  ro.collectives = {plan::Collective::AllGather, plan::Collective::ReduceScatter, plan::Collective::AllReduce};
   ro.algorithms = {"ring", "rhd"};
   // Up to 64 MiB: past the last-level cache of the CPUs this runs on (tens of MiB), so the fit
   // sees the memory behind it (--quick: 64 KiB and 4 MiB only).
@@ -287,13 +290,14 @@ void fit_to_plans(topo::Topology& t, const std::vector<topo::VertexId>& vertices
   bool active[4] = {!vertices.empty() || !links.empty(), base.calibration->reduce_gbps > 0, base.calibration->per_message_us > 0,
                     past_cache};
   // Coordinate descent, a golden-section search per factor over x1/20..x20 (the cache's
-  // x1/20..x1), eight rounds (the factors trade off: three left the cache factor 20% off on a
-  // known model).
+  // x1/20..x1; the reduction's x1/1000..x1000: the rate measured alone, in cache, can be far from
+  // what a plan's reductions get beside its copies), eight rounds (the factors trade off: three
+  // left the cache factor 20% off on a known model).
   const double golden = (std::sqrt(5.0) - 1) / 2;
   for (int round = 0; round < 8; ++round)
     for (int k = 0; k < 4; ++k) {
       if (!active[k]) continue;
-      double lo = -3, hi = k == 3 ? 0 : 3;
+      double lo = k == 1 ? -6.9 : -3, hi = k == 3 ? 0 : k == 1 ? 6.9 : 3;
       auto at = [&](double v) {
         auto y = x;
         y[static_cast<std::size_t>(k)] = v;

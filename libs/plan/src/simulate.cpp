@@ -13,7 +13,14 @@
 //    Two ranks on one vertex copy at the vertex's local_bw_gbps (one shared resource per vertex,
 //    no latency); when that is unknown (0) such a transfer is free: it arrives after
 //    per_message_us alone.
-//  - copy, reduce and recv_reduce's reduction take bytes / reduce_gbps (free when 0).
+//  - copy, reduce and recv_reduce's reduction take bytes / reduce_gbps (free when 0). On a
+//    calibrated topology a reduction is work of the rank's vertex instead, on the one resource
+//    that vertex's shared-memory transfers use (local_work(); docs/adapt.md): there a transfer is
+//    a copy made by a core, and the same cores reduce (with more ranks than cores, they take
+//    turns). It holds the resource for bytes / (k x reduce_gbps), k the plan's ranks on the
+//    vertex (reduce_gbps is what each rank reduces with all of them reducing at once). A rank's
+//    own copies stay at bytes / reduce_gbps beside it: charged on the vertex too they predicted
+//    bruck's large rotations up to 2x too slow (the runtime streams them past the cache).
 //
 // Link models:
 //  - Queue (cut-through, reservations with backfilling). Each link direction keeps a calendar
@@ -164,6 +171,10 @@ class Simulator {
           ++pend;
         }
         ops_[g].pending = pend;
+        if ((op.type == OpType::Reduce || op.type == OpType::RecvReduce) && local_work_on_vertex()) {
+          topo::VertexId v = topo_.rank_vertex(static_cast<topo::Rank>(r));
+          ops_[g].route = route_id(v, v, r, r);
+        }
         if (op.type != OpType::Send) continue;
         topo::VertexId dst = topo_.rank_vertex(static_cast<topo::Rank>(op.peer));
         if (route_cached == kNone || dst != route_dst) {
@@ -261,6 +272,10 @@ class Simulator {
           ++pend;
         }
         ops_[g].pending = pend;
+        if ((op.type == OpType::Reduce || op.type == OpType::RecvReduce) && local_work_on_vertex()) {
+          topo::VertexId v = topo_.rank_vertex(static_cast<topo::Rank>(r));
+          ops_[g].route = route_id(v, v, r, r);
+        }
         if (op.type != OpType::Send && !is_recv(op.type)) continue;
         if (op.peer < 0 || op.peer >= n || op.peer == r) fail();
         bool sending = op.type == OpType::Send;
@@ -420,12 +435,15 @@ class Simulator {
 
   void start(std::uint32_t g) {
     switch (ops_[g].type) {
-      case OpType::Copy:
-      case OpType::Reduce: finish_at(g, now_ + local_cost(ops_[g].bytes)); break;
+      case OpType::Copy: finish_at(g, now_ + local_cost(ops_[g].bytes)); break;
+      case OpType::Reduce:
+        if (on_vertex(g)) local_work(g);
+        else finish_at(g, now_ + local_cost(ops_[g].bytes));
+        break;
       case OpType::Recv:
       case OpType::RecvReduce:
         ops_[g].flags |= kReached;
-        if (ops_[ops_[g].match].flags & kArrived) finish_at(g, now_ + recv_cost(g));
+        if (ops_[ops_[g].match].flags & kArrived) finish_recv(g);
         break;
       case OpType::Send: {
         // At most max_in_flight sends of a (rank, channel) on their way; one more waits for the
@@ -493,6 +511,46 @@ class Simulator {
     arrive_at(g, left + r.latency_us);
   }
 
+  // ---- a calibrated topology's local work (the file's header) -------------------------------
+  // Reductions are work of the rank's vertex when the topology carries a calibration;
+  // uncalibrated they cost what they always did. The route of such an op (load()) is its vertex's
+  // local resource: one hop, no latency; none (count 0) when the vertex's rate is not known.
+  bool local_work_on_vertex() const { return topo_.calibration.has_value(); }
+  bool on_vertex(std::uint32_t g) const { return ops_[g].route != kNone && net_.routes[ops_[g].route].count > 0; }
+
+  // How long reduction g holds its vertex's resource alone: the rate the vertex's ranks reduce
+  // at together.
+  double local_work_us(std::uint32_t g) {
+    auto bytes = static_cast<double>(ops_[g].bytes);
+    if (opt_.reduce_gbps <= 0) return 0;
+    if (ranks_on_.empty())
+      for (int r = 0; r < plan_.nranks(); ++r) ++ranks_on_[topo_.rank_vertex(static_cast<topo::Rank>(r))];
+    double k = ranks_on_[topo_.rank_vertex(static_cast<topo::Rank>(rank_of(g)))];
+    return bytes / (k * opt_.reduce_gbps * kBytesPerUsPerGbps);
+  }
+
+  // Op g's work on its vertex: it completes when the resource has given it local_work_us().
+  // MaxMin: a flow of the bytes a transfer would move in that time, so that it shares the
+  // resource with the transfers as they share it among themselves.
+  void local_work(std::uint32_t g) {
+    const Route& r = net_.routes[ops_[g].route];
+    double occupied = local_work_us(g);
+    if (occupied <= 0) return finish_at(g, now_);
+    std::uint32_t res = net_.hop_res[r.first];
+    book(res, ops_[g].bytes, occupied);
+    if (opt_.model == LinkModel::MaxMin) return maxmin_->add(g, ops_[g].route, occupied * net_.bw_gbps[res] * kBytesPerUsPerGbps);
+    sim::Calendar& cal = calendar_[queue_hops_[r.first].res];
+    double begin = cal.earliest(now_, occupied);
+    cal.reserve(begin, begin + occupied, now_);
+    finish_at(g, begin + occupied);
+  }
+
+  // A receive whose data is there and that was reached: done, after its reduction if it has one.
+  void finish_recv(std::uint32_t g) {
+    if (ops_[g].type == OpType::RecvReduce && on_vertex(g)) local_work(g);
+    else finish_at(g, now_ + recv_cost(g));
+  }
+
   void flow_start(std::uint32_t g) {
     const Route& r = net_.routes[ops_[g].route];
     if (r.count == 0 || ops_[g].bytes == 0) {
@@ -513,7 +571,7 @@ class Simulator {
     std::uint32_t r = ops_[g].match;
     if (ops_[r].flags & kReached) {
       ops_[r].crit = g;  // the data came last
-      finish_at(r, now_ + recv_cost(r));
+      finish_recv(r);
     }
     std::uint32_t k = slot(g);
     // Sends wait only behind a full window: below it none is blocked, and no lookup is needed.
@@ -581,6 +639,7 @@ class Simulator {
           maxmin_->take_finished(tags, routes);
           for (std::size_t k = 0; k < tags.size(); ++k) {
             finish_at(tags[k], now_);
+            if (ops_[tags[k]].type != OpType::Send) continue;  // local_work(): it arrives nowhere
             arrive_at(tags[k], now_ + net_.routes[routes[k]].latency_us);
           }
           continue;
@@ -709,6 +768,7 @@ class Simulator {
   std::vector<std::uint16_t> in_flight_;                                  // per (rank, channel): sends not arrived
   std::unordered_map<std::uint64_t, std::deque<std::uint32_t>> blocked_;  // sends waiting for room
   std::unique_ptr<sim::MaxMinSharing> maxmin_;
+  std::unordered_map<topo::VertexId, int> ranks_on_;  // local_work_us(): the plan's ranks per vertex
   topo::RouteCache& routes_;
 };
 

@@ -102,8 +102,10 @@ TEST_CASE("calibrate: the tests' fits are written into vertices, links and the c
   explicit_opts.reduce_gbps = 25;
   topo::Topology plain = c;
   plain.calibration.reset();
-  CHECK(plan::simulate(*p, c).time_us == doctest::Approx(plan::simulate(*p, plain, explicit_opts).time_us));
+  CHECK(plan::simulate(*p, c).time_us == doctest::Approx(plan::simulate(*p, c, explicit_opts).time_us));
   CHECK(plan::simulate(*p, c).time_us > plan::simulate(*p, plain).time_us);
+  explicit_opts.reduce_gbps = 1;  // the options' own figures win
+  CHECK(plan::simulate(*p, c, explicit_opts).time_us > plan::simulate(*p, c).time_us);
 }
 
 TEST_CASE("calibrate: other work found on a host while measuring is a warning in the report and a note in the topology") {
@@ -170,6 +172,30 @@ TEST_CASE("calibrate: factors fitted to timed plans recover the model the plans 
   CHECK(fitted.vertex(fitted.at("a/cpu0")).local_bw_gbps == doctest::Approx(8).epsilon(0.05));
   CHECK(fitted.calibration->per_message_us == doctest::Approx(31.5).epsilon(0.05));
   CHECK(report.find("plans: 8 timed; factors bandwidth x0.50") != std::string::npos);
+}
+
+TEST_CASE("calibrate: a reduction rate far below the tests' is fitted, not held at a limit") {
+  topo::Topology t = two_hosts();
+  Measurements m = tests_only(t);
+  // The "machine": the plans' reductions 100x slower than the test's (beside their copies, out of
+  // cache): once this pinned the fit at its old x1/20 limit.
+  topo::Topology truth = apply_calibration(t, m, nullptr);
+  truth.calibration->reduce_gbps /= 100;
+  int timed = 0;
+  // The collectives calibrate times: ReduceScatter beside AllGather tells reductions from copies.
+  for (plan::Collective coll : {plan::Collective::AllGather, plan::Collective::ReduceScatter, plan::Collective::AllReduce})
+    for (const char* algo : {"ring", "rhd"})
+      for (std::uint64_t bytes : {65536ull, 4194304ull}) {
+        auto p = plan::generate(algo, {coll, bytes, 4, 0}, &t);
+        m.plans.push_back({plan::to_json(*p), algo, plan::simulate(*p, truth).time_us});
+        ++timed;
+      }
+  CHECK(timed == 12);
+  std::string report;
+  topo::Topology fitted = apply_calibration(t, m, &report);
+  CAPTURE(report);
+  CHECK(fitted.calibration->reduce_gbps == doctest::Approx(0.25).epsilon(0.05));
+  CHECK(report.find("reduction x0.01") != std::string::npos);
 }
 
 TEST_CASE("calibrate: the bandwidth beyond the last-level cache is fitted from plans timed past it") {

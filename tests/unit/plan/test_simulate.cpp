@@ -208,6 +208,44 @@ TEST_CASE("simulate: ranks on one vertex copy at its local bandwidth, or for fre
   }
 }
 
+TEST_CASE("simulate: on a calibrated topology reductions are work of the rank's vertex, copies are not") {
+  using namespace algo;
+  collkit::topo::Topology t;
+  t.name = "one-cpu";
+  auto v = t.add_vertex(make_vertex("cpu", collkit::topo::VertexKind::Cpu));
+  for (int r = 0; r < 3; ++r) t.add_rank(v);
+  t.mutable_vertex(v).local_bw_gbps = 10;  // 1 MB: 100 us on the vertex
+  auto copies = hand_plan(1000000, 1, {{copy(in(0), out(0), 1, 0)}, {copy(in(0), out(0), 1, 0)}}, 1);
+  auto reductions = hand_plan(1000000, 1, {{reduce(in(0), out(0), 1, 0)}, {reduce(in(0), out(0), 1, 0)}}, 1);
+  auto recv_reduced = hand_plan(1000000, 1, {{send(1, in(0), 1, 0)}, {recv_reduce(0, in(0), out(0), 1, 0)}}, 1);
+  // A third rank reduces while the other two move 1 MB between them.
+  auto beside = hand_plan(1000000, 1, {{send(1, in(0), 1, 0)}, {recv(0, out(0), 1, 0)}, {reduce(in(0), out(0), 1, 0)}}, 1);
+  int checked = 0;
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin}) {
+    CAPTURE(static_cast<int>(model));
+    // Uncalibrated: every rank copies and reduces at reduce_gbps of its own, beside the others.
+    CHECK(simulate(copies, t, with(model, 0, 5)).time_us == doctest::Approx(200));
+    CHECK(simulate(reductions, t, with(model, 0, 5)).time_us == doctest::Approx(200));
+    CHECK(simulate(recv_reduced, t, with(model, 0, 5)).time_us == doctest::Approx(300));  // 100 us transfer, 200 us sum
+    CHECK(simulate(beside, t, with(model, 0, 50)).time_us == doctest::Approx(100));       // the sum's 20 us beside it
+    collkit::topo::Topology cal = t;
+    cal.calibration.emplace();
+    cal.calibration->reduce_gbps = 5;  // each of two ranks, both reducing: 10 GB/s on the vertex
+    // Copies: each rank's own, at reduce_gbps, as before.
+    CHECK(simulate(copies, cal, with(model)).time_us == doctest::Approx(200));
+    // The two reductions take turns on the vertex (Queue) or share it (MaxMin): 200 us either way.
+    CHECK(simulate(reductions, cal, with(model)).time_us == doctest::Approx(200));
+    // The transfer, then the sum on the vertex: 100 + 1 MB / 10 GB/s.
+    CHECK(simulate(recv_reduced, cal, with(model)).time_us == doctest::Approx(200));
+    // Three ranks on the vertex reduce at 50 GB/s in all: the sum's 20 us and the transfer's
+    // 100 us hold the vertex in turn (or share it).
+    cal.calibration->reduce_gbps = 50.0 / 3;
+    CHECK(simulate(beside, cal, with(model)).time_us == doctest::Approx(120));
+    checked += 8;
+  }
+  CHECK(checked == 16);
+}
+
 TEST_CASE("simulate: errors name the ops") {
   using namespace algo;
   auto t = uniform(4, 100, 0);
