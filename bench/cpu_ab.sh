@@ -73,7 +73,18 @@ for nodes in ${COLLKIT_AB_NODES:-128 2048}; do
       done
       row "$gpus" "shell: compare allreduce $size (session less its load)" "$(echo "${c[base.c]} - ${c[base.l]}" | bc -l)" \
         "$(echo "${c[new.c]} - ${c[new.l]}" | bc -l)" "${r[base.c]}" "${r[new.c]}"
+      c[base.$size]=${c[base.c]}
+      c[new.$size]=${c[new.c]}
     done
+    # A second question in the session: compare 1M after compare 1G (routes and fold checks kept).
+    for side in base new; do
+      bin=$base
+      [ $side = new ] && bin=$new
+      printf 'load %s\ncompare allreduce 1G\ncompare allreduce 1M\n' "$t" >"$tmp/stdin"
+      read -r c[$side.n] r[$side.n] < <(cpu "$bin/coll-plan" shell --strict)
+    done
+    row "$gpus" "shell: compare allreduce 1M after 1G (session less load and 1G)" "$(echo "${c[base.n]} - ${c[base.1G]}" | bc -l)" \
+      "$(echo "${c[new.n]} - ${c[new.1G]}" | bc -l)" "${r[base.n]}" "${r[new.n]}"
     row "$gpus" "shell: load" "${c[base.l]}" "${c[new.l]}" "${r[base.l]}" "${r[new.l]}"
     rm -f "$tmp/stdin"
   done

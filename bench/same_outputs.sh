@@ -73,5 +73,22 @@ for spec in "${topos[@]}"; do
       same "$node x$nodes $fabric $coll $size: shell compare"
     done
   done
+  # One session asking every question in turn (and explain, which shows the plans tried): the
+  # answers after the first come with the routes and fold checks the session kept.
+  [ "$nodes" -ge 128 ] && continue
+  rm -f "$tmp"/old.* "$tmp"/new.*
+  for side in old new; do
+    bin=$old
+    [ $side = new ] && bin=$new
+    {
+      echo "load $t"
+      for coll in allreduce allgather; do
+        for size in "${sizes[@]}"; do echo "explain $coll $size"; done
+      done
+      echo "plan allreduce 64M hier"
+      echo "simulate"
+    } | "$bin/coll-plan" shell --strict >"$tmp/$side.shell" 2>&1
+  done
+  same "$node x$nodes $fabric: one shell session, every question"
 done
 echo "same_outputs: $cases cases, all the same"

@@ -197,10 +197,13 @@ plan::SearchOptions interruptible_search() {
 
 namespace {
 
-plan::SimOptions sim_options_on(topo::Topology& t, std::shared_ptr<topo::RouteCache>& routes) {
+plan::SimOptions sim_options_on(topo::Topology& t, std::shared_ptr<topo::RouteCache>& routes,
+                                std::shared_ptr<plan::sim::FoldCache>& folds) {
   if (!routes) routes = std::make_shared<topo::RouteCache>(t);
+  if (!folds) folds = plan::fold_cache_for(routes);
   plan::SimOptions s;
   s.routes = routes;
+  s.folds = folds;
   s.progress = [](std::size_t done, std::size_t total) {
     check_interrupt();
     if (g_progress) g_progress->ops_done(done, total);
@@ -212,7 +215,7 @@ plan::SimOptions sim_options_on(topo::Topology& t, std::shared_ptr<topo::RouteCa
 
 plan::SimOptions Session::sim_options() {
   topology();
-  return sim_options_on(stack_.back().topology, stack_.back().routes);
+  return sim_options_on(stack_.back().topology, stack_.back().routes, stack_.back().folds);
 }
 
 const plan::Evaluation& Session::evaluation(Edit& at, const plan::Request& req) {
@@ -220,7 +223,7 @@ const plan::Evaluation& Session::evaluation(Edit& at, const plan::Request& req) 
   auto it = at.answers.find(key);
   if (it != at.answers.end()) return *it->second;
   auto e = std::make_shared<const plan::Evaluation>(
-      plan::evaluate(req, at.topology, {}, sim_options_on(at.topology, at.routes), interruptible_search()));
+      plan::evaluate(req, at.topology, {}, sim_options_on(at.topology, at.routes, at.folds), interruptible_search()));
   progress_done();
   return *at.answers.emplace(key, std::move(e)).first->second;
 }
@@ -232,7 +235,7 @@ const topo::Topology& Session::topology() const {
 
 void Session::set_base(topo::Topology t, std::optional<topo::SynthRequest> synth) {
   stack_.clear();
-  stack_.push_back({"", std::move(t), nullptr, {}});
+  stack_.push_back({"", std::move(t), nullptr, {}, nullptr});
   synth_ = std::move(synth);
   plan_.reset();
   plan_file_.clear();
@@ -243,7 +246,7 @@ void Session::set_base(topo::Topology t, std::optional<topo::SynthRequest> synth
 
 void Session::push(std::string what, topo::Topology t) {
   t.name = stack_.front().topology.name + " (edited)";
-  stack_.push_back({std::move(what), std::move(t), nullptr, {}});
+  stack_.push_back({std::move(what), std::move(t), nullptr, {}, nullptr});
   plan_.reset();  // made for the topology before the edit
   out_ << fmt::format("edit {}: {}; {} ranks\n", stack_.size() - 1, stack_.back().what, topology().num_ranks());
 }
@@ -479,7 +482,7 @@ void Session::add(const Args& a) {
   // The grown cluster is the new base (diff compares against it); the questions asked stay.
   synth_ = r;
   stack_.clear();
-  stack_.push_back({"", std::move(grown), nullptr, {}});
+  stack_.push_back({"", std::move(grown), nullptr, {}, nullptr});
   plan_.reset();
   out_ << fmt::format("added {} host(s): {}, {} ranks (the new base for diff and undo)\n", n, topology().name, topology().num_ranks());
 }

@@ -41,6 +41,7 @@ class Session {
     topo::Topology topology;
     std::shared_ptr<topo::RouteCache> routes;  ///< routes found so far on it, kept for the next question
     std::map<std::tuple<int, std::uint64_t, int>, std::shared_ptr<const plan::Evaluation>> answers;  ///< (coll, bytes, root): compare's
+    std::shared_ptr<plan::sim::FoldCache> folds;  ///< symmetry checks done on its routes, for the next question
   };
   struct Question {  ///< a plan or compare asked: diff asks it again
     plan::Collective coll;

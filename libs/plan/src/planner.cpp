@@ -57,7 +57,7 @@ struct Trial {
     // Past a few million ops only a plan that folds (docs/plan.md, Symmetry) simulates in
     // seconds: a 1152-rank ring whose chunks are too small to fold runs 45 s.
     std::optional<sim::Fold> fold;
-    if (sim.fold_symmetry) fold = sim::fold(*plan, topo, *sim.routes);
+    if (sim.fold_symmetry) fold = sim::fold(*plan, topo, *sim.routes, sim.folds.get());
     if (ops > sim.unfolded_op_budget && sim.fold_symmetry && !fold) {
       if (!c.plan)
         c.why_not = "about " + millions(ops) + " M ops with no symmetry to fold them by, beyond auto's budget of " +
@@ -127,6 +127,7 @@ Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOp
   SimOptions sim = sim_options;
   check_fits(req, topo);
   sim.routes = sim::route_cache(topo, sim_options);
+  sim.folds = sim::fold_cache(sim);  // and their symmetry checks shared
   Evaluation ev;
   ev.bound = lower_bound(req, topo);
   Trial trial{req, topo, sim, search, ev.bound, ev.tried};
@@ -249,6 +250,7 @@ std::vector<SweepRow> sweep(Collective coll, int nranks, int root, std::uint64_t
   std::vector<SweepRow> rows;
   SimOptions shared = sim;
   shared.routes = sim::route_cache(topo, sim);
+  shared.folds = sim::fold_cache(shared);
   bool sliced = coll == Collective::AllGather || coll == Collective::ReduceScatter || coll == Collective::AlltoAll;
   for (std::uint64_t b = min_bytes; b <= max_bytes; b *= factor) {
     std::uint64_t bytes = b;

@@ -858,7 +858,7 @@ SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOption
   SimOptions o = opt;
   o.routes = sim::route_cache(topo, opt);
   std::optional<sim::Fold> f;
-  if (o.fold_symmetry && fits) f = sim::fold(plan, topo, *o.routes);
+  if (o.fold_symmetry && fits) f = sim::fold(plan, topo, *o.routes, o.folds && o.folds->serves(*o.routes) ? o.folds.get() : nullptr);
   return sim::simulate_folded(plan, topo, o, f);
 }
 

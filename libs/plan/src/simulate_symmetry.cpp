@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <bit>
 #include <numeric>
+#include <stdexcept>
 
 #include "collkit/topo/routing.h"
 
@@ -175,14 +176,81 @@ bool equivariant(const topo::Topology& t, const Gen& g, const Routes& routes, st
   return true;
 }
 
+std::uint64_t hash_pairs(const std::vector<std::pair<int, int>>& pairs) {
+  std::uint64_t h = 0xcbf29ce484222325ull ^ pairs.size();
+  for (const auto& [a, b] : pairs) h = (h ^ PairIndex::key(a, b)) * 0x100000001b3ull;
+  return h;
+}
+
 }  // namespace
+
+struct FoldCache::Impl {
+  struct Check {
+    Map rank;
+    bool ok = false;
+    std::vector<std::uint32_t> map;  // empty when !ok
+  };
+  struct Entry {
+    std::uint64_t hash = 0;
+    std::shared_ptr<const Routes> routes;
+    std::vector<Check> checks;  // the most recent last
+  };
+  // A handful of pair sets, the most recently used first: a compare's candidates and their knob
+  // variants come back to the same few (each entry holds a resource map per check, about 1 MB
+  // at 16k ranks, so neither list grows without end).
+  static constexpr std::size_t kEntries = 6, kChecks = 8;
+  std::weak_ptr<topo::RouteCache> routes;
+  std::vector<Entry> entries;
+  std::size_t lookups = 0, hits = 0;
+
+  Entry& entry(const topo::Topology& t, topo::RouteCache& cache, std::vector<std::pair<int, int>> pairs) {
+    ++lookups;
+    std::uint64_t h = hash_pairs(pairs);
+    for (std::size_t i = 0; i < entries.size(); ++i)
+      if (entries[i].hash == h && entries[i].routes->pairs == pairs) {
+        ++hits;
+        std::rotate(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(i),
+                    entries.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        return entries.front();
+      }
+    if (entries.size() == kEntries) entries.pop_back();
+    entries.insert(entries.begin(), Entry{h, std::make_shared<const Routes>(t, cache, std::move(pairs)), {}});
+    return entries.front();
+  }
+
+  static bool equivariant(const topo::Topology& t, const Gen& g, Entry& e, std::vector<std::uint32_t>& map) {
+    for (const Check& c : e.checks)
+      if (c.rank == g.rank) {
+        if (c.ok) map = c.map;
+        return c.ok;
+      }
+    bool ok = sim::equivariant(t, g, *e.routes, map);
+    if (e.checks.size() == kChecks) e.checks.erase(e.checks.begin());
+    e.checks.push_back({g.rank, ok, ok ? map : std::vector<std::uint32_t>{}});
+    return ok;
+  }
+};
+
+FoldCache::FoldCache(const std::shared_ptr<topo::RouteCache>& routes) : impl(std::make_unique<Impl>()) { impl->routes = routes; }
+FoldCache::~FoldCache() = default;
+bool FoldCache::serves(const topo::RouteCache& routes) const {
+  auto r = impl->routes.lock();
+  return r && r.get() == &routes;
+}
+std::size_t FoldCache::lookups() const { return impl->lookups; }
+std::size_t FoldCache::hits() const { return impl->hits; }
+
+std::shared_ptr<FoldCache> fold_cache(const SimOptions& opt) {
+  if (opt.folds && opt.routes && opt.folds->serves(*opt.routes)) return opt.folds;
+  return std::make_shared<FoldCache>(opt.routes);
+}
 
 std::shared_ptr<topo::RouteCache> route_cache(const topo::Topology& topo, const SimOptions& opt) {
   if (opt.routes && &opt.routes->topology() == &topo) return opt.routes;
   return std::make_shared<topo::RouteCache>(topo);
 }
 
-std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::RouteCache& cache) {
+std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::RouteCache& cache, FoldCache* shared) {
   std::vector<SymmetryAxis> axes = plan.symmetries();
   int p = plan.nranks(), nch = std::max<int>(1, plan.info().channels);
   if (axes.empty() || p < 2) return std::nullopt;
@@ -249,7 +317,12 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
     }
   }
   std::sort(pairs.begin(), pairs.end());
-  Routes routes(topo, cache, std::move(pairs));
+  if (shared && !shared->serves(cache)) throw std::logic_error("fold: a fold cache for other routes");
+  FoldCache::Impl::Entry* entry = nullptr;
+  std::optional<Routes> own;
+  if (shared) entry = &shared->impl->entry(topo, cache, std::move(pairs));
+  else own.emplace(topo, cache, std::move(pairs));
+  const Routes& routes = entry ? *entry->routes : *own;
   // Per axis, the smallest power of its generator that maps routes onto routes. Rank maps of
   // every element are kept, so the group stops growing at kMaxEntries of them: 16k ranks do not
   // take gigabytes (and axes past the bound are not checked). Nor does it grow once it has 64
@@ -268,7 +341,7 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
     for (int k = 1; k < g.order; ++k, pw = compose(g, pw)) {
       if (g.order % k != 0) continue;
       std::vector<std::uint32_t> m;
-      if (!equivariant(topo, pw, routes, m)) continue;
+      if (!(entry ? FoldCache::Impl::equivariant(topo, pw, *entry, m) : equivariant(topo, pw, routes, m))) continue;
       pw.order = g.order / k;
       kept.push_back(pw);
       maps.push_back(std::move(m));
@@ -365,3 +438,11 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
 }
 
 }  // namespace collkit::plan::sim
+
+namespace collkit::plan {
+
+std::shared_ptr<sim::FoldCache> fold_cache_for(const std::shared_ptr<topo::RouteCache>& routes) {
+  return std::make_shared<sim::FoldCache>(routes);
+}
+
+}  // namespace collkit::plan

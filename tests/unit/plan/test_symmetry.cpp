@@ -4,10 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "collkit/plan/algorithm.h"
+#include "collkit/plan/planner.h"
 #include "collkit/plan/simulate.h"
 #include "collkit/topo/synth.h"
+#include "simulate_symmetry.h"
 
 using namespace collkit::plan;
 namespace topo = collkit::topo;
@@ -212,4 +215,84 @@ TEST_CASE("symmetry: simulations sharing one route cache give what each gives al
   CHECK(checked >= 12);
   CHECK(shared.routes->size() > 0);
   CHECK(foreign.routes->size() == 0);
+}
+
+TEST_CASE("symmetry: a fold cache shared by plans gives what a fresh fold gives") {
+  // The planner's candidates and a shell session share one cache of route lists and
+  // equivariance checks: a plan folded with it must fold as it does alone, and a cache kept
+  // for other routes must not be used.
+  topo::Topology t = topo::synth({"dgx-h100", 8, "fat-tree:rails=8,leaf_radix=4"});
+  auto routes = std::make_shared<topo::RouteCache>(t);
+  std::shared_ptr<sim::FoldCache> folds = fold_cache_for(routes);
+  SimOptions shared;
+  shared.routes = routes;
+  shared.folds = folds;
+  int p = static_cast<int>(t.num_ranks());
+  std::size_t checked = 0, folded = 0;
+  // Each plan twice, and knob variants that talk between the same pairs: the second lookups hit.
+  for (int round = 0; round < 2; ++round)
+    for (const char* name : {"ring", "hier", "rd", "rhd", "tree"})
+      for (int pipeline : {0, 4}) {
+        Request req{Collective::AllReduce, std::uint64_t{1} << 26, p, 0};
+        AlgoOptions opt;
+        opt.pipeline = pipeline;
+        auto plan = generate(name, req, &t, opt);
+        CAPTURE(std::string(name) + " pipeline " + std::to_string(pipeline));
+        topo::RouteCache fresh_routes(t);
+        std::optional<sim::Fold> fresh = sim::fold(*plan, t, fresh_routes), cached = sim::fold(*plan, t, *routes, folds.get());
+        REQUIRE(fresh.has_value() == cached.has_value());
+        if (fresh) {
+          CHECK(fresh->rank == cached->rank);
+          CHECK(fresh->channel == cached->channel);
+          CHECK(fresh->rep == cached->rep);
+          CHECK(fresh->elem == cached->elem);
+          CHECK(fresh->ranks == cached->ranks);
+          CHECK(fresh->resource == cached->resource);
+          ++folded;
+        }
+        SimResult alone = simulate(*plan, t), with = simulate(*plan, t, shared);
+        CHECK(with.time_us == alone.time_us);
+        CHECK(with.folded == alone.folded);
+        ++checked;
+      }
+  CHECK(checked == 20);
+  CHECK(folded >= 8);
+  CHECK(folds->hits() > 0);
+  CHECK(folds->hits() < folds->lookups());
+  // Made for other routes (even on the same topology): fold refuses it, simulate passes it by.
+  auto other = std::make_shared<topo::RouteCache>(t);
+  auto plan = generate("hier", {Collective::AllReduce, std::uint64_t{1} << 26, p, 0}, &t);
+  CHECK_THROWS_AS(sim::fold(*plan, t, *other, folds.get()), std::logic_error);
+  SimOptions foreign;
+  foreign.routes = other;
+  foreign.folds = folds;
+  std::size_t before = folds->lookups();
+  CHECK(simulate(*plan, t, foreign).time_us == simulate(*plan, t).time_us);
+  CHECK(folds->lookups() == before);
+}
+
+TEST_CASE("symmetry: evaluate with a shell's kept caches answers as a fresh evaluate") {
+  // A shell session keeps its routes and fold cache between questions: the second size asked
+  // must get the candidates a new process gets.
+  topo::Topology t = topo::synth({"dgx-h100", 4, "fat-tree:rails=8,leaf_radix=4"});
+  SimOptions kept;
+  kept.routes = std::make_shared<topo::RouteCache>(t);
+  kept.folds = fold_cache_for(kept.routes);
+  int p = static_cast<int>(t.num_ranks());
+  std::size_t compared = 0;
+  for (std::uint64_t bytes : {std::uint64_t{1} << 30, std::uint64_t{1} << 20}) {
+    Request req{Collective::AllReduce, bytes, p, 0};
+    Evaluation fresh = evaluate(req, t), again = evaluate(req, t, {}, kept);
+    REQUIRE(fresh.candidates.size() == again.candidates.size());
+    CHECK(fresh.best == again.best);
+    CHECK(fresh.tried == again.tried);
+    for (std::size_t i = 0; i < fresh.candidates.size(); ++i) {
+      CHECK(fresh.candidates[i].applicable == again.candidates[i].applicable);
+      CHECK(fresh.candidates[i].time_us == again.candidates[i].time_us);
+      CHECK(fresh.candidates[i].knobs == again.candidates[i].knobs);
+      ++compared;
+    }
+  }
+  CHECK(compared >= 20);
+  CHECK(kept.folds->hits() > 0);
 }

@@ -18,6 +18,10 @@ enum class LinkModel : std::uint8_t {
   MaxMin,   ///< max-min fair sharing of every link direction among the flows crossing it
 };
 
+namespace sim {
+class FoldCache;  // simulate_symmetry.h
+}
+
 struct SimOptions {
   LinkModel model = LinkModel::Queue;
   double per_message_us = 0.0;  ///< fixed software overhead per send (NCCL/MPI launch), added once per transfer
@@ -43,7 +47,15 @@ struct SimOptions {
   /// candidates share one: at 16k ranks, finding routes was most of a simulation). Null: each
   /// simulation finds its own. One made for another topology is not used.
   std::shared_ptr<topo::RouteCache> routes;
+  /// Symmetry checks done by earlier simulations with the same `routes` (the planner's candidates
+  /// and a shell session share one: a plan's knob variants use the same rank pairs, whose routes
+  /// and equivariance checks are then looked up once). Null, or one kept for other routes: each
+  /// simulation checks afresh. The results are the same either way.
+  std::shared_ptr<sim::FoldCache> folds;
 };
+
+/// A cache of symmetry checks for simulations that use `routes` (SimOptions::folds).
+std::shared_ptr<sim::FoldCache> fold_cache_for(const std::shared_ptr<topo::RouteCache>& routes);
 
 struct LinkLoad {
   topo::LinkId link;
