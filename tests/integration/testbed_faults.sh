@@ -129,10 +129,23 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then ok "ranks killed, no abort: the jo
 within "$gone" 7 && ok "ranks killed, no abort: host 1's ranks gone ${gone} s after the fault (limit --timeout 5 + 2)" ||
   bad "ranks killed, no abort: host 1's ranks gone after $gone s"
 echo "measured: ranks killed (orte_abort_on_non_zero_status 0): host 1's ranks gone after $gone s"
+# Each of host 1's ranks prints at most one line, one at least, and every line names ranks 2 and 3
+# as gone: after its timeout ("no progress for 5 s: ...") or, where Open MPI ended the job itself
+# all the same (1 run in about 30 under load: its TCP transport can abort the job on a write to a
+# dead peer's socket), after the launcher's SIGTERM, as by default.
+said=0
 for r in 0 1; do
-  expect_eq "$(grep -c "^coll-run: error: rank $r on host ckh1: no progress for 5 s: .*; ranks 2 on host ckh2, 3 on host ckh2 did not answer within 0.5 s (gone: their processes have exited)$" \
-    "$TMP/killed-noabort.txt" || true)" 1 "ranks killed, no abort: lines of rank $r (host 1) naming ranks 2 and 3 on host ckh2"
+  n=$(grep -c "^coll-run: error: rank $r on host ckh1: " "$TMP/killed-noabort.txt" || true)
+  [ "$n" -le 1 ] && ok "ranks killed, no abort: rank $r (host 1) printed $n line(s), at most one" || bad "ranks killed, no abort: rank $r printed $n lines"
+  said=$((said + n))
 done
+[ "$said" -ge 1 ] && ok "ranks killed, no abort: $said of host 1's ranks printed their line" || bad "ranks killed, no abort: host 1 silent"
+named=$(grep -c "^coll-run: error: rank [01] on host ckh1: .*ranks 2 on host ckh2, 3 on host ckh2 \(did not answer within 0\.[35] s (gone: their processes have exited)\|are gone\)" \
+  "$TMP/killed-noabort.txt" || true)
+expect_eq "$named" "$said" "ranks killed, no abort: every line of host 1 names ranks 2 and 3 on ckh2 as gone"
+[ "$named" = "$said" ] || grep "^coll-run: error:" "$TMP/killed-noabort.txt"
+timed_out=$(grep -c "^coll-run: error: rank [01] on host ckh1: no progress for 5 s: " "$TMP/killed-noabort.txt" || true)
+echo "measured: ranks killed, no abort: $timed_out of $said lines after the survivor's own timeout (the others after Open MPI's SIGTERM)"
 expect_eq "$(json_get "$TMP/killed-noabort.json" 'j.get("complete")')" False "ranks killed, no abort: the partial --json is marked incomplete"
 
 # (A link slowed 10x mid-run by reshaping its tbf is not used: the reshaping drops what the qdisc
@@ -153,23 +166,35 @@ else
 fi
 # Slowest first; four processes on two cores talking TCP can make the probe flag other pairs too.
 expect_eq "$(sed -n 's/^# slow pairs found: //p' "$TMP/adapt.txt" | awk '{print $1}')" "0-1" "the probe names the slow link, ranks 0-1, first"
-order=$(grep '^# adapted ring order:' "$TMP/adapt.txt" | sed 's/.*: //')
-[[ ",$order,$order," != *",0,1,"* && ",$order,$order," != *",1,0,"* ]] && ok "the adapted ring ($order) never sends between 0 and 1" ||
-  bad "the adapted ring $order still joins 0 and 1"
+# The adapted plan: a ring that never joins 0 and 1; or, where the noisy probe also flagged other
+# pairs of rank 0 or 1 (so that one looks like a slow rank, which no ring order avoids), the
+# straggler plan around that rank, an end of the slow link.
+order=$(grep '^# adapted ring order:' "$TMP/adapt.txt" | sed 's/.*: //' || true)
+straggler=$(sed -n 's/^# adapted: straggler around rank \([0-9]*\).*/\1/p' "$TMP/adapt.txt" | head -1)
+if [ -n "$order" ]; then
+  [[ ",$order,$order," != *",0,1,"* && ",$order,$order," != *",1,0,"* ]] && ok "the adapted ring ($order) never sends between 0 and 1" ||
+    bad "the adapted ring $order still joins 0 and 1"
+elif [ "$straggler" = 0 ] || [ "$straggler" = 1 ]; then
+  ok "the probe flagged more pairs of rank $straggler: the straggler plan around it, an end of the slow link"
+  echo "measured: adapt chose the straggler plan around rank $straggler ($(grep '^# slow pairs found' "$TMP/adapt.txt"))"
+else
+  bad "adapt: no ring order and no straggler at 0 or 1: $(grep '^# ' "$TMP/adapt.txt" | tail -4 | tr '\n' ' ')"
+fi
 # 5. A link slowed 10x mid-run: ckh1-ckh2 at 1 Gbit/s, then 100 Mbit/s while the ring AllReduce
 # runs (the htb class changed in place: nothing queued is dropped). A slow link is not a dead one:
 # the run goes on, slower, ends with every element right, and no rank times out or names a peer.
 "$tb" pair ckh1 ckh2 1gbit
 timeout 120 "$tb" mpirun --host ckh1:1,ckh2:1,ckh3:1,ckh4:1 "$COLLKIT_BIN/coll-run" --no-discover --coll allreduce --algo ring \
-  -b 1M -e 1M -n 25 -w 1 -c 1 --no-baseline --timeout 10 --json "$TMP/slowed.json" >"$TMP/slowed.txt" 2>&1 &
+  -b 1M -e 1M -n 40 -w 1 -c 1 --no-baseline --timeout 10 --json "$TMP/slowed.json" >"$TMP/slowed.txt" 2>&1 &
 launcher=$!
 for _ in $(seq 150); do
   [ "$(ranks_on ckh1 | wc -l)" = 1 ] && [ "$(ranks_on ckh2 | wc -l)" = 1 ] && break
   sleep 0.2
 done
-sleep 1
+sleep 0.3
 fault=$(date +%s.%N)
 "$tb" pair ckh1 ckh2 100mbit
+kill -0 "$launcher" 2>/dev/null && ok "slowed: the run was still going when the link slowed" || bad "slowed: the run had ended before the link slowed"
 expect_eq "$(tc -n ckh1 class show dev eth0 classid 1:20 | grep -o 'rate [0-9]*[A-Za-z]*' | head -1)" "rate 100Mbit" "slowed: ckh1's class toward ckh2 now at 100 Mbit/s"
 rc=0
 wait "$launcher" || rc=$?
