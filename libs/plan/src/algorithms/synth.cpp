@@ -135,6 +135,21 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   return out;
 }
 
+/// A symmetry of a plan of every rank's trees (k per root, `slots` channels each, tree_channels a
+/// phase, nch in all): ranks move by `rank`, and each phase's channels with their trees' roots.
+SymmetryAxis tree_axis(const std::vector<int>& rank, int order, int k, int slots, int tree_channels, int nch) {
+  SymmetryAxis a;
+  a.rank = rank;
+  a.order = order;
+  a.channel.resize(static_cast<std::size_t>(nch));
+  for (int c = 0; c < nch; ++c) {
+    int phase = c / tree_channels, w = c % tree_channels, t = w / slots;
+    a.channel[static_cast<std::size_t>(c)] =
+        phase * tree_channels + (rank[static_cast<std::size_t>(t / k)] * k + t % k) * slots + w % slots;
+  }
+  return a;
+}
+
 // ---- Symmetric synthesis (synth/symmetric.h, docs/synth.md "Scale by symmetry") ----
 /// --inter: the general solver or host 0's pattern replicated (by default the latter beyond
 /// kMaxAutoRanks where the hosts are alike, and always beyond kMaxRanks).
@@ -425,16 +440,7 @@ class SynthAlgorithm final : public Algorithm {
     std::vector<SymmetryAxis> axes;
     for (const synth::Generator& g : synth::generators(*q)) {
       if (g.local && q->grid.num_hosts() >= kSymLocalAxisHosts) continue;
-      SymmetryAxis a;
-      a.rank = g.rank;
-      a.order = g.order;
-      a.channel.resize(static_cast<std::size_t>(nch));
-      for (int c = 0; c < nch; ++c) {
-        int phase = c / tree_channels, w = c % tree_channels, t = w / slots;
-        a.channel[static_cast<std::size_t>(c)] =
-            phase * tree_channels + (g.rank[static_cast<std::size_t>(t / k)] * k + t % k) * slots + w % slots;
-      }
-      axes.push_back(std::move(a));
+      axes.push_back(tree_axis(g.rank, g.order, k, slots, tree_channels, nch));
     }
     return axes;
   }
@@ -780,16 +786,7 @@ class SynthAlgorithm final : public Algorithm {
     if (k != tt->k || phases * tree_channels != nch) return {};
     std::vector<SymmetryAxis> axes;
     for (const synth::TorusShift& s : synth::torus_shifts(tt->grid)) {
-      SymmetryAxis a;
-      a.rank = s.rank;
-      a.order = s.order;
-      a.channel.resize(static_cast<std::size_t>(nch));
-      for (int c = 0; c < nch; ++c) {
-        int phase = c / tree_channels, w = c % tree_channels, tr = w / slots;
-        a.channel[static_cast<std::size_t>(c)] =
-            phase * tree_channels + (s.rank[static_cast<std::size_t>(tr / k)] * k + tr % k) * slots + w % slots;
-      }
-      axes.push_back(std::move(a));
+      axes.push_back(tree_axis(s.rank, s.order, k, slots, tree_channels, nch));
     }
     return axes;
   }

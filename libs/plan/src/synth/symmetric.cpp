@@ -67,10 +67,10 @@ bool rotations(const std::vector<std::vector<int>>& intra) {
   return true;
 }
 
-}  // namespace
-
-std::optional<HostGrid> host_grid(const Topology& t, int p, std::string* why) {
-  auto no = [&](std::string w) -> std::optional<HostGrid> {
+// The first p ranks by host name (every rank's vertex on a host, two hosts at least, each holding
+// as many ranks as the first), or why not.
+std::optional<std::map<std::string, std::vector<int>>> ranks_by_host(const Topology& t, int p, std::string* why) {
+  auto no = [&](std::string w) -> std::optional<std::map<std::string, std::vector<int>>> {
     if (why) *why = std::move(w);
     return std::nullopt;
   };
@@ -87,6 +87,20 @@ std::optional<HostGrid> host_grid(const Topology& t, int p, std::string* why) {
     if (ranks.size() != g)
       return no("hosts hold different numbers of ranks (" + by_host.begin()->first + " " + std::to_string(g) + ", " + name + " " +
                 std::to_string(ranks.size()) + ")");
+  return by_host;
+}
+
+}  // namespace
+
+std::optional<HostGrid> host_grid(const Topology& t, int p, std::string* why) {
+  auto no = [&](std::string w) -> std::optional<HostGrid> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  std::optional<std::map<std::string, std::vector<int>>> grouped = ranks_by_host(t, p, why);
+  if (!grouped) return std::nullopt;
+  std::map<std::string, std::vector<int>>& by_host = *grouped;
+  std::size_t g = by_host.begin()->second.size();
   // Each host's vertices in id order; its signature: per link out, (position inside, far vertex,
   // bandwidth). Twins have equal signatures: the same links to the very same fabric vertices.
   std::map<std::string, std::vector<VertexId>> vertices;
@@ -429,23 +443,10 @@ std::shared_ptr<const TreeSet> shared_trees(const std::map<std::string, std::str
 namespace collkit::plan::synth {
 
 std::optional<HostGrid> equal_hosts(const topo::Topology& t, int p, std::string* why) {
-  auto no = [&](std::string w) -> std::optional<HostGrid> {
-    if (why) *why = std::move(w);
-    return std::nullopt;
-  };
-  if (p < 2 || static_cast<std::size_t>(p) > t.num_ranks()) return no("fewer than two ranks");
-  std::map<std::string, std::vector<int>> by_host;
-  for (int r = 0; r < p; ++r) {
-    const std::string& h = t.vertex(t.rank_vertex(static_cast<topo::Rank>(r))).host;
-    if (h.empty()) return no("rank " + std::to_string(r) + "'s vertex is on no host");
-    by_host[h].push_back(r);
-  }
-  if (by_host.size() < 2) return no("one host");
+  std::optional<std::map<std::string, std::vector<int>>> by_host = ranks_by_host(t, p, why);
+  if (!by_host) return std::nullopt;
   std::vector<std::vector<int>> hosts;
-  for (auto& [name, ranks] : by_host) {
-    if (ranks.size() != by_host.begin()->second.size())
-      return no("hosts hold different numbers of ranks (" + by_host.begin()->first + " " + std::to_string(by_host.begin()->second.size()) +
-                ", " + name + " " + std::to_string(ranks.size()) + ")");
+  for (auto& [name, ranks] : *by_host) {
     std::sort(ranks.begin(), ranks.end(),
               [&](int x, int y) { return t.rank_vertex(static_cast<topo::Rank>(x)) < t.rank_vertex(static_cast<topo::Rank>(y)); });
     hosts.push_back(ranks);
