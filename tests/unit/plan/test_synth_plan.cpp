@@ -393,8 +393,14 @@ TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs
   CHECK(algorithm("synth").supports(req, &t, &why));
   CHECK_FALSE(algorithm("synth").in_auto(req, &t, &why));
   CHECK(why ==
-        "auto weighs synth at 16 ranks at most, beyond only on hosts alike up to 256 (synthesis takes seconds beyond; --algo synth "
-        "makes it)");
+        "auto weighs synth at 16 ranks at most, beyond only on hosts alike up to 256 ranks of hosts of 16 ranks at most (synthesis "
+        "takes seconds beyond; --algo synth makes it)");
+  // Hosts alike but of 72 GPUs each (host 0's pattern would be the general solver's on 72 ranks):
+  // not weighed, though --algo synth still makes it.
+  Topology nvl = collkit::topo::synth({"gb200-nvl72", 2, ""});
+  Request big{Collective::ReduceScatter, std::uint64_t{1} << 20, 144, 0};
+  CHECK_FALSE(algorithm("synth").in_auto(big, &nvl, &why));
+  CHECK(why.find("of hosts of 16 ranks at most") != std::string::npos);
   Request sixteen{Collective::AllGather, std::uint64_t{1} << 20, 16, 0};
   Topology two = collkit::topo::synth({"dgx-a100", 2, ""});
   CHECK(algorithm("synth").in_auto(sixteen, &two, &why));

@@ -384,13 +384,17 @@ class SynthAlgorithm final : public Algorithm {
   /// 0.1-1 s there, the general solver's tens of seconds.
   bool in_auto(const Request& req, const topo::Topology* t, std::string* why) const override {
     if (req.nranks <= kMaxAutoRanks) return supports(req, t, why);
-    bool fast = t && req.nranks <= kMaxAutoSymRanks &&
-                ((symmetric_request(req.coll) && quotient(*t, req.nranks, kSymCheckFanout, nullptr)) ||
-                 (rooted_request(req.coll) && synth::equal_hosts(*t, req.nranks, nullptr)));
+    // Host 0's pattern is itself solved by the general solver, and one root's trees by rails are
+    // laid out over every local GPU: both are quick only on hosts of at most kMaxAutoRanks ranks
+    // (2 x gb200-nvl72, 72 a host, took auto past a minute for one ReduceScatter).
+    std::optional<synth::HostGrid> hosts = t ? synth::equal_hosts(*t, req.nranks, nullptr) : std::nullopt;
+    bool fast = hosts && req.nranks <= kMaxAutoSymRanks && hosts->local <= kMaxAutoRanks &&
+                ((symmetric_request(req.coll) && quotient(*t, req.nranks, kSymCheckFanout, nullptr)) || rooted_request(req.coll));
     if (fast) return supports(req, t, why);
     if (why)
       *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) + " ranks at most, beyond only on hosts alike up to " +
-             std::to_string(kMaxAutoSymRanks) + " (synthesis takes seconds beyond; --algo synth makes it)";
+             std::to_string(kMaxAutoSymRanks) + " ranks of hosts of " + std::to_string(kMaxAutoRanks) +
+             " ranks at most (synthesis takes seconds beyond; --algo synth makes it)";
     return false;
   }
 
