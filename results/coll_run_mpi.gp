@@ -1,6 +1,6 @@
 set terminal pngcairo size 1100,700 font 'sans,10' noenhanced
 set output 'coll_run_mpi.png'
-set label 99 'collkit b2aa311c18bd, 2026-12-04 22:22 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
+set label 99 'collkit f63d1027ea07, 2026-12-05 08:49 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
 set title "coll-run's best plan / Open MPI's collective (time ratio, mpirun -np 4; below 1: collkit faster)"
 set logscale x 2
 set format x '%.0b%B'
