@@ -130,3 +130,19 @@ TEST_CASE("synth rooted: Broadcast beyond 32 ranks on hosts of one size, refused
   const std::string& k = plan->info().params.at("channels");
   CHECK((k == "8" || k == "16"));  // a chain's or the mirrored heaps' trees
 }
+
+TEST_CASE("synth rooted: where the rails fall short of the root's routed optimum, auto does not weigh synth") {
+  // 4 x dgx-h100: every GPU its own NIC, the rails reach the optimum; 4 x dgx1-v100: a NIC shared
+  // by two GPUs, the rails fall short (the packing is laid out instead, up to 32 ranks).
+  std::string why;
+  topo::Topology h100 = topo::synth({"dgx-h100", 4, ""}), v100 = topo::synth({"dgx1-v100", 4, ""});
+  int checked = 0;
+  for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
+    Request req{c, std::uint64_t{32} << 20, 32, 0};
+    CHECK(algorithm("synth").in_auto(req, &h100, &why));
+    CHECK_FALSE(algorithm("synth").in_auto(req, &v100, &why));
+    CHECK(algorithm("synth").supports(req, &v100, &why));
+    checked += 3;
+  }
+  CHECK(checked == 6);
+}
