@@ -629,9 +629,14 @@ class SynthAlgorithm final : public Algorithm {
     Shape sh = shape(req, kRsAg, -1, k, m);
     std::int64_t phases = sh.up && sh.down ? 2 : 1;
     std::int64_t channels = phases * p * k * synth::shared_trees(info.params, p, k)->most_children;
+    return with_channels(std::move(info), req, sh, channels, std::to_string(k) + " symmetric trees per rank");
+  }
+
+  /// A plan of every rank's trees finished: its channels (refused past a plan's 65535, naming
+  /// `trees`) and its buffers' chunks from `sh`.
+  static PlanInfo with_channels(PlanInfo info, const Request& req, const Shape& sh, std::int64_t channels, const std::string& trees) {
     if (channels > 65535)
-      throw InputError("synth: " + std::to_string(k) + " symmetric trees per rank need " + std::to_string(channels) +
-                       " channels, more than a plan holds (65535)");
+      throw InputError("synth: " + trees + " need " + std::to_string(channels) + " channels, more than a plan holds (65535)");
     info.channels = static_cast<std::uint16_t>(channels);
     info.in_chunks = sh.in_chunks;
     info.out_chunks = sh.out_chunks;
@@ -742,17 +747,7 @@ class SynthAlgorithm final : public Algorithm {
     Shape sh = shape(req, kRsAg, -1, tt.k, m);
     std::int64_t phases = sh.up && sh.down ? 2 : 1;
     std::int64_t channels = phases * p * tt.k * tt.most_children;
-    if (channels > 65535)
-      throw InputError("synth: " + std::to_string(tt.k) + " torus trees per rank need " + std::to_string(channels) +
-                       " channels, more than a plan holds (65535)");
-    info.channels = static_cast<std::uint16_t>(channels);
-    info.in_chunks = sh.in_chunks;
-    info.out_chunks = sh.out_chunks;
-    if (sh.scratch_chunks > 0) {
-      info.scratch_chunks = sh.scratch_chunks;
-      info.scratch_bytes = input_bytes(req);
-    }
-    return info;
+    return with_channels(std::move(info), req, sh, channels, std::to_string(tt.k) + " torus trees per rank");
   }
 
   /// Torus plans of both kinds at 1, 16 and 64 chunks a tree (or --pipeline), the fastest as
