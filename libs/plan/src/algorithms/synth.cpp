@@ -683,6 +683,18 @@ class SynthAlgorithm final : public Algorithm {
     return info;
   }
 
+  /// Whether the symmetric plan at the widest fan-out (default pipeline) has chunks of unequal
+  /// size, which the simulator cannot fold on (algo::symmetric_chunks).
+  bool uneven_symmetric(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
+    AlgoOptions with = opt;
+    if (with.pipeline <= 0) with.pipeline = kDefaultPipeline;
+    try {
+      return !symmetric_chunks(lay_symmetric(req, t, with, kSymCheckFanout));
+    } catch (const InputError&) {
+      return false;
+    }
+  }
+
   /// Symmetric plans at each fan-out of kSymFanouts whose channels fit, and (without --pipeline)
   /// 16 and 64 chunks per tree, the fastest as simulated kept; beyond kSymSearchRanks one plan.
   PlanInfo fastest_symmetric(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
@@ -698,6 +710,26 @@ class SynthAlgorithm final : public Algorithm {
       }
       throw InputError(last);
     }
+    // A vector too small to cut into equal chunks (a few elements a tree: up to 8K on 32 x
+    // dgx-h100) leaves the plan without the symmetry the simulator folds on: the six candidates'
+    // simulations took 14-34 s there (AllGather, AllReduce 1K). At such sizes the trees' depth,
+    // not their bandwidth, sets the time, so one plan is laid out: the widest fan-out (the
+    // shallowest trees), whole pieces (one chunk a tree, or --pipeline).
+    auto shallowest = [&] {
+      AlgoOptions whole = opt;
+      whole.pipeline = opt.pipeline > 0 ? opt.pipeline : 1;
+      std::string last;
+      for (auto fan = std::end(kSymFanouts); fan-- != std::begin(kSymFanouts);) {
+        try {
+          return lay_symmetric(req, t, whole, *fan);
+        } catch (const InputError& e) {
+          last = e.what();
+        }
+      }
+      throw InputError(last);
+    };
+    const bool unfolded_slow = req.nranks > kMaxAutoRanks;  // unfolded simulations are quick up to here
+    if (unfolded_slow && uneven_symmetric(req, t, opt)) return shallowest();
     Fastest best(*this, t, 1e-3);
     std::string last;
     bool any = false;
@@ -709,19 +741,23 @@ class SynthAlgorithm final : public Algorithm {
     for (int fan : kSymFanouts) {
       if (prev >= star) break;
       prev = fan;
-      for (int m : {kDefaultPipeline, kDeepPipeline}) {
+      for (int m : {1, kDefaultPipeline, kDeepPipeline}) {
         if (opt.pipeline > 0 && m != kDefaultPipeline) continue;
         AlgoOptions with = opt;
         with.pipeline = opt.pipeline > 0 ? opt.pipeline : m;
         try {
-          best.offer(lay_symmetric(req, t, with, fan));
+          PlanInfo info = lay_symmetric(req, t, with, fan);
+          // Deeper pipelines cut the chunks unequal first (8K on 32 x dgx-h100: 64 chunks a tree
+          // are, 16 are not): such a candidate is left out rather than simulated unfolded.
+          if (unfolded_slow && !symmetric_chunks(info)) continue;
+          best.offer(std::move(info));
           any = true;
         } catch (const InputError& e) {
           last = e.what();
         }
       }
     }
-    if (!any) throw InputError(last);
+    if (!any) return shallowest();
     return best.take();
   }
 
