@@ -172,7 +172,7 @@ constexpr int kSymSearchRanks = 256;
 bool symmetric_request(Collective c) { return c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllReduce; }
 /// Broadcast and Reduce: one root's trees on hosts of one size (synth::rooted_trees) too.
 bool rooted_request(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
-/// Fan-outs of rooted_trees' inter-host trees laid out (a chain; mirrored binary heaps).
+/// Fan-outs of rooted_trees' inter-host trees laid out (a chain; two binary heaps, inner hosts by parity).
 constexpr int kRootedFanouts[] = {1, 2};
 /// The trees by rails fall short of what the root can send over the routed links (by more than
 /// a tenth): on 4 x dgx1-v100, whose NICs are each shared by two GPUs, they simulate at 3.4 x the
@@ -185,8 +185,16 @@ bool rails_fall_short(const topo::Topology& t, int p, int root) {
       if (auto trees = synth::rooted_trees(t, p, root, fan, nullptr, chain)) rails = std::max(rails, synth::routed_tree_rate(t, *trees));
   return rails < 0.9 * synth::broadcast_rate(synth::routed_links(t, p), p, root).per_root_gbps;
 }
-/// Chunks per tree of rooted_trees beyond 32 ranks (without --pipeline).
-constexpr int kRootedPipeline = 128;
+/// Chunks per tree of rooted_trees beyond kMaxRanks (without --pipeline): each of these up to
+/// kSymSearchRanks, the fastest as simulated kept; beyond, the largest whose plan has at most
+/// kRootedOps sends and receives (one simulation of 4 M ops takes 5-10 s). Under the Queue link
+/// model the heaps' time over the bound does not fall evenly with more chunks (32 hosts at 128,
+/// 256 and 512 chunks: 1.064, 1.094, 1.079; 64 hosts: 1.095, 1.037, 1.027), so they are
+/// simulated, not predicted by the pipeline formula. Chunks of at least kMinRootedChunk bytes
+/// (1 MiB on 16 trees: 16 chunks of 4 KiB, not 128 of 512 bytes).
+constexpr int kRootedPipelines[] = {128, 256, 512};
+constexpr std::int64_t kRootedOps = std::int64_t{4} << 20;
+constexpr std::uint64_t kMinRootedChunk = 4096;
 
 /// Host 0's pattern (memoised in synth::quotient), the intra-host trees from the general solver on
 /// one host (k = 1).
@@ -981,19 +989,33 @@ class SynthAlgorithm final : public Algorithm {
     bool only_rooted = opt.inter == kSymmetric || req.nranks > kMaxRanks;
     if (rooted_request(req.coll) && opt.inter != kGeneral && (opt.channels <= 0 || only_rooted) &&
         synth::equal_hosts(t, req.nranks, nullptr)) {
-      // Candidates: both fan-outs at each pipeline up to kMaxRanks; beyond, kRootedPipeline
-      // chunks alone (the trees are deep: chains H + 2, the heaps 3 + log2 H); beyond
-      // kSymSearchRanks the heaps alone, laid out without simulating (one simulation of 1024
-      // ranks takes tens of seconds).
+      // Candidates: both fan-outs at each pipeline up to kMaxRanks; beyond, the heaps (the
+      // chains are H + 2 deep, the heaps 3 + log2 H) at kRootedPipelines' chunks, those of at
+      // least kMinRootedChunk bytes (else the most chunks of that size, at least 1); beyond
+      // kSymSearchRanks one of them, laid out without simulating (docs/synth.md, "Broadcast and
+      // Reduce beyond 16 hosts").
       // Up to kMaxRanks also with the root's own piece relayed by each rank in turn (g - 1 times
       // the trees, shallower on the root's host: 4 x dgx-h100 Broadcast 1.012 x the bound
       // against the chain's 1.031, in 2.2 s against 0.3).
+      std::vector<int> deep;
+      if (opt.pipeline <= 0 && req.nranks > kMaxRanks) {
+        constexpr int heaps = kRootedFanouts[std::size(kRootedFanouts) - 1];
+        auto trees = synth::rooted_trees(t, req.nranks, req.root, heaps, nullptr, true);
+        auto k = static_cast<std::uint64_t>(trees ? trees->size() : 1);
+        for (int m : kRootedPipelines)
+          if (req.bytes / (k * static_cast<std::uint64_t>(m)) >= kMinRootedChunk &&
+              (req.nranks <= kSymSearchRanks || deep.empty() ||
+               2 * static_cast<std::int64_t>(req.nranks) * static_cast<std::int64_t>(k) * m <= kRootedOps))
+            deep.push_back(m);
+        if (deep.empty())
+          deep.push_back(static_cast<int>(std::clamp<std::uint64_t>(req.bytes / (k * kMinRootedChunk), 1, kRootedPipelines[0])));
+        if (req.nranks > kSymSearchRanks) deep = {deep.back()};
+      }
       std::vector<std::tuple<int, int, bool>> tries;
       for (bool chain : {true, false})
         for (int fan : kRootedFanouts)
-          for (int m : opt.pipeline > 0 || req.nranks <= kMaxRanks ? ms : std::vector<int>{kRootedPipeline})
-            if ((chain || req.nranks <= kMaxRanks) &&
-                (req.nranks <= kSymSearchRanks || fan == kRootedFanouts[std::size(kRootedFanouts) - 1]))
+          for (int m : opt.pipeline > 0 || req.nranks <= kMaxRanks ? ms : deep)
+            if ((chain || req.nranks <= kMaxRanks) && (req.nranks <= kMaxRanks || fan == kRootedFanouts[std::size(kRootedFanouts) - 1]))
               tries.emplace_back(fan, m, chain);
       std::string last;
       for (auto [fan, m, chain] : tries) {

@@ -122,9 +122,10 @@ namespace collkit::plan::synth {
 /// piece, which leaves by its own NIC, is relayed there by the g - 1 others in turn (a (g-1)-th
 /// each), so that the root sends the vector once inside its host and every NIC of its host
 /// carries an equal share out. The inter-host tree over the H - 1 other hosts (the root's host
-/// first, then the others in order from it): fan-out 1, a chain; fan-out 2, a binary heap and
-/// its mirror image in two copies (each host has children in at most one of the two, so every
-/// NIC sends what it receives: the NIC-bound rate at depth log2 H). Trees of equal weight: g (g
+/// first, then the others in order from it): fan-out 1, a chain; fan-out 2, two binary heaps,
+/// copy c's inner places held by the hosts at odd or even places in that order (each host has
+/// children in at most one of the two, so every NIC sends what it receives: the NIC-bound rate
+/// at depth log2 H). Trees of equal weight: g (g
 /// - 1) per copy (piece j's g - 1 copies, the root's piece's g - 1 relays), in all k = copies
 /// g (g - 1) (g = 1: copies). Returns the parent arrays over the first p ranks (-1 at root);
 /// nullopt with `why` where the ranks are not on hosts of one size (equal_hosts) or fanout is not
