@@ -50,6 +50,8 @@ TEST_CASE("adapt: the classifier names what lies above the first natural break, 
   CHECK(slow_outliers({122, 455, 168, 167}) == V{1});
   // Two outliers of different size: both above the first break, slowest first.
   CHECK(slow_outliers({100, 102, 900, 99, 400, 101}) == V{2, 4});
+  // The first break, not the widest: 2.5x then 10x names both.
+  CHECK(slow_outliers({100, 101, 102, 250, 2500}) == V{4, 3});
   // A slow rank on a plain 4-rank ring: two of its four pairs.
   CHECK(slow_outliers({126, 391, 472, 115}) == V{2, 1});
   // x2 slow beside a tight healthy band: found.
