@@ -133,7 +133,7 @@ void detect_in_iterations(Backend& backend, World& world, const plan::Request& r
   };
   auto p = set_up(current);
   backend.time_sends(true);
-  Detector detector(n, opt.min_gap);
+  Detector detector(n, opt.min_gap), before_trial(n, opt.min_gap);
   for (int it = 1; it <= opt.online_iters; ++it) {
     double start = World::now();
     backend.run(Subject::Plan, Placement::OutOfPlace);
@@ -146,6 +146,7 @@ void detect_in_iterations(Backend& backend, World& world, const plan::Request& r
     row.iter_us.push_back(slowest);
     (in_trial ? trial_us : current_us).push_back(slowest);
     // A trial done: kept, or back to the plan it was measured against.
+    bool rolled_back = false;
     if (in_trial && static_cast<int>(trial_us.size()) >= opt.trial_iters) {
       TrialVerdict v = judge_trial(current_us, trial_us);
       events.push_back(fmt::format("after iteration {}: {} {} against {}", it, trying.describe(), v.describe(), current.describe()));
@@ -158,9 +159,14 @@ void detect_in_iterations(Backend& backend, World& world, const plan::Request& r
         rejected.push_back(trying);
         ++row.rolled_back;
         p = set_up(current);
+        // What the rolled-back plan's sends showed goes with it: a send's time includes its wait
+        // for the peer, and a plan with other dependencies (the straggler plan's fast ring waits
+        // on the sums) shows waits as slow pairs that the plan kept would not have.
+        detector = before_trial;
+        rolled_back = true;
       }
     }
-    if (detector.observe(rows)) {
+    if (!rolled_back && detector.observe(rows)) {
       if (row.detected_at == 0) row.detected_at = it;
       std::string named;
       for (auto [a, b] : detector.found()) named += fmt::format(" {}-{}", a, b);
@@ -192,6 +198,7 @@ void detect_in_iterations(Backend& backend, World& world, const plan::Request& r
     }
     // The next candidate, once the plan it is measured against has two iterations of its own.
     if (!in_trial && !queue.empty() && current_us.size() >= 2 && it < opt.online_iters) {
+      before_trial = detector;
       trying = queue.front();
       queue.erase(queue.begin());
       in_trial = true;
@@ -207,8 +214,13 @@ void detect_in_iterations(Backend& backend, World& world, const plan::Request& r
     TrialVerdict v = judge_trial(current_us, trial_us);
     events.push_back(fmt::format("end of the run: {} {} against {} ({} of {} trial iterations)", trying.describe(), v.describe(),
                                  current.describe(), trial_us.size(), opt.trial_iters));
-    if (v.keep) current = trying, row.recovered_at = trial_from;
-    else ++row.rolled_back;
+    if (v.keep) {
+      current = trying;
+      row.recovered_at = trial_from;
+    } else {
+      ++row.rolled_back;
+      detector = before_trial;
+    }
   }
   backend.time_sends(false);
   for (int from = 0; from < n; ++from) {
