@@ -55,9 +55,10 @@ double predict_us(const plan::Plan& p, const plan::Request& req, const std::vect
       }
     return t;
   };
+  if (!(healthy_us > 0)) return 0;
   auto ring = adapted_plan(req, {});
   double at_1gbps = plan::simulate(*ring, mesh([](std::size_t, std::size_t) { return 1.0; })).time_us;
-  if (!(at_1gbps > 0) || !(healthy_us > 0)) return 0;
+  if (!(at_1gbps > 0)) return 0;
   double base_s_per_byte = healthy_us / at_1gbps * 1e-9;  // a ring at healthy_us: the rate of its links
   return plan::simulate(p, mesh([&extra, base_s_per_byte](std::size_t a, std::size_t b) {
                           double added = a < extra.size() && b < extra[a].size() ? extra[a][b] : 0;
@@ -185,7 +186,9 @@ void detect_in_iterations(Backend& backend, World& world, const plan::Request& r
         auto cp = adapted_plan(req, c);
         double us = predict_us(*cp, req, extra, row.healthy_us);
         predicted += fmt::format("; {} {:.0f} us", c.describe(), us);
-        if (us < 0.95 * now_us) ranked.push_back({us, c});
+        // No prediction (no healthy time to scale the model to): every candidate is tried, in order.
+        if (!(now_us > 0)) ranked.push_back({static_cast<double>(ranked.size()), c});
+        else if (us > 0 && us < 0.95 * now_us) ranked.push_back({us, c});
       }
       std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
       queue.clear();

@@ -182,6 +182,7 @@ TEST_CASE("adapt: the prediction puts a ring around a slow link and the straggle
   double ring_rank = predict_us(*plain, req, rank, healthy);
   double strag_rank = predict_us(*adapted_plan(req, straggler), req, rank, healthy);
   CHECK(strag_rank < 0.8 * ring_rank);
+  CHECK(predict_us(*plain, req, link, 0) == 0);  // no healthy time: no prediction
 }
 
 TEST_CASE("adapt: ring orders avoid the slow pairs where a cycle without them exists") {
