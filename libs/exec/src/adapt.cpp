@@ -315,7 +315,12 @@ TrialVerdict judge_trial(const std::vector<double>& before_us, const std::vector
     std::sort(x.begin(), x.end());
     return x;
   };
-  std::vector<double> before = best(before_us), trial = best(trial_us);
+  // As many iterations of each side, the latest: the ones just before the switch, and the trial's
+  // after its first (which may have set the plan up) where it ran more; the best of more draws is
+  // lower on a noisy machine, so unequal counts would favour the side with more.
+  std::size_t m = std::min(before_us.size(), trial_us.size());
+  std::vector<double> before = best(std::vector<double>(before_us.end() - static_cast<std::ptrdiff_t>(m), before_us.end()));
+  std::vector<double> trial = best(std::vector<double>(trial_us.end() - static_cast<std::ptrdiff_t>(m), trial_us.end()));
   if (before.empty() || trial.empty()) return v;  // nothing to compare: not kept
   // The noise: how far each side's second-best iteration lies from its best, where a side has three
   // or more (a trial's first iteration sets its plan up); the quieter side's, as the machine's.

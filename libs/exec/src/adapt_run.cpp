@@ -199,8 +199,9 @@ void detect_in_iterations(Backend& backend, World& world, const plan::Request& r
                       slow >= 0 ? fmt::format(" (rank {} in {} of them)", slow, in_slow) : "", current.describe(), now_us, predicted,
                       queue.empty() ? (in_trial ? "the trial goes on" : "the plan stays") : "to try: " + queue.front().describe()));
     }
-    // The next candidate, once the plan it is measured against has two iterations of its own.
-    if (!in_trial && !queue.empty() && current_us.size() >= 2 && it < opt.online_iters) {
+    // The next candidate, once the plan it is measured against has as many iterations of its own as
+    // a trial runs (both sides then weigh alike in judge_trial()).
+    if (!in_trial && !queue.empty() && static_cast<int>(current_us.size()) >= opt.trial_iters && it < opt.online_iters) {
       before_trial = detector;
       trying = queue.front();
       queue.erase(queue.begin());

@@ -99,14 +99,21 @@ TEST_CASE("adapt: slow pairs from a matrix of times, either direction, slowest f
 
 TEST_CASE("adapt: the keep-or-roll-back decision after a trial") {
   // Clearly faster (the degraded ring's first iteration is a warm-up outlier; the best is compared).
-  TrialVerdict faster = judge_trial({4631, 3222}, {3000, 2100, 2050});
+  TrialVerdict faster = judge_trial({4631, 3222, 3500}, {3000, 2100, 2050});
   CHECK(faster.keep);
   CHECK(faster.before_us == 3222);
   CHECK(faster.trial_us == 2050);
-  CHECK(faster.margin == doctest::Approx(2100.0 / 2050 - 1));
+  CHECK(faster.margin == doctest::Approx(2100.0 / 2050 - 1));  // the quieter side's (the trial's 2.4%)
   CHECK(faster.describe().rfind("kept: best 2050 us against 3222 us (-36%", 0) == 0);
+  // Unequal counts: the latest of each, as many as the fewer side has. The trial's lucky first
+  // iteration (900) is not among its last three; they are slower than the degraded ones.
+  TrialVerdict latest = judge_trial({1000, 1010, 1005}, {900, 1200, 1100, 1150, 1300});
+  CHECK_FALSE(latest.keep);
+  CHECK(latest.trial_us == 1100);
+  // And the degraded side's old iterations do not count against a trial of two.
+  CHECK(judge_trial({500, 1000, 1010}, {950, 940}).keep);
   // Slower, as the straggler plan at 4 MiB under a 4x slow rank was: rolled back.
-  TrialVerdict slower = judge_trial({3254, 3300}, {3561, 3600, 3580});
+  TrialVerdict slower = judge_trial({3254, 3300, 3290}, {3561, 3600, 3580});
   CHECK_FALSE(slower.keep);
   CHECK(slower.describe().rfind("rolled back: best 3561 us against 3254 us (+9%", 0) == 0);
   // One lucky iteration does not win: the trial's best is 10% faster, its median slower.
@@ -122,7 +129,7 @@ TEST_CASE("adapt: the keep-or-roll-back decision after a trial") {
   CHECK_FALSE(judge_trial({1000, 1001, 1002}, {985, 986, 987}).keep);
   CHECK(judge_trial({1000, 1001, 1002}, {950, 951, 952}).keep);
   // A trial whose first iteration set the plan up: its best still decides.
-  CHECK(judge_trial({1000, 1005}, {5000, 900, 910}).keep);
+  CHECK(judge_trial({1000, 1005, 1010}, {5000, 900, 910}).keep);
   // Nothing measured on a side: never kept.
   CHECK_FALSE(judge_trial({}, {900}).keep);
   CHECK_FALSE(judge_trial({1000}, {}).keep);

@@ -108,7 +108,8 @@ std::unique_ptr<plan::Plan> adapted_plan(const plan::Request& req, const Adaptat
 /// it. 0 when healthy_us is not positive.
 double predict_us(const plan::Plan& p, const plan::Request& req, const std::vector<std::vector<double>>& extra, double healthy_us);
 
-/// The keep-or-roll-back decision after a new plan's trial iterations (coll-run adapt): the new
+/// The keep-or-roll-back decision after a new plan's trial iterations (coll-run adapt), on as
+/// many of the latest iterations of each side (the fewer count): the new
 /// plan is kept only when its best iteration beats the best of the plan it replaced by more than
 /// the noise, and its median iteration is no slower than the other's (one lucky iteration does not
 /// win). The noise is the larger of `min_margin` and the relative gap between the best and second
