@@ -23,31 +23,43 @@ else
 fi
 expect_eq "$(sed -n 's/^# slow pairs found: //p' "$TMP/adapt.txt" | awk '{print $1}')" "1-2" "the probe names the slowed pair first"
 order=$(sed -n 's/^# adapted ring order: //p' "$TMP/adapt.txt")
-python3 -c 'import sys; o=[int(x) for x in sys.argv[1].split(",")]; p={frozenset((o[i], o[(i+1)%len(o)])) for i in range(len(o))}; sys.exit(0 if sorted(o)==[0,1,2,3] and frozenset((1,2)) not in p else 1)' "$order" &&
-  ok "the adapted ring $order avoids 1-2" || bad "adapted ring order $order"
+straggler=$(sed -n 's/^# adapted: straggler around rank \([0-9]*\)$/\1/p' "$TMP/adapt.txt")
+# Where the loaded machine's probe also named another pair of rank 1 or 2, no ring avoids them all
+# on 4 ranks and the straggler plan around that rank is the answer (as in testbed_faults.sh).
+if [[ -n $order ]]; then
+  python3 -c 'import sys; o=[int(x) for x in sys.argv[1].split(",")]; p={frozenset((o[i], o[(i+1)%len(o)])) for i in range(len(o))}; sys.exit(0 if sorted(o)==[0,1,2,3] and frozenset((1,2)) not in p else 1)' "$order" &&
+    ok "the adapted ring $order avoids 1-2" || bad "adapted ring order $order"
+elif [[ $straggler == 1 || $straggler == 2 ]] && [[ $(sed -n 's/^# slow pairs found: //p' "$TMP/adapt.txt" | wc -w) -ge 2 ]]; then
+  echo "measured: the probe also named $(sed -n 's/^# slow pairs found: //p' "$TMP/adapt.txt"): the straggler plan around rank $straggler"
+  ok "the adapted plan goes around rank $straggler of the slow pair"
+else
+  bad "no ring avoiding 1-2 and no straggler plan at 1 or 2: $(grep '^# ' "$TMP/adapt.txt" | tail -4 | tr '\n' ' ')"
+fi
 grep -qE "^ +1M +[0-9.]+ +[0-9.]+ +[0-9.]+ " "$TMP/adapt.txt" && ok "healthy, degraded and adapted measured" || bad "no row: $(cat "$TMP/adapt.txt")"
 
 # A rank 32x slower, found from the degraded ring's own iterations (no probe): both of its ring
-# links named, the straggler plan around it verified, every element right under the fault, and
+# links named, the straggler plan around it predicted fastest, tried and kept, verified, every element right under the fault, and
 # faster than the degraded ring within the same run (a ratio; a large factor keeps it clear of
 # the noise of four ranks on two cores).
-if mpi 4 "$run" adapt --inject slow-rank=2:x32 -b 4M -e 4M -n 3 -w 1 --detect-iters 6 >"$TMP/rank.txt" 2>&1; then
+if mpi 4 "$run" adapt --inject slow-rank=2:x32 -b 4M -e 4M -n 3 -w 1 --detect-iters 10 >"$TMP/rank.txt" 2>&1; then
   ok "adapt to a slow rank ran"
 else
   bad "adapt slow rank: $(tail -3 "$TMP/rank.txt")"
 fi
-grep -q "^# adapt: 4 ranks, faults injected; found from the degraded ring's own iterations at every size (6 iterations, sends timed per peer)$" \
+grep -q "^# adapt: 4 ranks, faults injected; found from the degraded ring's own iterations at every size (10 iterations, sends timed per peer)$" \
   "$TMP/rank.txt" && ok "found from iterations" || bad "header: $(head -2 "$TMP/rank.txt")"
-grep -qE "^#   after iteration [0-9]+: slow pairs( [0-9]-[0-9])* \(rank 2 in [23] of them\); re-planned: straggler around rank 2$" "$TMP/rank.txt" &&
-  ok "the slow rank is named and the straggler plan takes over" || bad "no naming: $(cat "$TMP/rank.txt")"
+grep -qE "^#   after iteration [0-9]+: slow pairs( [0-9]-[0-9])* \(rank 2 in [23] of them\); predicted: plain ring [0-9]+ us \(running\);.* straggler around rank 2 [0-9]+ us; to try: straggler around rank 2$" "$TMP/rank.txt" &&
+  ok "the slow rank is named and the straggler plan, predicted fastest, is tried" || bad "no naming: $(cat "$TMP/rank.txt")"
+grep -qE "^#   after iteration [0-9]+: straggler around rank 2 kept: best [0-9]+ us against [0-9]+ us \(-[0-9]+%, needed below -[0-9]+%\) against plain ring$" "$TMP/rank.txt" &&
+  ok "its trial beat the degraded ring's iterations: kept" || bad "no keep: $(cat "$TMP/rank.txt")"
 row=$(grep -E "^ +4M " "$TMP/rank.txt")
 read -r _ healthy degraded adapted _ <<<"$row"
-python3 - "$row" <<'PY' && ok "row: detected, recovered the next iteration, 0 wrong, the straggler plan" || bad "row: $row"
+python3 - "$row" <<'PY' && ok "row: detected, kept from a later iteration on, 0 wrong, the straggler plan" || bad "row: $row"
 import re, sys
 f = sys.argv[1].split()
 rest = f[6:] if f[4] == "(no" else f[5:]
 detected, recovered, wrong, plan = int(rest[0]), int(rest[1]), int(rest[2]), " ".join(rest[3:])
-sys.exit(0 if 2 <= detected <= 6 and recovered == detected + 1 and wrong == 0 and plan == "straggler around rank 2" else 1)
+sys.exit(0 if 2 <= detected <= 7 and detected < recovered <= 10 and wrong == 0 and plan.startswith("straggler around rank 2") else 1)
 PY
 python3 -c 'import sys; sys.exit(0 if float(sys.argv[2]) < float(sys.argv[1]) else 1)' "$degraded" "$adapted" &&
   ok "the straggler plan ($adapted us) is faster than the degraded ring ($degraded us)" ||

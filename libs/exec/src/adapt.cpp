@@ -3,7 +3,10 @@
 
 #include "collkit/exec/adapt.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
@@ -82,32 +85,66 @@ std::vector<std::vector<double>> gather_receive_times(const World& world, const 
   return times;
 }
 
-std::vector<std::pair<int, int>> slow_pairs(const std::vector<std::vector<double>>& times, double threshold) {
-  std::vector<double> all;
-  for (const auto& row : times)
-    for (double t : row)
-      if (t > 0) all.push_back(t);
-  if (all.empty()) return {};
-  // The reference is the lower quartile, not the median: a slow rank slows half of the pairs of a
-  // 4-rank probe (every pair with it, both ways), which would lift the median into the slow ones.
-  std::vector<double> sorted = all;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 4), sorted.end());
-  double reference = sorted[sorted.size() / 4];
-  std::vector<std::pair<double, std::pair<int, int>>> found;
+std::vector<std::size_t> slow_outliers(const std::vector<double>& values, double min_gap) {
+  std::vector<std::size_t> idx;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i] > 0) idx.push_back(i);
+  std::size_t k = idx.size();
+  if (k < 2) return {};
+  std::stable_sort(idx.begin(), idx.end(), [&values](std::size_t x, std::size_t y) { return values[x] < values[y]; });
+  auto v = [&](std::size_t j) { return values[idx[j]]; };
+  // The healthy set holds at least the lower quartile: a slow rank slows half of a 4-rank ring's
+  // pairs, so the slow set may be up to three quarters of them, never all.
+  for (std::size_t j = k / 4; j + 1 < k; ++j) {
+    double gap = v(j + 1) / v(j), spread = v(j) / v(0);
+    // A natural break: wider than min_gap, and wider than the whole band of values below it (the
+    // healthy pairs' own spread is the noise a break must stand out of).
+    if (gap > min_gap && gap > spread) {
+      std::vector<std::size_t> out(idx.begin() + static_cast<std::ptrdiff_t>(j + 1), idx.end());
+      // Slowest first; equal times in their order in `values`.
+      std::stable_sort(out.begin(), out.end(), [&values](std::size_t x, std::size_t y) { return values[x] > values[y]; });
+      return out;
+    }
+  }
+  return {};
+}
+
+namespace {
+
+// Every pair measured (a < b) and its time, the slower of its two directions.
+std::vector<std::pair<double, std::pair<int, int>>> pair_times(const std::vector<std::vector<double>>& times) {
+  std::vector<std::pair<double, std::pair<int, int>>> out;
   int n = static_cast<int>(times.size());
+  auto at = [&times](int from, int to) {
+    const auto& row = times[static_cast<std::size_t>(from)];
+    return to < static_cast<int>(row.size()) ? row[static_cast<std::size_t>(to)] : 0.0;
+  };
   for (int a = 0; a < n; ++a)
     for (int b = a + 1; b < n; ++b) {
-      double t = std::max(
-          b < static_cast<int>(times[static_cast<std::size_t>(a)].size()) ? times[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]
-                                                                          : 0,
-          a < static_cast<int>(times[static_cast<std::size_t>(b)].size()) ? times[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)]
-                                                                          : 0);
-      if (t > threshold * reference) found.push_back({t, {a, b}});
+      double t = std::max(at(a, b), at(b, a));
+      if (t > 0) out.push_back({t, {a, b}});
     }
-  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-  std::vector<std::pair<int, int>> out;
-  for (const auto& f : found) out.push_back(f.second);
   return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, int>> slow_pairs(const std::vector<std::vector<double>>& times, double min_gap) {
+  auto pairs = pair_times(times);
+  std::vector<double> values;
+  for (const auto& p : pairs) values.push_back(p.first);
+  std::vector<std::pair<int, int>> out;
+  for (std::size_t i : slow_outliers(values, min_gap)) out.push_back(pairs[i].second);
+  return out;
+}
+
+double healthy_pair_time(const std::vector<std::vector<double>>& times, const std::vector<std::pair<int, int>>& found) {
+  std::vector<double> healthy;
+  for (const auto& [t, pr] : pair_times(times))
+    if (std::find(found.begin(), found.end(), pr) == found.end()) healthy.push_back(t);
+  if (healthy.empty()) return 0;
+  std::sort(healthy.begin(), healthy.end());
+  return healthy[healthy.size() / 2];
 }
 
 std::vector<std::pair<int, int>> ring_pairs(const std::vector<int>& order) {
@@ -183,6 +220,7 @@ namespace collkit::exec {
 
 std::string Adaptation::describe() const {
   if (straggler >= 0) return "straggler around rank " + std::to_string(straggler);
+  if (order.empty()) return "plain ring";
   std::string text = "ring ";
   for (std::size_t i = 0; i < order.size(); ++i) text += (i ? "," : "") + std::to_string(order[i]);
   return text;
@@ -223,8 +261,84 @@ Adaptation adapt_to(int n, const std::vector<std::pair<int, int>>& found, bool a
   return a;
 }
 
-Detector::Detector(int n, double threshold)
-    : threshold_(threshold), best_(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n), 0)) {}
+std::vector<Adaptation> candidates(int n, const std::vector<std::pair<int, int>>& found, bool allreduce) {
+  std::vector<Adaptation> out;
+  Adaptation ring;
+  ring.order = ring_order_avoiding(n, found);
+  if (!std::is_sorted(ring.order.begin(), ring.order.end())) out.push_back(ring);
+  int slow = slow_rank(found);
+  if (allreduce && slow >= 0) {
+    Adaptation s;
+    s.straggler = slow;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<std::vector<double>> extra_us_per_mib(const std::vector<std::vector<double>>& best,
+                                                  const std::vector<std::pair<int, int>>& found) {
+  std::size_t n = best.size();
+  std::vector<std::vector<double>> extra(n, std::vector<double>(n, 0));
+  double healthy = healthy_pair_time(best, found);
+  auto measured = [&best](std::size_t a, std::size_t b) {
+    double x = b < best[a].size() ? best[a][b] : 0, y = a < best[b].size() ? best[b][a] : 0;
+    return std::max(x, y);
+  };
+  int slow = slow_rank(found);
+  double slow_sum = 0;
+  int slow_count = 0;
+  for (auto [a, b] : found) {
+    if (a < 0 || b < 0 || static_cast<std::size_t>(b) >= n) continue;
+    auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
+    double e = std::max(0.0, measured(ua, ub) - healthy);
+    extra[ua][ub] = extra[ub][ua] = e;
+    if (a == slow || b == slow) slow_sum += e, ++slow_count;
+  }
+  if (slow >= 0 && slow_count > 0)
+    for (std::size_t r = 0; r < n; ++r) {
+      auto us = static_cast<std::size_t>(slow);
+      if (r != us && measured(r, us) <= 0) extra[r][us] = extra[us][r] = slow_sum / slow_count;
+    }
+  return extra;
+}
+
+std::string TrialVerdict::describe() const {
+  return fmt::format("{}: best {:.0f} us against {:.0f} us ({:+.0f}%, needed below -{:.0f}%)", keep ? "kept" : "rolled back", trial_us,
+                     before_us, before_us > 0 ? (trial_us / before_us - 1) * 100 : 0.0, margin * 100);
+}
+
+TrialVerdict judge_trial(const std::vector<double>& before_us, const std::vector<double>& trial_us, double min_margin) {
+  TrialVerdict v;
+  v.margin = min_margin;
+  auto best = [](std::vector<double> x) {
+    std::erase_if(x, [](double t) { return !(t > 0) || !std::isfinite(t); });
+    std::sort(x.begin(), x.end());
+    return x;
+  };
+  // As many iterations of each side, the latest: the ones just before the switch, and the trial's
+  // after its first (which may have set the plan up) where it ran more; the best of more draws is
+  // lower on a noisy machine, so unequal counts would favour the side with more.
+  std::size_t m = std::min(before_us.size(), trial_us.size());
+  std::vector<double> before = best(std::vector<double>(before_us.end() - static_cast<std::ptrdiff_t>(m), before_us.end()));
+  std::vector<double> trial = best(std::vector<double>(trial_us.end() - static_cast<std::ptrdiff_t>(m), trial_us.end()));
+  if (before.empty() || trial.empty()) return v;  // nothing to compare: not kept
+  // The noise: how far each side's second-best iteration lies from its best, where a side has three
+  // or more (a trial's first iteration sets its plan up); the quieter side's, as the machine's.
+  double noise = -1;
+  for (const auto* side : {&before, &trial})
+    if (side->size() >= 3) noise = noise < 0 ? (*side)[1] / (*side)[0] - 1 : std::min(noise, (*side)[1] / (*side)[0] - 1);
+  v.margin = std::max(min_margin, noise);
+  v.before_us = before[0];
+  v.trial_us = trial[0];
+  auto median = [](const std::vector<double>& x) { return x[(x.size() - 1) / 2]; };
+  // Its best beats the other's by more than the noise, and its middle iteration is no slower: one
+  // lucky iteration does not win.
+  v.keep = v.trial_us < v.before_us * (1 - v.margin) && median(trial) <= median(before);
+  return v;
+}
+
+Detector::Detector(int n, double min_gap)
+    : min_gap_(min_gap), best_(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n), 0)) {}
 
 bool Detector::observe(const std::vector<std::vector<double>>& times) {
   for (std::size_t from = 0; from < best_.size() && from < times.size(); ++from)
@@ -232,7 +346,7 @@ bool Detector::observe(const std::vector<std::vector<double>>& times) {
       double t = times[from][to];
       if (from != to && t > 0 && (best_[from][to] == 0 || t < best_[from][to])) best_[from][to] = t;
     }
-  std::vector<std::pair<int, int>> now = slow_pairs(best_, threshold_);
+  std::vector<std::pair<int, int>> now = slow_pairs(best_, min_gap_);
   // Kept as a set: the order among the slow pairs may change with every iteration.
   std::sort(now.begin(), now.end());
   same_ = now == last_ ? same_ + 1 : 1;
@@ -242,7 +356,7 @@ bool Detector::observe(const std::vector<std::vector<double>>& times) {
   std::sort(sorted.begin(), sorted.end());
   if (now == sorted) return false;
   // In slow_pairs()'s order (slowest first), which adapt_to() weighs.
-  found_ = slow_pairs(best_, threshold_);
+  found_ = slow_pairs(best_, min_gap_);
   return true;
 }
 

@@ -9,6 +9,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/exec/adapt.h"
+#include "collkit/plan/collective.h"
 
 using namespace collkit::exec;
 
@@ -42,17 +43,153 @@ TEST_CASE("adapt: --inject parses links and ranks, each bad part is named") {
   CHECK(checked == 8);
 }
 
-TEST_CASE("adapt: slow pairs are those well above the median pair, either direction, slowest first") {
+TEST_CASE("adapt: the classifier names what lies above the first natural break, nothing in pure noise") {
+  using V = std::vector<std::size_t>;
+  // A clear outlier: the 4x slow link of a 4-rank ring at 16 MiB (us per MiB of its four pairs),
+  // 2.7x the lower quartile, which a fixed 3x threshold missed.
+  CHECK(slow_outliers({122, 455, 168, 167}) == V{1});
+  // Two outliers of different size: both above the first break, slowest first.
+  CHECK(slow_outliers({100, 102, 900, 99, 400, 101}) == V{2, 4});
+  // The first break, not the widest: 2.5x then 10x names both.
+  CHECK(slow_outliers({100, 101, 102, 250, 2500}) == V{4, 3});
+  // A slow rank on a plain 4-rank ring: two of its four pairs.
+  CHECK(slow_outliers({126, 391, 472, 115}) == V{2, 1});
+  // x2 slow beside a tight healthy band: found.
+  CHECK(slow_outliers({100, 103, 98, 200, 101}) == V{3});
+  // 1.8x above a band that itself spans 2.2x (100 to 220): noise, nothing named; nor gaps under 1.5x.
+  CHECK(slow_outliers({100, 150, 190, 220, 400}).empty());
+  CHECK(slow_outliers({100, 120, 140, 160, 200}).empty());
+  // Unmeasured entries (0, negative) are never slow and do not count.
+  CHECK(slow_outliers({0, 100, -1, 101, 0, 350}) == V{5});
+  CHECK(slow_outliers({}).empty());
+  CHECK(slow_outliers({100}).empty());
+  // A larger least gap: x2 is no longer enough, x4 is.
+  CHECK(slow_outliers({100, 103, 98, 200, 101}, 2.5).empty());
+  CHECK(slow_outliers({100, 103, 98, 400, 101}, 2.5) == V{3});
+  // Pure noise names nothing: 12 pairs each up to 60% above the fastest, in 200 draws.
+  unsigned seed = 12345;
+  auto uniform = [&seed]() {
+    seed = seed * 1103515245u + 12345u;
+    return static_cast<double>((seed >> 8) % 10000) / 10000.0;
+  };
+  int named = 0, draws = 0;
+  for (; draws < 200; ++draws) {
+    std::vector<double> noise;
+    for (int i = 0; i < 12; ++i) noise.push_back(100 * (1 + 0.6 * uniform()));
+    named += slow_outliers(noise).empty() ? 0 : 1;
+  }
+  CHECK(draws == 200);
+  CHECK(named == 0);
+}
+
+TEST_CASE("adapt: slow pairs from a matrix of times, either direction, slowest first") {
   // 4 ranks, every pair ~100 us, 0->1 at 900 and 3->2 at 400.
   std::vector<std::vector<double>> t(4, std::vector<double>(4, 100));
   for (int i = 0; i < 4; ++i) t[static_cast<std::size_t>(i)][static_cast<std::size_t>(i)] = 0;
   t[0][1] = 900;
   t[3][2] = 400;
   CHECK(slow_pairs(t) == std::vector<std::pair<int, int>>{{0, 1}, {2, 3}});
-  CHECK(slow_pairs(t, 5.0) == std::vector<std::pair<int, int>>{{0, 1}});
+  CHECK(slow_pairs(t, 5.0).empty());  // 4x, then 2.25x: no break of 5x
+  CHECK(healthy_pair_time(t, slow_pairs(t)) == 100);
   std::vector<std::vector<double>> even(3, std::vector<double>(3, 50));
   CHECK(slow_pairs(even).empty());
   CHECK(slow_pairs({}).empty());
+  CHECK(healthy_pair_time({}, {}) == 0);
+}
+
+TEST_CASE("adapt: the keep-or-roll-back decision after a trial") {
+  // Clearly faster (the degraded ring's first iteration is a warm-up outlier; the best is compared).
+  TrialVerdict faster = judge_trial({4631, 3222, 3500}, {3000, 2100, 2050});
+  CHECK(faster.keep);
+  CHECK(faster.before_us == 3222);
+  CHECK(faster.trial_us == 2050);
+  CHECK(faster.margin == doctest::Approx(2100.0 / 2050 - 1));  // the quieter side's (the trial's 2.4%)
+  CHECK(faster.describe().rfind("kept: best 2050 us against 3222 us (-36%", 0) == 0);
+  // Unequal counts: the latest of each, as many as the fewer side has. The trial's lucky first
+  // iteration (900) is not among its last three; they are slower than the degraded ones.
+  TrialVerdict latest = judge_trial({1000, 1010, 1005}, {900, 1200, 1100, 1150, 1300});
+  CHECK_FALSE(latest.keep);
+  CHECK(latest.trial_us == 1100);
+  // And the degraded side's old iterations do not count against a trial of two.
+  CHECK(judge_trial({500, 1000, 1010}, {950, 940}).keep);
+  // Slower, as the straggler plan at 4 MiB under a 4x slow rank was: rolled back.
+  TrialVerdict slower = judge_trial({3254, 3300, 3290}, {3561, 3600, 3580});
+  CHECK_FALSE(slower.keep);
+  CHECK(slower.describe().rfind("rolled back: best 3561 us against 3254 us (+9%", 0) == 0);
+  // One lucky iteration does not win: the trial's best is 10% faster, its median slower.
+  TrialVerdict lucky = judge_trial({1000, 1010, 1200}, {900, 1100, 1150});
+  CHECK_FALSE(lucky.keep);
+  CHECK(lucky.margin == doctest::Approx(0.02));  // the quieter side's noise (1%), at least 2%
+  // The margin is the quieter side's noise: the degraded side scatters by 10%, the trial by 5.9%.
+  TrialVerdict clear = judge_trial({1000, 1100, 1200}, {850, 900, 950});
+  CHECK(clear.keep);
+  CHECK(clear.margin == doctest::Approx(900.0 / 850 - 1));
+  CHECK_FALSE(judge_trial({1000, 1100, 1200}, {960, 1000, 1050}).keep);  // 4% faster, 4.2% noise
+  // 1.5% on a quiet machine is below the least margin (2%): rolled back; 5% is kept.
+  CHECK_FALSE(judge_trial({1000, 1001, 1002}, {985, 986, 987}).keep);
+  CHECK(judge_trial({1000, 1001, 1002}, {950, 951, 952}).keep);
+  // A trial whose first iteration set the plan up: its best still decides.
+  CHECK(judge_trial({1000, 1005, 1010}, {5000, 900, 910}).keep);
+  // Nothing measured on a side: never kept.
+  CHECK_FALSE(judge_trial({}, {900}).keep);
+  CHECK_FALSE(judge_trial({1000}, {}).keep);
+  CHECK_FALSE(judge_trial({1000}, {0, -1}).keep);
+}
+
+TEST_CASE("adapt: the candidates and the slowdown put into the model") {
+  // A link: the ring around it, no straggler plan (no rank in two slow pairs).
+  auto link = candidates(4, {{0, 1}}, true);
+  REQUIRE(link.size() == 1u);
+  CHECK(link[0].describe() == "ring 0,2,1,3");
+  // A rank, as a plain ring shows it: the ring keeping the slower of its pairs off, and the
+  // straggler plan around it (AllReduce only).
+  auto rank = candidates(4, {{2, 3}, {1, 2}}, true);
+  REQUIRE(rank.size() == 2u);
+  CHECK(rank[0].straggler == -1);
+  CHECK(rank[1].describe() == "straggler around rank 2");
+  CHECK(candidates(4, {{2, 3}, {1, 2}}, false).size() == 1u);
+  CHECK(candidates(4, {}, true).empty());
+  CHECK(Adaptation{}.describe() == "plain ring");
+  CHECK(candidates(4, {{0, 2}}, true).empty());  // the identity ring already avoids it
+  // What the model is given: a plain ring's best sends, rank 2 slow (1->2, 2->3 at 800 us per MiB).
+  std::vector<std::vector<double>> best(4, std::vector<double>(4, 0));
+  best[0][1] = 100;
+  best[1][2] = 800;
+  best[2][3] = 700;
+  best[3][0] = 120;
+  auto extra = extra_us_per_mib(best, {{1, 2}, {2, 3}});
+  CHECK(extra[1][2] == doctest::Approx(680));  // less the healthy pairs' median (of 100 and 120, the upper)
+  CHECK(extra[3][2] == doctest::Approx(580));
+  CHECK(extra[0][2] == doctest::Approx(630));  // never measured, rank 2's: their mean
+  CHECK(extra[2][0] == doctest::Approx(630));
+  CHECK(extra[0][1] == 0);
+  CHECK(extra[1][3] == 0);
+  // One slow link: only it.
+  auto one = extra_us_per_mib(best, {{1, 2}});
+  CHECK(one[1][2] == doctest::Approx(800 - 120));
+  CHECK(one[0][2] == 0);
+}
+
+TEST_CASE("adapt: the prediction puts a ring around a slow link and the straggler plan around a slow rank") {
+  using collkit::plan::Collective;
+  collkit::plan::Request req{Collective::AllReduce, 4u << 20, 4, 0, 4};
+  std::vector<std::vector<double>> link(4, std::vector<double>(4, 0)), rank = link;
+  link[0][1] = link[1][0] = 360;  // a 4x link on a machine whose idle rate is 120 us per MiB
+  for (int r : {0, 1, 3}) rank[2][static_cast<std::size_t>(r)] = rank[static_cast<std::size_t>(r)][2] = 3600;  // a 31x rank
+  double healthy = 2600;
+  auto plain = adapted_plan(req, {});
+  CHECK(predict_us(*plain, req, std::vector<std::vector<double>>(4, std::vector<double>(4, 0)), healthy) == doctest::Approx(healthy));
+  double ring_link = predict_us(*plain, req, link, healthy);
+  CHECK(ring_link > healthy * 1.2);
+  Adaptation around;
+  around.order = {0, 2, 1, 3};
+  CHECK(predict_us(*adapted_plan(req, around), req, link, healthy) == doctest::Approx(healthy));
+  Adaptation straggler;
+  straggler.straggler = 2;
+  double ring_rank = predict_us(*plain, req, rank, healthy);
+  double strag_rank = predict_us(*adapted_plan(req, straggler), req, rank, healthy);
+  CHECK(strag_rank < 0.8 * ring_rank);
+  CHECK(predict_us(*plain, req, link, 0) == 0);  // no healthy time: no prediction
 }
 
 TEST_CASE("adapt: ring orders avoid the slow pairs where a cycle without them exists") {
