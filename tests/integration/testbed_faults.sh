@@ -156,7 +156,10 @@ expect_eq "$(json_get "$TMP/killed-noabort.json" 'j.get("complete")')" False "ra
 "$tb" up 4 --ranks-per-host 1 >"$TMP/up4.txt" 2>&1 || { cat "$TMP/up4.txt"; bad "testbed up 4"; finish; }
 expect_fail 2 "testbed.sh: pair: 'ckh9' is not a testbed host (ckh1 ckh2 ckh3 ckh4)" "$tb" pair ckh1 ckh9 100mbit
 expect_fail 2 "testbed.sh: pair: a host and itself: give two hosts" "$tb" pair ckh3 ckh3 100mbit
-"$tb" pair ckh1 ckh2 200mbit
+# 100 Mbit/s: the adaptive classifier (adapt.cpp, slow_outliers) needs the slow pair to stand out of
+# the other pairs' noise, which four TCP ranks on a loaded 2-core machine spread over 2x; at 200 Mbit/s it
+# stood out by 1.9x there, at 100 Mbit/s by 3-5x.
+"$tb" pair ckh1 ckh2 100mbit
 expect_eq "$(tc -n ckh1 filter show dev eth0 | grep -c 'match c6120002/ffffffff at 16' || true)" 1 "ckh1's traffic to ckh2 (198.18.0.2) is filtered into the slow band"
 if timeout 120 "$tb" mpirun --host ckh1:1,ckh2:1,ckh3:1,ckh4:1 "$COLLKIT_BIN/coll-run" adapt --detect probe --coll allreduce -b 1M -e 1M -n 3 -w 1 \
      >"$TMP/adapt.txt" 2>&1; then
