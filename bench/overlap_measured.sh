@@ -137,15 +137,18 @@ if pred_dir:
     w("Calibrations recorded before `chunk_sync_us` was measured take it from the same layout's uncalibrated run (its `none` row and")
     w("its most chunked one: the schedules calibrate now runs for it, measured a minute earlier in another job).")
 w("")
-# Rows of one run whose schedules are the same (`auto` choosing one strategy's knobs, or none)
-# measure how far apart this host puts two runs of one schedule: the noise. Strategies whose steps
-# are within it of each other are ties, in the predicted and in the measured ranking alike.
+# Rows of one run whose schedules are the same measure how far apart this host puts two runs of
+# one schedule: the noise. Two rows have the same schedule when they ran the same tasks (names,
+# streams, dependencies, sizes): `auto` choosing one strategy's knobs, or a knob that changes
+# nothing (dp-bucket with a bucket as large as every gradient is the serial schedule).
+def schedule_of(m):
+    return json.dumps([(t["name"], t["stream"], t["deps"], t.get("bytes", 0)) for t in m["tasks"]])
+
 def same_schedule_gaps(i, when):
     j = load_run(i, when)
-    pk = {s["name"]: json.dumps(s["knobs"], sort_keys=True) for s in j["strategies"]}
     by = {}
     for m in j["measured"]:
-        by.setdefault(pk[m["name"]], []).append(m["step_us"])
+        by.setdefault(schedule_of(m), []).append(m["step_us"])
     return [max(v) / min(v) - 1 for v in by.values() if len(v) > 1]
 gaps = [g for i in range(1, n + 1) for when in ("before", "after") for g in same_schedule_gaps(i, when)]
 tie = max(0.02, statistics.median(gaps)) if gaps else 0.02
@@ -192,7 +195,7 @@ for i in range(1, n + 1):
         errs[when] += e
         bykn = {}
         for m in rows:
-            bykn.setdefault(json.dumps(pstrat[m["name"]]["knobs"], sort_keys=True), []).append(m["step_us"])
+            bykn.setdefault(schedule_of(m), []).append(m["step_us"])
         same_pairs.extend(100 * (max(v) / min(v) - 1) for v in bykn.values() if len(v) > 1)
         if when == "after":
             for m in rows:
@@ -203,8 +206,7 @@ for i in range(1, n + 1):
         meas = sorted(rows, key=lambda m: m["step_us"])
         same = [m["name"] for m in pred] == [m["name"] for m in meas]
         best = pred[0]["name"] == meas[0]["name"] or abs(pred[0]["step_us"] / meas[0]["step_us"] - 1) < 0.02
-        kn = {m["name"]: json.dumps(pstrat[m["name"]]["knobs"], sort_keys=True) for m in rows}
-        rk = [{"name": m["name"], "schedule": kn[m["name"]], "predicted": m["predicted_step_us"], "measured": m["step_us"]} for m in rows]
+        rk = [{"name": m["name"], "schedule": schedule_of(m), "predicted": m["predicted_step_us"], "measured": m["step_us"]} for m in rows]
         pairs = overlap_ranking.compare_pairs(rk, tie)
         pairs90 = overlap_ranking.compare_pairs(rk, tie90)
         for q, res in (("median", pairs), ("p90", pairs90)):
@@ -271,7 +273,7 @@ for when in ("before", "after"):
 w("")
 w(f"Noise: rank 0's slowest timed step over its fastest, per row: median {100*statistics.median(spread_rows):.0f}%, "
   f"largest {100*max(spread_rows):.0f}% ({len(spread_rows)} rows, {iters} steps each). Rows of one run whose schedules are")
-w(f"the same (equal knobs: `auto` choosing a single strategy's, or none) measured {', '.join(f'{x:.1f}%' for x in sorted(same_pairs))} apart "
+w(f"the same (the same tasks: `auto` choosing a single strategy's knobs, or a bucket as large as every gradient) measured {', '.join(f'{x:.1f}%' for x in sorted(same_pairs))} apart "
   f"(slower / faster - 1; median {statistics.median(same_pairs) if same_pairs else 0:.1f}%).")
 w("")
 w("After calibration, by kind of schedule (signed error: predicted / measured - 1):")
