@@ -294,7 +294,7 @@ TEST_CASE("calibration: a collective cut into chunks pays the wait for the slowe
   CHECK(plain.estimate(Group::Tp, Collective::AllGather, 1 << 20).sync_us == 0);
 }
 
-TEST_CASE("calibration: communication alone leaves the wait for the slowest rank out, the step pays it") {
+TEST_CASE("overlap model, calibrated: communication alone leaves the wait for the slowest rank out, the step pays it") {
   using collkit::plan::Collective;
   Layout l;
   l.tp = 2;
@@ -348,7 +348,7 @@ TEST_CASE("calibration: communication alone leaves the wait for the slowest rank
   CHECK(checked == 3);
 }
 
-TEST_CASE("calibration: a further chunk's wait from a serial and a chunked step, at least 0") {
+TEST_CASE("overlap model, calibrated: a further chunk's wait from a serial and a chunked step, at least 0") {
   // Excess (step - compute alone - communication alone): 2000 us over 20 collectives serial (100
   // each); 5000 chunked, 20 collectives in 3 chunks each: 3000 us past the 20 first chunks, over 40
   // further chunks. With 2 whole collectives more (dp-bucket beside), those pay 100 each first.
@@ -368,7 +368,7 @@ TEST_CASE("calibration: a further chunk's wait from a serial and a chunked step,
   CHECK(parse_calibration(old, "c.json").chunk_sync_us == 0);
 }
 
-TEST_CASE("schedules: a report's rows read back by name and knobs, and predicted again alike") {
+TEST_CASE("overlap schedules: a report's rows read back by name and knobs, and predicted again alike") {
   Layout l;
   l.tp = 2;
   l.sp = true;
