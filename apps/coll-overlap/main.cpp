@@ -23,6 +23,7 @@
 #include "collkit/overlap/execute.h"
 #include "collkit/overlap/overlap.h"
 #include "collkit/overlap/report.h"
+#include "collkit/topo/discover.h"
 #include "collkit/topo/gpu.h"
 #include "collkit/topo/io.h"
 #include "collkit/topo/synth.h"
@@ -54,6 +55,8 @@ struct Options {
   double timeout_s = 120;
   std::string trace_predicted, calibration_out;
   bool run_calibrate = false;
+  bool predict_only = false;   // run --predict-only: the prediction run makes, without a job
+  std::string schedules;       // run --predict-only --schedules FILE: the schedules a recorded run measured
   std::string device = "cpu";  // run/calibrate --device
 };
 
@@ -82,6 +85,12 @@ struct Prediction {
 // `job`: run and calibrate, on the job's own hosts (--topo, else discovered) with this CPU's
 // peak, and one communication stream as the executor has.
 // `measured`: a calibration just measured (run --calibrate) instead of --calibration's file.
+// run --predict-only predicts as run would on a job of the layout's ranks on this host, without
+// one: the host discovered with that many ranks (or --topo), this CPU's peak shared by them, one
+// communication stream; with --schedules, the rows are the schedules a recorded run measured
+// (its knobs, evaluated by this model) instead of the ones this model would choose.
+ov::Report recorded_schedules(const Options& o, Prediction& p);
+
 std::unique_ptr<Prediction> predict(const Options& o, collkit::exec::World* job, const ov::Calibration* measured = nullptr) {
   if (o.model.empty()) throw collkit::InputError("give --model (one of configs/models/, or a collkit.model/1 file)");
   if (o.scale < 1) throw collkit::InputError("--scale must be a positive integer, got " + std::to_string(o.scale));
@@ -91,18 +100,28 @@ std::unique_ptr<Prediction> predict(const Options& o, collkit::exec::World* job,
   p->l.mode = ov::parse_mode(o.mode);
   if (measured) p->cal = *measured;
   else if (!o.calibration.empty()) p->cal = ov::load_calibration(o.calibration);
+  const bool as_run = job != nullptr || o.predict_only;
+  if (as_run) {
+    const int ranks = job ? job->size() : p->l.gpus();
+    if (std::string why = ov::cannot_execute(p->l, ranks); !why.empty()) throw collkit::InputError(why);
+    if (p->cal && p->cal->ranks != ranks)
+      throw collkit::InputError(o.calibration + ": calibrated on " + std::to_string(p->cal->ranks) + " ranks, this " +
+                                (job ? "job has " : "layout has ") + std::to_string(ranks));
+  }
   if (job) {
-    if (std::string why = ov::cannot_execute(p->l, job->size()); !why.empty()) throw collkit::InputError(why);
-    if (p->cal && p->cal->ranks != job->size())
-      throw collkit::InputError(o.calibration + ": calibrated on " + std::to_string(p->cal->ranks) + " ranks, this job has " +
-                                std::to_string(job->size()));
     p->t = collkit::exec::job_topology(*job, o.topo, o.timeout_s);
+  } else if (o.predict_only && o.topo.empty()) {
+    topo::DiscoverOptions d;
+    d.ranks_per_host = p->l.gpus();
+    p->t = topo::discover_local(d);
   } else {
     p->t = topology(o);
   }
   ov::check_layout(p->l, p->model, p->t);
   topo::GpuPeak peak;
-  if (job && ov::parse_device(o.device) == ov::Device::Cpu) {
+  if (o.predict_only && ov::parse_device(o.device) == ov::Device::Cpu) {
+    peak = ov::host_peak(p->l.gpus(), 20);
+  } else if (job && ov::parse_device(o.device) == ov::Device::Cpu) {
     int here = 0;
     for (const auto& h : job->hosts()) here += h == job->host();
     // No datasheet gives a CPU rank's memory bandwidth; 20 GB/s is one DDR4/DDR5 channel's order.
@@ -126,7 +145,7 @@ std::unique_ptr<Prediction> predict(const Options& o, collkit::exec::World* job,
   ov::Request& req = p->req;
   req.contention = p->cal ? p->cal->compute_slowdown : o.contention;
   req.comm_contention = p->cal ? p->cal->comm_slowdown : 0;
-  req.one_comm_stream = job != nullptr;
+  req.one_comm_stream = as_run;
   req.strategies.clear();
   std::stringstream list(o.strategy);
   for (std::string item; std::getline(list, item, ',');)
@@ -139,8 +158,12 @@ std::unique_ptr<Prediction> predict(const Options& o, collkit::exec::World* job,
   fix("dp-bucket", o.bucket_mb);
   fix("fsdp-prefetch", o.prefetch_depth);
   fix("moe-pipeline", o.moe_chunks);
-  p->rep = ov::run(p->w, *p->cm, *p->comm, req);
+  p->rep = o.schedules.empty() ? ov::run(p->w, *p->cm, *p->comm, req) : recorded_schedules(o, *p);
   return p;
+}
+
+ov::Report recorded_schedules(const Options& o, Prediction& p) {
+  return ov::evaluate_schedules(p.w, *p.cm, *p.comm, ov::load_schedules(o.schedules), p.req);
 }
 
 std::string ms(double us) { return fmt::format("{:.3f}", us / 1000.0); }
@@ -271,6 +294,13 @@ int run_measured(const Options& o) {
   for (const std::string& out : {o.json_out, o.trace_out, o.trace_predicted, o.calibration_out})
     collkit::check_output_not_input(out, {o.topo, o.model, o.calibration});
   if (o.run_calibrate && !o.calibration.empty()) throw collkit::InputError("run: give --calibrate or --calibration FILE, not both");
+  if (o.predict_only) {
+    if (o.run_calibrate) throw collkit::InputError("run: --predict-only measures nothing: give --calibration FILE, not --calibrate");
+    for (const std::string& flag : {o.trace_predicted, o.calibration_out})
+      if (!flag.empty()) throw collkit::InputError("run: --predict-only writes --json and --trace only");
+    return run_overlap(o);
+  }
+  if (!o.schedules.empty()) throw collkit::InputError("run: --schedules needs --predict-only");
   ov::ThreadedJob job;
   collkit::exec::World& world = job.world();
   if (int code = 0; !device_ready(world, o, code)) return code;
@@ -303,10 +333,11 @@ int run_measured(const Options& o) {
     out << fmt::format(
         "model: {}; {}\n",
         pred->cal ? "calibrated by " + (o.run_calibrate ? std::string("this job (--calibrate)") : o.calibration) : "uncalibrated",
-        pred->cal
-            ? fmt::format("compute slowdown {:.3f}, communication slowdown {:.3f}", pred->cal->compute_slowdown, pred->cal->comm_slowdown)
-            : fmt::format("{} ({:.1f} GFLOP/s nominal), GEMM efficiency {}, contention {}, plans simulated on the topology", pk.label,
-                          pk.tflops * 1e3, o.eff.gemm, o.contention));
+        pred->cal ? fmt::format(
+                        "compute slowdown {:.3f}, communication slowdown {:.3f}, wait {:.0f} us a collective and {:.0f} us a further chunk",
+                        pred->cal->compute_slowdown, pred->cal->comm_slowdown, pred->cal->sync_us, pred->cal->chunk_sync_us)
+                  : fmt::format("{} ({:.1f} GFLOP/s nominal), GEMM efficiency {}, contention {}, plans simulated on the topology", pk.label,
+                                pk.tflops * 1e3, o.eff.gemm, o.contention));
     out << "executed with: " << ex.describe() << "\n";
     std::string split;
     for (const auto& [kind, list] : ex.groups()) {
@@ -375,8 +406,9 @@ int run_calibrate(const Options& o) {
   if (world.rank() != 0) return 0;
   std::ostream& out = o.calibration_out == "-" ? std::cerr : std::cout;
   out << fmt::format(
-      "{}\n{} GEMM shapes, {} collectives; compute slowdown under communication {:.3f}, communication slowdown under compute {:.3f}\n",
-      cal.source, cal.gemms.size(), cal.collectives.size(), cal.compute_slowdown, cal.comm_slowdown);
+      "{}\n{} GEMM shapes, {} collectives; compute slowdown under communication {:.3f}, communication slowdown under compute {:.3f}; "
+      "wait for the slowest rank {:.0f} us a collective, {:.0f} us a further chunk\n",
+      cal.source, cal.gemms.size(), cal.collectives.size(), cal.compute_slowdown, cal.comm_slowdown, cal.sync_us, cal.chunk_sync_us);
   collkit::write_file_atomic(o.calibration_out, ov::to_json(cal));
   collkit::app::wrote(o.calibration_out, "collkit.overlap-calibration/1");
   return 0;
@@ -445,6 +477,14 @@ int main(int argc, char** argv) {
   run->add_option("--timeout", o.timeout_s, "seconds a collective may make no progress (default 120)")->check(CLI::PositiveNumber);
   run->add_flag("--calibrate", o.run_calibrate, "measure a calibration in this job first (as coll-overlap calibrate) and predict with it");
   run->add_option("--calibration-out", o.calibration_out, "with --calibrate: also write the calibration to this file");
+  run->add_flag(
+      "--predict-only", o.predict_only,
+      "run nothing, no mpirun: print and write (--json) the prediction run would make on a job of the layout's ranks on this host "
+      "(with --calibration FILE: that calibration's)");
+  run->add_option(
+      "--schedules", o.schedules,
+      "with --predict-only: predict the schedules (rows and knobs) of this collkit.overlap/1 file, e.g. a run's --json, instead "
+      "of choosing them: re-predicts a recorded run's measurements with this model");
   run->add_option("--trace-predicted", o.trace_predicted,
                   "write the predicted timeline of the last strategy (--trace gets the measured one)");
   auto* calibrate = app.add_subcommand("calibrate",

@@ -63,4 +63,37 @@ expect_fail 2 "coll-overlap: error: --nodes 100000: 100000 nodes of 27 vertices 
   timeout 20 "$ov" --model llama3-8b --nodes 100000
 expect_fail 2 "coll-overlap: error: tp-decompose: the knob must be at most 1024 (the limit on a strategy's knob), got 1000000" \
   timeout 20 "$ov" --model llama3-8b --tp 8 --tp-chunks 1000000
+# run --predict-only: the prediction run makes on a job of the layout's ranks on this host, without
+# mpirun; with --schedules, a recorded run's rows predicted again (bench/overlap_measured.sh's
+# COLLKIT_BENCH_REPREDICT). With a calibration, the same schedules predict the same steps.
+cat >"$TMP/cal.json" <<'JSON'
+{"schema": "collkit.overlap-calibration/1", "source": "test", "ranks": 2, "compute_slowdown": 0.1, "comm_slowdown": 2, "sync_us": 300,
+ "gemms": [{"m": 256, "k": 256, "n": 448, "reps": 1, "time_us": 800, "gflops": 73}],
+ "collectives": [{"collective": "allgather", "nranks": 2, "bytes": 131072, "time_us": 60, "group": "tp"},
+                 {"collective": "reducescatter", "nranks": 2, "bytes": 131072, "time_us": 70, "group": "tp"}]}
+JSON
+"$ov" run --predict-only --model llama3-8b --tp 2 --sp --scale 16 --calibration "$TMP/cal.json" --strategy auto \
+  --json "$TMP/p1.json" >"$TMP/p1.txt"
+grep -q "^none " "$TMP/p1.txt" && ok "predict-only prints the table" || bad "predict-only: $(cat "$TMP/p1.txt")"
+expect_eq "$(json_get "$TMP/p1.json" '[r["name"] for r in j["strategies"]]')" "['none', 'tp-decompose', 'auto']" "predict-only rows"
+# The wait for the slowest rank is the step's, not communication alone's: 300 us per collective of the serial step.
+expect_eq "$(json_get "$TMP/p1.json" 'j["strategies"][0]["comm_wait_us"] > 0 and abs(j["strategies"][0]["exposed_comm_us"] - j["strategies"][0]["comm_us"] - j["strategies"][0]["comm_wait_us"]) < 0.01')" "True" "serial exposed = comm alone + waits"
+# The recorded schedules, one knob forced to another value than the model chose: kept as given.
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); j['strategies'][1]['knobs']={'tp-decompose': 3}; json.dump(j, open(sys.argv[2], 'w'))" \
+  "$TMP/p1.json" "$TMP/rec.json"
+"$ov" run --predict-only --model llama3-8b --tp 2 --sp --scale 16 --calibration "$TMP/cal.json" --schedules "$TMP/rec.json" \
+  --json "$TMP/p2.json" >/dev/null
+expect_eq "$(json_get "$TMP/p2.json" '[(r["name"], r["knobs"]) for r in j["strategies"]]')" \
+  "$(json_get "$TMP/p1.json" '[(r["name"], r["knobs"] if r["name"] != "tp-decompose" else {"tp-decompose": 3}) for r in j["strategies"]]')" "schedules kept"
+expect_eq "$(python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); print([x['step_us'] for x in a['strategies']][::2] == [x['step_us'] for x in b['strategies']][::2])" "$TMP/p1.json" "$TMP/p2.json")" \
+  "True" "the same schedules predict the same steps"
+expect_fail 2 "coll-overlap: error: run: --schedules needs --predict-only" \
+  "$ov" run --model llama3-8b --tp 2 --schedules "$TMP/p1.json"
+expect_fail 2 "coll-overlap: error: run: --predict-only measures nothing: give --calibration FILE, not --calibrate" \
+  "$ov" run --predict-only --calibrate --model llama3-8b --tp 2
+expect_fail 2 "coll-overlap: error: $TMP/cal.json: calibrated on 2 ranks, this layout has 4" \
+  "$ov" run --predict-only --model llama3-8b --tp 4 --scale 16 --calibration "$TMP/cal.json"
+echo '{"schema": "collkit.overlap/1", "strategies": [{"name": "x", "knobs": {"nope": 2}}]}' >"$TMP/bad.json"
+expect_fail 2 "coll-overlap: error: $TMP/bad.json: /strategies/0/knobs/nope: unknown strategy \"nope\"" \
+  "$ov" run --predict-only --model llama3-8b --tp 2 --scale 16 --schedules "$TMP/bad.json"
 finish

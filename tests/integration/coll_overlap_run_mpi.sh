@@ -68,6 +68,8 @@ expect_eq "$(json_get "$TMP/auto.json" 'j["measured"][-1]["name"]')" "auto" "aut
 mpi 2 "$ov" calibrate --model llama3-8b --tp 2 --sp --scale 64 --seq-len 4096 --strategy tp-decompose --tp-chunks 2 -o "$TMP/cal.json" >/dev/null
 expect_eq "$(json_get "$TMP/cal.json" 'j["schema"]')" "collkit.overlap-calibration/1" "calibration schema"
 expect_eq "$(json_get "$TMP/cal.json" 'len(j["gemms"]) > 0 and len(j["collectives"]) > 0 and j["ranks"] == 2')" "True" "calibration measured"
+# The chunked row (tp-decompose, 2 chunks) run beside the serial one: the cost of a further chunk's meeting, measured.
+expect_eq "$(json_get "$TMP/cal.json" 'j["chunk_sync_us"] >= 0 and j["sync_us"] >= 0')" "True" "chunk wait measured"
 mpi 2 "$ov" run --model llama3-8b --tp 2 --sp "${common[@]}" --strategy tp-decompose --tp-chunks 2 --calibration "$TMP/cal.json" \
   --json "$TMP/tpc.json" >/dev/null
 check_run calibrated "$TMP/tpc.json"

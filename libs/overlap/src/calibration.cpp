@@ -164,6 +164,12 @@ std::optional<double> Calibration::comm_us(plan::Collective c, int nranks, std::
   return through(same, bytes);
 }
 
+double chunk_sync(double serial_excess_us, int serial_collectives, double chunked_excess_us, int whole, int further) {
+  if (further <= 0 || serial_collectives <= 0) return 0;
+  const double per_collective = serial_excess_us / serial_collectives;
+  return std::max(0.0, chunked_excess_us - per_collective * whole) / further;
+}
+
 std::string to_json(const Calibration& c) {
   nlohmann::json j;
   j["schema"] = "collkit.overlap-calibration/" + std::to_string(kCalibrationSchemaMajor);
@@ -172,6 +178,7 @@ std::string to_json(const Calibration& c) {
   j["compute_slowdown"] = c.compute_slowdown;
   j["comm_slowdown"] = c.comm_slowdown;
   j["sync_us"] = c.sync_us;
+  j["chunk_sync_us"] = c.chunk_sync_us;
   nlohmann::json g = nlohmann::json::array();
   for (const GemmSample& s : c.gemms)
     g.push_back({{"m", s.shape.m},
@@ -197,7 +204,8 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   json::Cursor root(file, doc);
   root.expect_object();
   root.expect_schema("overlap-calibration", kCalibrationSchemaMajor);
-  root.expect_keys({"schema", "source", "ranks", "compute_slowdown", "comm_slowdown", "sync_us", "gemms", "collectives", "provenance"});
+  root.expect_keys(
+      {"schema", "source", "ranks", "compute_slowdown", "comm_slowdown", "sync_us", "chunk_sync_us", "gemms", "collectives", "provenance"});
   Calibration c;
   c.source = root.at("source").string();
   c.ranks = static_cast<int>(root.at("ranks").integer());
@@ -205,6 +213,7 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   c.compute_slowdown = root.at("compute_slowdown").non_negative_number();
   c.comm_slowdown = root.at("comm_slowdown").non_negative_number();
   c.sync_us = root.at("sync_us").non_negative_number();
+  if (auto cs = root.find("chunk_sync_us")) c.chunk_sync_us = cs->non_negative_number();  // optional: files from before it
   json::Cursor gemms = root.at("gemms");
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     json::Cursor g = gemms[i];

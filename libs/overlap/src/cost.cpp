@@ -68,6 +68,7 @@ CommEstimate CommModel::estimate(Group g, plan::Collective c, std::uint64_t byte
     e.algorithm = "measured";
     e.time_us = (*measured + calibration_->sync_us) * scale_;
     e.sync_us = calibration_->sync_us * scale_;
+    e.chunk_sync_us = calibration_->chunk_sync_us * scale_;
   } else if (n > 1 && scale_ > 0) {
     auto sub = groups_.find(g);
     if (sub == groups_.end()) {

@@ -75,7 +75,11 @@ int Emitter::comm_async(const Segment& s, const CommOp& op, std::vector<int> dep
   // once per collective of the program. Its chunks follow one another on ranks the first chunk
   // met, so chunk i pays `fraction` of it (the chunks of a collective pay one wait in all). Charged
   // in full per chunk it over-predicted chunked schedules (docs/overlap.md, "Measured").
-  t.work_us = e.time_us - e.sync_us * (1 - std::clamp(fraction, 0.0, 1.0));
+  // Each chunk is a meeting of its own too: k chunks pay (k - 1) x chunk_sync_us beyond the one
+  // wait (the chunks' fractions add up to 1, their 1 - fraction to k - 1).
+  const double f = std::clamp(fraction, 0.0, 1.0);
+  t.wait_us = e.sync_us * f + e.chunk_sync_us * (1 - f);
+  t.work_us = e.time_us - e.sync_us + t.wait_us;
   t.deps = std::move(deps);
   t.bytes = e.bytes;
   t.layer = s.layer;

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "collkit/core/error.h"
+#include "collkit/core/file.h"
+#include "collkit/core/json_cursor.h"
 #include "collkit/core/provenance_json.h"
 
 namespace collkit::overlap {
@@ -32,6 +35,7 @@ json row_json(const StrategyResult& r) {
           {"compute_us", us(r.stats.compute_alone_us)},
           {"compute_under_overlap_us", us(r.stats.compute_actual_us)},
           {"comm_us", us(r.stats.comm_us)},
+          {"comm_wait_us", us(r.stats.comm_wait_us)},
           {"exposed_comm_us", us(r.stats.exposed_comm_us)},
           {"overlap_ratio", r.overlap_ratio},
           {"compute_slowdown", r.slowdown},
@@ -143,5 +147,41 @@ std::string to_trace(const StrategyResult& row, const RunContext& ctx, bool meas
                     {"provenance", provenance_json()}};
   return j.dump() + "\n";
 }
+
+std::vector<NamedSchedule> parse_schedules(const std::string& text, const std::string& file) {
+  nlohmann::json doc = collkit::json::parse(file, text);
+  collkit::json::Cursor root(file, doc);
+  root.expect_object();
+  root.expect_schema("overlap", kOverlapSchemaMajor);
+  collkit::json::Cursor rows = root.at("strategies");
+  if (rows.size() == 0) rows.fail("no schedules");
+  std::vector<NamedSchedule> out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    collkit::json::Cursor row = rows[i];
+    NamedSchedule s;
+    s.name = row.at("name").string();
+    collkit::json::Cursor knobs = row.at("knobs");
+    knobs.expect_object();
+    for (const auto& item : knobs.value().items()) {
+      const std::string name = item.key();
+      bool known = false;
+      for (const StrategyInfo& info : strategies()) known = known || info.name == name;
+      if (!known) knobs.at(name).fail("unknown strategy \"" + name + "\"");
+      std::int64_t k = knobs.at(name).integer();
+      if (k < 1 || k > kMaxKnob) knobs.at(name).fail("must be in 1.." + std::to_string(kMaxKnob) + ", got " + std::to_string(k));
+      s.choices.push_back({name, static_cast<int>(k)});
+    }
+    // In registry order, as run() states them: the first strategy that takes a segment emits it.
+    std::vector<Choice> ordered;
+    for (const StrategyInfo& info : strategies())
+      for (const Choice& c : s.choices)
+        if (c.strategy == info.name) ordered.push_back(c);
+    s.choices = std::move(ordered);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<NamedSchedule> load_schedules(const std::string& file) { return parse_schedules(read_file(file), file); }
 
 }  // namespace collkit::overlap

@@ -30,6 +30,7 @@ TimelineStats simulate(std::vector<Task>& tasks, const Contention& c) {
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& t = tasks[i];
     if (!(t.work_us >= 0)) throw Error("timeline: task " + t.name + " has a negative duration");
+    if (!(t.wait_us >= 0 && t.wait_us <= t.work_us)) throw Error("timeline: task " + t.name + " waits outside its duration");
     for (int d : t.deps)
       if (d < 0 || static_cast<std::size_t>(d) >= i) throw Error("timeline: task " + t.name + " depends on a task not before it");
     // One communication thread: every collective queues on the first communication stream.
@@ -108,7 +109,8 @@ TimelineStats simulate(std::vector<Task>& tasks, const Contention& c) {
       st.compute_alone_us += t.work_us;
       st.compute_actual_us += t.end_us - t.start_us;
     } else {
-      st.comm_us += t.work_us;
+      st.comm_us += t.work_us - t.wait_us;
+      st.comm_wait_us += t.wait_us;
     }
   }
   st.exposed_comm_us = st.makespan_us - st.compute_actual_us;

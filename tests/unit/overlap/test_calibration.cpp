@@ -282,15 +282,136 @@ TEST_CASE("calibration: a collective cut into chunks pays the wait for the slowe
     int pieces = 0;
     for (const Task& t : chunked.tasks) pieces += t.stream != Stream::Compute && t.work_us > 0;
     CHECK(pieces == chunks * collectives);
-    // The same communication in all as the serial step: the chunks' bytes and one wait per collective
+    // The same communication in all as the serial step: the chunks' bytes, and one wait per collective
     // (charged per chunk, it was (chunks - 1) x 500 us a collective more).
     CHECK(chunked.stats.comm_us == doctest::Approx(serial.stats.comm_us).epsilon(1e-4));
+    CHECK(chunked.stats.comm_wait_us == doctest::Approx(serial.stats.comm_wait_us).epsilon(1e-4));
     ++checked;
   }
   CHECK(checked == 3);
   // Uncalibrated there is no wait: an estimate's sync_us is 0.
   CommModel plain(r->topo, l);
   CHECK(plain.estimate(Group::Tp, Collective::AllGather, 1 << 20).sync_us == 0);
+}
+
+TEST_CASE("overlap model, calibrated: communication alone leaves the wait for the slowest rank out, the step pays it") {
+  using collkit::plan::Collective;
+  Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.seq_len = 256;
+  auto r = testing::run("llama3-8b", l, 1);
+  // The same samples with and without a calibrated wait: coll-overlap run measures communication
+  // alone with the compute skipped, where no rank waits for one descheduled while computing.
+  Calibration with, without;
+  with.ranks = without.ranks = 2;
+  with.sync_us = 500;
+  with.collectives =
+      without.collectives = {{Collective::AllGather, 2, 1 << 20, 100, Group::Tp}, {Collective::ReduceScatter, 2, 1 << 20, 100, Group::Tp}};
+  CommModel with_wait(r->topo, l), no_wait(r->topo, l);
+  with_wait.set_calibration(&with);
+  no_wait.set_calibration(&without);
+  Calibration chunk_cost = with;
+  chunk_cost.chunk_sync_us = 50;
+  CommModel meetings(r->topo, l);
+  meetings.set_calibration(&chunk_cost);
+  const Contention serial_stream{0, 0, true};
+  int checked = 0;
+  for (int chunks : {0, 2, 4}) {
+    std::vector<Choice> knobs;
+    if (chunks > 0) knobs.push_back({"tp-decompose", chunks});
+    StrategyResult a = evaluate(r->workload, *r->compute, with_wait, knobs, serial_stream);
+    StrategyResult b = evaluate(r->workload, *r->compute, no_wait, knobs, serial_stream);
+    int collectives = 0;
+    for (const Task& t : b.tasks) collectives += t.stream != Stream::Compute && t.work_us > 0;
+    REQUIRE(collectives > 0);
+    // Communication alone is the collectives' own time either way; the waits are counted apart,
+    // one per collective of the program (tp-decompose: its chunks share it).
+    const int per_program = chunks > 0 ? collectives / chunks : collectives;
+    CHECK(a.stats.comm_us == doctest::Approx(b.stats.comm_us).epsilon(1e-9));
+    CHECK(b.stats.comm_wait_us == 0);
+    CHECK(a.stats.comm_wait_us == doctest::Approx(500.0 * per_program).epsilon(1e-9));
+    // A measured cost per further chunk: k chunks of a collective pay k - 1 of it beyond the one wait;
+    // a schedule that cuts nothing pays none.
+    StrategyResult m = evaluate(r->workload, *r->compute, meetings, knobs, serial_stream);
+    const int further = chunks > 0 ? per_program * (chunks - 1) : 0;
+    CHECK(m.stats.comm_us == doctest::Approx(b.stats.comm_us).epsilon(1e-9));
+    CHECK(m.stats.comm_wait_us == doctest::Approx(500.0 * per_program + 50.0 * further).epsilon(1e-9));
+    if (chunks == 0) {
+      // Serial: the step is compute, communication and the waits, all exposed; nothing overlaps.
+      CHECK(a.step_us == doctest::Approx(b.step_us + 500.0 * per_program).epsilon(1e-9));
+      CHECK(a.stats.exposed_comm_us == doctest::Approx(a.stats.comm_us + a.stats.comm_wait_us).epsilon(1e-9));
+      CHECK(std::abs(a.overlap_ratio) < 1e-9);
+    }
+    ++checked;
+  }
+  CHECK(checked == 3);
+}
+
+TEST_CASE("overlap model, calibrated: a further chunk's wait from a serial and a chunked step, at least 0") {
+  // Excess (step - compute alone - communication alone): 2000 us over 20 collectives serial (100
+  // each); 5000 chunked, 20 collectives in 3 chunks each: 3000 us past the 20 first chunks, over 40
+  // further chunks. With 2 whole collectives more (dp-bucket beside), those pay 100 each first.
+  CHECK(chunk_sync(2000, 20, 5000, 20, 40) == doctest::Approx(75));
+  CHECK(chunk_sync(2000, 20, 5000, 22, 40) == doctest::Approx(70));
+  CHECK(chunk_sync(2000, 20, 1500, 20, 40) == 0);  // chunking cost nothing more: 0, never negative
+  CHECK(chunk_sync(2000, 20, 5000, 20, 0) == 0);   // no further chunks: nothing to divide by
+  CHECK(chunk_sync(2000, 0, 5000, 20, 40) == 0);   // no serial collective: no rate to start from
+  Calibration c;
+  c.ranks = 4;
+  c.sync_us = 10;
+  c.chunk_sync_us = 75;
+  CHECK(parse_calibration(to_json(c), "c.json").chunk_sync_us == 75);
+  // Files from before it was measured have none: 0.
+  const std::string old = R"({"schema": "collkit.overlap-calibration/1", "source": "x", "ranks": 2, "compute_slowdown": 0.1, )"
+                          R"("comm_slowdown": 0.1, "sync_us": 0, "gemms": [], "collectives": []})";
+  CHECK(parse_calibration(old, "c.json").chunk_sync_us == 0);
+}
+
+TEST_CASE("overlap schedules: a report's rows read back by name and knobs, and predicted again alike") {
+  Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.dp = 2;
+  l.seq_len = 256;
+  Request req;
+  req.strategies = {"auto"};
+  auto r = testing::run("llama3-8b", l, 1, req);
+  RunContext ctx{&r->workload, &r->topo, r->compute.get(), r->comm.get(), req.contention};
+  std::vector<NamedSchedule> back = parse_schedules(to_json(r->report, ctx), "o.json");
+  REQUIRE(back.size() == r->report.rows.size());
+  Report again = evaluate_schedules(r->workload, *r->compute, *r->comm, back, req);
+  REQUIRE(again.rows.size() == r->report.rows.size());
+  int checked = 0;
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    const StrategyResult& was = r->report.rows[i];
+    CHECK(back[i].name == was.name);
+    REQUIRE(back[i].choices.size() == was.choices.size());
+    for (std::size_t k = 0; k < was.choices.size(); ++k) {
+      CHECK(back[i].choices[k].strategy == was.choices[k].strategy);
+      CHECK(back[i].choices[k].knob == was.choices[k].knob);
+    }
+    CHECK(again.rows[i].name == was.name);
+    CHECK(again.rows[i].step_us == doctest::Approx(was.step_us).epsilon(1e-12));
+    CHECK(again.rows[i].speedup == doctest::Approx(was.speedup).epsilon(1e-12));
+    ++checked;
+  }
+  CHECK(checked >= 3);  // none, each strategy that applies, auto
+
+  auto error = [](const std::string& text) {
+    try {
+      parse_schedules(text, "o.json");
+    } catch (const collkit::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string head = R"({"schema": "collkit.overlap/1", "strategies": )";
+  CHECK(error(head + R"([{"name": "x", "knobs": {"nope": 2}}]})") == "o.json: /strategies/0/knobs/nope: unknown strategy \"nope\"");
+  CHECK(error(head + R"([{"name": "x", "knobs": {"tp-decompose": 0}}]})") ==
+        "o.json: /strategies/0/knobs/tp-decompose: must be in 1..1024, got 0");
+  CHECK(error(head + R"([]})") == "o.json: /strategies: no schedules");
+  CHECK(error(R"({"schema": "collkit.overlap-calibration/1", "strategies": []})").starts_with("o.json: "));
 }
 
 TEST_CASE("calibration: the schedules measured beside the rows are every knob a calibrated model may choose") {

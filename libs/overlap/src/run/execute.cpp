@@ -550,9 +550,31 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows, const s
   // (each waits for the slowest rank to arrive, and for the thread hand-offs), per collective.
   if (!rows.empty()) {
     Measured serial = run(rows.front());
-    int n = 0;
-    for (const Task& t : rows.front().tasks) n += im.is_comm(t) && im.runs(t);
+    auto collectives = [&](const StrategyResult& row) {
+      int n = 0;
+      for (const Task& t : row.tasks) n += im.is_comm(t) && im.runs(t);
+      return n;
+    };
+    const int n = collectives(rows.front());
     if (n > 0) cal.sync_us = std::max(0.0, serial.exposed_comm_us - serial.comm_alone_us) / n;
+    // The row whose schedule cuts its collectives into the most chunks, run the same way: what its
+    // step costs beyond compute and communication alone, past what its whole collectives (and first
+    // chunks) cost at the serial step's rate, per further chunk, is what each further meeting of
+    // the ranks costs (chunk_sync_us). Every rank picks the same row (rank 0's schedules).
+    auto further = [&](const StrategyResult& row) {
+      int k = 0;
+      for (const Task& t : row.tasks) k += im.is_comm(t) && im.runs(t) && t.chunk > 0;
+      return k;
+    };
+    const StrategyResult* chunked = nullptr;
+    for (const StrategyResult& row : rows)
+      if (further(row) > (chunked ? further(*chunked) : 0)) chunked = &row;
+    if (chunked && n > 0) {
+      Measured m = run(*chunked);
+      cal.chunk_sync_us =
+          chunk_sync(serial.step_us - serial.compute_alone_us - serial.comm_alone_us, n, m.step_us - m.compute_alone_us - m.comm_alone_us,
+                     collectives(*chunked) - further(*chunked), further(*chunked));
+    }
   }
   // Rank 0's figures are every rank's: each rank predicts with them, and ranks that predicted
   // from figures of their own would choose different knobs and call different collectives.

@@ -71,6 +71,13 @@ struct Calibration {
   /// slowest rank and the thread hand-offs (the `none` schedule's exposed time - its collectives
   /// alone, over their count). Added to every measured collective.
   double sync_us = 0;
+  /// What each further chunk of a collective cut into chunks costs beyond its share of the bytes
+  /// and of sync_us: another meeting of the ranks. Measured from a chunked schedule run as run runs
+  /// it (its step beyond compute and communication alone, against the serial one's, per further
+  /// collective): about 0 where each rank has a core of its own, but where ranks outnumber the
+  /// cores a rank waiting at each meeting busy-polls on a core a computing peer needs, and the
+  /// peer's compute slows by it. 0 in files from before it was measured.
+  double chunk_sync_us = 0;
 
   /// The time of a GEMM shape: the sample of that shape, else the nearest sample (by log-distance
   /// of m, k, n) at its FLOP rate; nullopt without GEMM samples.
@@ -83,6 +90,14 @@ struct Calibration {
   /// The same over every group's samples (group-less).
   std::optional<double> comm_us(plan::Collective c, int nranks, std::uint64_t bytes) const;
 };
+
+/// Calibration::chunk_sync_us from a serial and a chunked schedule measured as run measures them.
+/// Each one's excess is step - compute alone - communication alone. The serial one's, over its
+/// `serial_collectives`, is what a whole collective costs a step; the chunked schedule runs
+/// `whole` collectives or first chunks (each such a cost) and `further` chunks beyond the first of
+/// each: what its excess holds beyond the whole ones' cost, per further chunk, at least 0. 0 when
+/// there are no further chunks or no serial collectives.
+double chunk_sync(double serial_excess_us, int serial_collectives, double chunked_excess_us, int whole, int further);
 
 std::string to_json(const Calibration& c);
 /// Parses collkit.overlap-calibration/1; InputError "<file>: <pointer>: <what>".

@@ -65,6 +65,9 @@ struct CommEstimate {
   /// scaled): 0 unless measured. A collective cut into chunks pays it once, not once a chunk
   /// (Emitter::comm_async).
   double sync_us = 0;
+  /// What each further chunk of this collective pays for another meeting of the ranks
+  /// (Calibration::chunk_sync_us, scaled): 0 unless measured.
+  double chunk_sync_us = 0;
 };
 
 class CommModel {

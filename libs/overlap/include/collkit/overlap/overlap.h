@@ -74,6 +74,16 @@ StrategyResult evaluate(const Workload& w, ComputeModel& cm, CommModel& comm, co
 /// the request fixes: that one), evaluated: the schedules a calibrated model may choose, whose
 /// chunk sizes and GEMM shapes coll-overlap calibrate measures beside the rows'.
 std::vector<StrategyResult> knob_schedules(const Workload& w, ComputeModel& cm, CommModel& comm, const Request& req);
+/// A schedule by name and knobs, as a collkit.overlap/1 file's "strategies" rows state it.
+struct NamedSchedule {
+  std::string name;
+  std::vector<Choice> choices;
+};
+/// The rows of `schedules` (names kept) evaluated under `req`'s contention, speedups against the
+/// first: a recorded run's schedules predicted again by this model (coll-overlap run
+/// --predict-only --schedules), whatever knobs the model would choose itself now.
+Report evaluate_schedules(const Workload& w, ComputeModel& cm, CommModel& comm, const std::vector<NamedSchedule>& schedules,
+                          const Request& req);
 /// The summary rows for the request. Throws InputError for an unknown strategy or a strategy
 /// asked for explicitly that does not apply.
 Report run(const Workload& w, ComputeModel& cm, CommModel& comm, const Request& req);

@@ -24,6 +24,11 @@ struct Task {
   std::string name;
   Stream stream = Stream::Compute;
   double work_us = 0;         ///< duration when run alone
+  /// Communication tasks: the part of work_us that is the calibrated wait for the slowest rank
+  /// (CommEstimate::sync_us, this task's share). Paid in the step, where ranks meet after
+  /// computing apart; not part of the collective's time alone (a run with the compute skipped
+  /// has no such wait), so TimelineStats counts it apart.
+  double wait_us = 0;
   std::vector<int> deps;      ///< indices of earlier tasks
   std::uint64_t bytes = 0;    ///< communication tasks
   /// Communication tasks with the same key cross the same links: while n of them run (on
@@ -55,7 +60,8 @@ struct TimelineStats {
   double makespan_us = 0;
   double compute_alone_us = 0;   ///< sum of compute work
   double compute_actual_us = 0;  ///< sum of compute durations as run (slowed under overlap)
-  double comm_us = 0;            ///< sum of communication work
+  double comm_us = 0;            ///< sum of communication work alone (work_us - wait_us): the collectives without compute
+  double comm_wait_us = 0;       ///< sum of the communication tasks' wait_us: the waits for the slowest rank a step pays
   double exposed_comm_us = 0;    ///< makespan - compute_actual: the compute stream waiting
 };
 
