@@ -91,6 +91,33 @@ std::string name_ranks(const std::vector<std::string>& hosts, const std::vector<
   return out;
 }
 
+// "ranks 2 on host h2, 3 on host h2 are gone (their processes have exited), rank 1 on host h1 did
+// not answer within 0.3 s (hung, stopped or unreachable)": the peers the liveness side channel
+// (no MPI) found gone or silent, from its answers `seen` for `peers`; empty where all answered.
+std::string gone_or_silent(const std::vector<std::string>& hosts, const std::vector<int>& peers, const std::vector<exec::Liveness>& seen) {
+  std::vector<int> gone, silent;
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    if (seen[i] == exec::Liveness::Gone) gone.push_back(peers[i]);
+    if (seen[i] == exec::Liveness::Silent) silent.push_back(peers[i]);
+  }
+  std::string out;
+  if (!gone.empty())
+    out += fmt::format("{} {} gone ({} exited)", name_ranks(hosts, gone), gone.size() == 1 ? "is" : "are",
+                       gone.size() == 1 ? "its process has" : "their processes have");
+  if (!silent.empty())
+    out +=
+        fmt::format("{}{} did not answer within 0.3 s (hung, stopped or unreachable)", gone.empty() ? "" : ", ", name_ranks(hosts, silent));
+  return out;
+}
+
+// Every rank but this one.
+std::vector<int> peers_of(const exec::World& world) {
+  std::vector<int> peers;
+  for (int r = 0; r < world.size(); ++r)
+    if (r != world.rank()) peers.push_back(r);
+  return peers;
+}
+
 // "; ranks 2 on host h2, 3 on host h2 did not answer within 0.3 s (gone: ...)": the ranks an MPI
 // roll call did not hear, grouped by what the liveness side channel (World::presence(), no MPI)
 // says of them: exited, silent there too, alive there (stuck in MPI), or not asked.
@@ -152,29 +179,15 @@ int in_job(double timeout_s, Body&& body) {
   // later (the other ranks' watchdogs print meanwhile: the first exit has Open MPI SIGKILL the
   // rest), before the SIGKILL that follows SIGTERM by a second.
   if (world.size() > 1) {
-    std::vector<int> peers;
-    for (int r = 0; r < world.size(); ++r)
-      if (r != world.rank()) peers.push_back(r);
-    std::thread([probe = world.presence_probe(), hosts = world.hosts(), peers, me,
+    std::thread([probe = world.presence_probe(), hosts = world.hosts(), peers = peers_of(world), me,
                  code = collkit::exit_code_for(exec::JobStopped("", false))] {
       while (!exec::World::stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       auto signalled = std::chrono::steady_clock::now();
       std::vector<exec::Liveness> seen = probe(peers, 0.3);
-      std::vector<int> gone, silent;
-      for (std::size_t i = 0; i < peers.size(); ++i) {
-        if (seen[i] == exec::Liveness::Gone) gone.push_back(peers[i]);
-        if (seen[i] == exec::Liveness::Silent) silent.push_back(peers[i]);
-      }
       std::string who = "no roll call: an MPI call did not return (a peer is gone)";
       if (std::none_of(seen.begin(), seen.end(), [](exec::Liveness l) { return l == exec::Liveness::Unknown; })) {
-        who = "an MPI call did not return; without MPI, ";
-        if (!gone.empty())
-          who += fmt::format("{} {} gone ({} exited)", name_ranks(hosts, gone), gone.size() == 1 ? "is" : "are",
-                             gone.size() == 1 ? "its process has" : "their processes have");
-        if (!silent.empty())
-          who += fmt::format("{}{} did not answer within 0.3 s (hung, stopped or unreachable)", gone.empty() ? "" : ", ",
-                             name_ranks(hosts, silent));
-        if (gone.empty() && silent.empty()) who += "every other rank answered";
+        std::string found = gone_or_silent(hosts, peers, seen);
+        who = "an MPI call did not return; without MPI, " + (found.empty() ? std::string("every other rank answered") : found);
       }
       std::this_thread::sleep_until(signalled + std::chrono::milliseconds(450));
       if (!exec::World::claim_line()) return;
@@ -216,6 +229,18 @@ int in_job(double timeout_s, Body&& body) {
     // that answered); a launcher already ending the job ends this rank with its code.
     if (world.size() > 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     world.abort(collkit::exit_code_for(e), 1.0);
+  } catch (const collkit::SystemError& e) {
+    // An MPI call that failed outright (not hung) because a peer died: Open MPI's TCP transport
+    // answers a send to a closed socket with MPI_ERR_INTERN. MPI may be broken for good here, so
+    // the peers are asked over the liveness side channel alone, and the line names those gone.
+    std::string line = e.what();
+    if (world.size() > 1 && line.rfind("MPI_", 0) == 0) {
+      std::vector<int> peers = peers_of(world);
+      std::string found = gone_or_silent(world.hosts(), peers, world.presence(peers, 0.3));
+      line = me + ": " + line + (found.empty() ? "" : "; without MPI, " + found);
+    }
+    if (exec::World::claim_line()) say(line);
+    world.abort(collkit::exit_code_for(e));
   } catch (const std::exception& e) {
     say(e.what());
     world.abort(collkit::exit_code_for(e));

@@ -229,6 +229,7 @@ std::string Adaptation::describe() const {
 int slow_rank(const std::vector<std::pair<int, int>>& found) {
   // The rank in the most slow pairs, when it is in two or more and no other rank is in as many: a
   // pair between two other ranks is a slow link besides, or a false alarm (a rank not scheduled).
+  if (found.empty()) return -1;
   std::vector<int> count;
   for (auto [a, b] : found)
     for (int r : {a, b}) {
@@ -236,8 +237,11 @@ int slow_rank(const std::vector<std::pair<int, int>>& found) {
       if (static_cast<std::size_t>(r) >= count.size()) count.resize(static_cast<std::size_t>(r) + 1, 0);
       ++count[static_cast<std::size_t>(r)];
     }
+  // A slow rank slows every pair it is in, the slowest (found's first) too: only its two ends are
+  // weighed (noise that names pairs elsewhere cannot pick a third rank).
   int best = -1, ties = 0;
   for (int r = 0; r < static_cast<int>(count.size()); ++r) {
+    if (r != found.front().first && r != found.front().second) continue;
     int c = count[static_cast<std::size_t>(r)];
     if (best < 0 || c > count[static_cast<std::size_t>(best)]) best = r, ties = 1;
     else if (c == count[static_cast<std::size_t>(best)]) ++ties;

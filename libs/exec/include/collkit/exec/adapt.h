@@ -73,7 +73,8 @@ struct Adaptation {
   bool operator==(const Adaptation&) const = default;
 };
 
-/// The rank in the most pairs of `found`, when it is in two or more and no other rank is in as
+/// Of the two ranks of the slowest pair (found's first, slowest first as slow_pairs() orders
+/// them), the one in more pairs of `found`, when it is in two or more and the other is not in as
 /// many: a slow rank (or every link to it that was seen slow); -1 when none.
 int slow_rank(const std::vector<std::pair<int, int>>& found);
 
