@@ -727,7 +727,8 @@ class SynthAlgorithm final : public Algorithm {
 
   /// The torus plan of one kind (synth/torus.h): rank 0's k trees in the parameters, every root's
   /// their translates, m chunks a tree (--pipeline, default 16).
-  PlanInfo lay_torus(const Request& req, const topo::Topology& t, const AlgoOptions& opt, synth::TorusKind kind) const {
+  PlanInfo lay_torus(const Request& req, const topo::Topology& t, const AlgoOptions& opt, synth::TorusKind kind,
+                     bool nic_choice = true) const {
     int p = req.nranks;
     std::string why;
     std::optional<synth::TorusGrid> g = torus(t, p, &why);
@@ -743,7 +744,14 @@ class SynthAlgorithm final : public Algorithm {
     info.params["pipeline"] = std::to_string(m);
     if (req.coll == Collective::AllReduce) info.params["allreduce"] = std::string(kRsAg);
     synth::write_torus_params(tt, info.params);
-    info.params["packed_gbps"] = fmt::format("{:.9g}", synth::torus_rate(t, tt));
+    // Trees through a second NIC where that raises the rate (a GPU fed through both of its host's
+    // NICs): tree j's channels name its NIC, channel (r k + j) slots + s, period k slots.
+    double rate = 0;
+    std::vector<int> nics = nic_choice ? synth::torus_nics(t, tt, &rate) : std::vector<int>{};
+    if (nics.empty()) rate = synth::torus_rate(t, tt);
+    for (std::size_t c = 0; !nics.empty() && c < static_cast<std::size_t>(tt.k * tt.most_children); ++c)
+      info.channel_nics.push_back(static_cast<std::int16_t>(nics[c / static_cast<std::size_t>(tt.most_children)]));
+    info.params["packed_gbps"] = fmt::format("{:.9g}", rate);
     Shape sh = shape(req, kRsAg, -1, tt.k, m);
     std::int64_t phases = sh.up && sh.down ? 2 : 1;
     std::int64_t channels = phases * p * tt.k * tt.most_children;
