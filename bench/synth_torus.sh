@@ -33,8 +33,10 @@ pred() { awk '/^predicted /{p=$2} /bound /{for(i=1;i<NF;i++) if($i=="bound") b=$
   echo "simulate s: \`coll-plan simulate\` of that plan; verify s: \`coll-plan verify --max-memory \${VERIFY_MEMORY:-4G}\` up to $verify_max ranks."
   echo "Routed sends alone stop at 1.260 x the bound (25 / 31.5); shape's \"NIC n: q/k\" is how many of a root's k trees go through NIC n of every host (channel_nics; docs/synth.md, \"Tori by translation\")."
   echo
-  echo "| torus | ranks | collective | bound (us) | synth torus / bound | default synth / bound | ring / bound | generate s | peak RSS MB | simulate s | verify s | shape |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "MaxMin / bound: \`coll-plan simulate --model maxmin\` of the same plan, up to $verify_max ranks."
+  echo
+  echo "| torus | ranks | collective | bound (us) | synth torus / bound | MaxMin / bound | default synth / bound | ring / bound | generate s | peak RSS MB | simulate s | verify s | shape |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for dims in $cases; do
     p=$(awk -v d="$dims" 'BEGIN{n=split(d,a,"x"); p=1; for(i=1;i<=n;i++) p*=a[i]; print p}')
     "$bin/coll-topo" synth --node pcie-8gpu:gpus=1 --nodes "$p" --fabric "torus:dims=$dims" -o "$tmp/t.json" >/dev/null 2>&1
@@ -47,6 +49,8 @@ pred() { awk '/^predicted /{p=$2} /bound /{for(i=1;i<NF;i++) if($i=="bound") b=$
       t0=$(now)
       "$bin/coll-plan" simulate "$tmp/plan.json" --topo "$tmp/t.json" >/dev/null
       sim_s=$(since "$t0")
+      mm=-
+      [ "$p" -le "$verify_max" ] && mm=$("$bin/coll-plan" simulate "$tmp/plan.json" --topo "$tmp/t.json" --model maxmin | awk '/^  time /{print $2}')
       t0=$(now)
       if [ "$p" -gt "$verify_max" ]; then ver="not run"
       elif "$bin/coll-plan" verify "$tmp/plan.json" --max-memory "${VERIFY_MEMORY:-4G}" >"$tmp/ver.txt" 2>&1; then ver="$(since "$t0")"
@@ -66,7 +70,7 @@ print('%s, k %s, m %s, packed %.4g GB/s, %s' % (q.get('sym_torus_trees','-'), q.
         "$bin/coll-plan" generate --topo "$tmp/t.json" --coll "$coll" --size $size --algo synth -o "$tmp/c.json" >"$tmp/c.txt" 2>/dev/null &&
           def="$(ratio "$(pred "$tmp/c.txt" | cut -d' ' -f1)") ($(since "$t0") s)"
       else def="(= torus)"; fi
-      echo "| $dims | $p | $coll | $bound | $(ratio "$us") | $def | $ring | $wall | $rss | $sim_s | $ver | $shape |"
+      echo "| $dims | $p | $coll | $bound | $(ratio "$us") | $(ratio "$mm") | $def | $ring | $wall | $rss | $sim_s | $ver | $shape |"
     done
   done
 } >"$out"

@@ -773,22 +773,28 @@ class SynthAlgorithm final : public Algorithm {
       ms = {req.coll == Collective::AllGather ? 1 : kDefaultPipeline};
     }
     if (opt.pipeline > 0) ms = {opt.pipeline};
+    // Each with and without trees through a second NIC (torus_nics): under Queue the NICs win on
+    // 2D tori and 4x4x2 and lose on 8x8x8 (1.32 -> 1.37 at AllGather, 1.38 -> 1.50 at
+    // ReduceScatter), so beyond kSymSearchRanks the routes, as before.
+    std::vector<bool> nic_choices{true, false};
+    if (req.nranks > kSymSearchRanks) nic_choices = {false};
     Fastest best(*this, t, 1e-3);
     std::string last;
     bool any = false;
-    for (synth::TorusKind kind : kinds)
-      for (int m : ms) {
-        AlgoOptions with = opt;
-        with.pipeline = m;
-        try {
-          PlanInfo info = lay_torus(req, t, with, kind);
-          if (kinds.size() * ms.size() == 1) return info;
-          best.offer(std::move(info));
-          any = true;
-        } catch (const InputError& e) {
-          last = e.what();
+    for (bool nic : nic_choices)
+      for (synth::TorusKind kind : kinds)
+        for (int m : ms) {
+          AlgoOptions with = opt;
+          with.pipeline = m;
+          try {
+            PlanInfo info = lay_torus(req, t, with, kind, nic);
+            if (nic_choices.size() * kinds.size() * ms.size() == 1) return info;
+            best.offer(std::move(info));
+            any = true;
+          } catch (const InputError& e) {
+            last = e.what();
+          }
         }
-      }
     if (!any) throw InputError(last);
     return best.take();
   }
@@ -865,16 +871,17 @@ class SynthAlgorithm final : public Algorithm {
   void offer_torus(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
                    int allreduce_root) const {
     if (shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || !symmetric_request(req.coll) || !torus(t, req.nranks)) return;
-    for (synth::TorusKind kind : {synth::TorusKind::Shortest, synth::TorusKind::Chains})
-      for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{1, kDefaultPipeline, kDeepPipeline}) {
-        AlgoOptions with = opt;
-        with.pipeline = m;
-        try {
-          best.offer(lay_torus(req, t, with, kind));
-        } catch (const InputError&) {
-          // --channels other than the torus's k: not a candidate
+    for (bool nic : {true, false})
+      for (synth::TorusKind kind : {synth::TorusKind::Shortest, synth::TorusKind::Chains})
+        for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{1, kDefaultPipeline, kDeepPipeline}) {
+          AlgoOptions with = opt;
+          with.pipeline = m;
+          try {
+            best.offer(lay_torus(req, t, with, kind, nic));
+          } catch (const InputError&) {
+            // --channels other than the torus's k: not a candidate
+          }
         }
-      }
   }
 
   /// Whether relay trees (k of 1 and 2, or --channels) reach the optimal rate over the routed links.
