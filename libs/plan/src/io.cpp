@@ -119,6 +119,7 @@ std::string to_json(const Plan& plan) {
     j["topology"] = {{"name", i.topo_name}, {"fingerprint", i.topo_fingerprint}};
   if (i.predicted_us > 0) j["predicted_us"] = i.predicted_us;
   if (i.bound_us > 0) j["bound_us"] = i.bound_us;
+  if (!i.channel_nics.empty()) j["channel_nics"] = i.channel_nics;
   std::string out = j.dump(2);
   if (!plan.is_explicit()) return append_provenance(out + "\n", 2);
   // Programs one op per line: big explicit plans stay readable and diffable.
@@ -140,7 +141,7 @@ std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file
   Cursor root(file, doc);
   root.expect_schema("plan", kPlanSchemaMajor);
   root.expect_keys({"schema", "collective", "bytes", "nranks", "root", "elem_bytes", "algorithm", "made_by", "params", "chunks",
-                    "scratch_bytes", "channels", "topology", "predicted_us", "bound_us", "programs", "provenance"});
+                    "scratch_bytes", "channels", "topology", "predicted_us", "bound_us", "channel_nics", "programs", "provenance"});
   PlanInfo info;
   auto coll = root.at("collective");
   auto c = parse_collective(coll.string());
@@ -195,6 +196,16 @@ std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file
   }
   if (auto p = root.find("predicted_us")) info.predicted_us = p->non_negative_number();
   if (auto b = root.find("bound_us")) info.bound_us = b->non_negative_number();
+  if (auto n = root.find("channel_nics")) {
+    n->expect_array();
+    if (n->size() < 1 || n->size() > kMaxPlanChannels) n->fail("must hold 1 to " + std::to_string(kMaxPlanChannels) + " NIC numbers");
+    for (std::size_t k = 0; k < n->size(); ++k) {
+      Cursor v = (*n)[k];
+      if (v.integer() < -1 || v.integer() > kMaxChannelNic)
+        v.fail("a NIC number is -1 (the route's) or 0 to " + std::to_string(kMaxChannelNic) + ", got " + std::to_string(v.integer()));
+      info.channel_nics.push_back(static_cast<std::int16_t>(v.integer()));
+    }
+  }
 
   if (auto programs = root.find("programs")) {
     if (programs->size() != static_cast<std::size_t>(info.req.nranks))

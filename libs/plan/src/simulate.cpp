@@ -42,12 +42,14 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <unordered_map>
 
 #include "collkit/core/error.h"
 #include "collkit/plan/matched.h"
 #include "collkit/topo/routing.h"
+#include "nic_route.h"
 #include "simulate_internal.h"
 #include "simulate_symmetry.h"
 
@@ -148,6 +150,7 @@ class Simulator {
         channel_.reserve(room);
       }
       topo::VertexId route_dst = 0;
+      int route_nic = -1;
       std::uint32_t route_cached = kNone;
       for (std::size_t i = 0; i < ops.size(); ++i) {
         const Op& op = ops[i];
@@ -177,9 +180,11 @@ class Simulator {
         }
         if (op.type != OpType::Send) continue;
         topo::VertexId dst = topo_.rank_vertex(static_cast<topo::Rank>(op.peer));
-        if (route_cached == kNone || dst != route_dst) {
-          route_cached = route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), dst, r, op.peer);
+        int nic = channel_nic(plan_.info(), op.channel);
+        if (route_cached == kNone || dst != route_dst || nic != route_nic) {
+          route_cached = route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), dst, r, op.peer, nic);
           route_dst = dst;
+          route_nic = nic;
         }
         ops_[g].route = route_cached;
       }
@@ -299,8 +304,8 @@ class Simulator {
           ops_[other].match = g;
         }
         if (sending)
-          ops_[g].route =
-              route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), topo_.rank_vertex(static_cast<topo::Rank>(op.peer)), r, op.peer);
+          ops_[g].route = route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), topo_.rank_vertex(static_cast<topo::Rank>(op.peer)), r,
+                                   op.peer, channel_nic(plan_.info(), op.channel));
       }
     }
     rank_begin_.push_back(static_cast<std::uint32_t>(ops_.size()));
@@ -337,15 +342,18 @@ class Simulator {
   int peer_of(std::uint32_t g) const { return fold_ ? peer_[g] : rank_of(ops_[g].match); }
 
   // ---- routes: one routes_from() per distinct source vertex, only for pairs that talk --------
+  // A send on a channel that names a NIC (PlanInfo::channel_nics) takes the route through it.
   struct RouteNeed {
     topo::VertexId src, dst;
     int rank_a, rank_b;
+    int nic = -1;
   };
 
-  std::uint32_t route_id(topo::VertexId src, topo::VertexId dst, int ra, int rb) {
+  std::uint32_t route_id(topo::VertexId src, topo::VertexId dst, int ra, int rb, int nic = -1) {
     std::uint64_t key = (std::uint64_t{src} << 32) | dst;
-    auto [it, fresh] = route_index_.emplace(key, static_cast<std::uint32_t>(needs_.size()));
-    if (fresh) needs_.push_back({src, dst, ra, rb});
+    auto& index = nic < 0 ? route_index_ : nic_route_index_[nic];
+    auto [it, fresh] = index.emplace(key, static_cast<std::uint32_t>(needs_.size()));
+    if (fresh) needs_.push_back({src, dst, ra, rb, nic});
     return it->second;
   }
 
@@ -378,6 +386,21 @@ class Simulator {
       auto found = routes_.routes_to(needs_[order[i]].src, dsts);
       for (std::size_t k = i; k < j; ++k) paths[order[k]] = found[k - i];
       i = j;
+    }
+    // Routes through a named NIC (few: one a rank pair and NIC), joined from the cached legs.
+    std::deque<topo::Path> through;
+    if (!nic_route_index_.empty()) {
+      sim::NicRoutes nr(topo_, routes_);
+      for (std::uint32_t k = 0; k < needs_.size(); ++k) {
+        const RouteNeed& need = needs_[k];
+        if (need.nic < 0 || need.src == need.dst) continue;
+        std::string why;
+        through.push_back(nr.route(need.src, need.dst, need.nic, &why));
+        if (!through.back().found)
+          throw InputError("simulate: no route from rank " + std::to_string(need.rank_a) + " to rank " + std::to_string(need.rank_b) +
+                           " through NIC " + std::to_string(need.nic) + " (channel_nics): " + why);
+        paths[k] = &through.back();
+      }
     }
     for (std::uint32_t k : order) {
       const RouteNeed& need = needs_[k];
@@ -747,6 +770,7 @@ class Simulator {
   sim::BigVector<double> end_;
 
   std::unordered_map<std::uint64_t, std::uint32_t> route_index_;
+  std::map<int, std::unordered_map<std::uint64_t, std::uint32_t>> nic_route_index_;  // per NIC named
   std::vector<RouteNeed> needs_;
   Network net_;
   struct QueueHop {

@@ -14,9 +14,11 @@
 #include <algorithm>
 #include <bit>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include "collkit/topo/routing.h"
+#include "nic_route.h"
 
 namespace collkit::plan::sim {
 
@@ -120,8 +122,16 @@ double resource_bw(const topo::Topology& t, std::uint32_t res) {
 
 double resource_latency(const topo::Topology& t, std::uint32_t res) { return res >= 2 * t.num_links() ? 0.0 : t.link(res / 2).latency_us; }
 
-// Rank pairs (sender, receiver) with the resources of their routes, flat (pair i's are
-// res[first[i] .. first[i + 1])): the plan's transfers, scanned once per generator checked.
+// A pair's receiver with the NIC its channel names (PlanInfo::channel_nics; -1: none) in one int:
+// ranks are below 2^24 (kMaxPlanRanks), NICs below kMaxChannelNic + 1 = 127.
+constexpr int kNicShift = 24;
+static_assert(kMaxPlanRanks <= (1 << kNicShift) && (kMaxChannelNic + 1) < (1 << (31 - kNicShift)));
+int with_nic(int receiver, int nic) { return receiver | ((nic + 1) << kNicShift); }
+int receiver_of(int code) { return code & ((1 << kNicShift) - 1); }
+int nic_of(int code) { return (code >> kNicShift) - 1; }
+
+// Rank pairs (sender, receiver with its NIC) with the resources of their routes, flat (pair i's
+// are res[first[i] .. first[i + 1])): the plan's transfers, scanned once per generator checked.
 struct Routes {
   std::vector<std::pair<int, int>> pairs;
   std::vector<std::uint32_t> first, res;
@@ -130,16 +140,25 @@ struct Routes {
 
   Routes(const topo::Topology& t, topo::RouteCache& cache, std::vector<std::pair<int, int>> sorted_pairs) : pairs(std::move(sorted_pairs)) {
     first.reserve(pairs.size() + 1);
+    std::optional<NicRoutes> nr;
     for (std::size_t i = 0; i < pairs.size();) {
       std::size_t j = i;
       std::vector<topo::VertexId> dsts;
+      auto src = t.rank_vertex(static_cast<topo::Rank>(pairs[i].first));
       for (; j < pairs.size() && pairs[j].first == pairs[i].first; ++j)
-        dsts.push_back(t.rank_vertex(static_cast<topo::Rank>(pairs[j].second)));
-      auto found = cache.routes_to(t.rank_vertex(static_cast<topo::Rank>(pairs[i].first)), dsts);
+        dsts.push_back(t.rank_vertex(static_cast<topo::Rank>(receiver_of(pairs[j].second))));
+      auto found = cache.routes_to(src, dsts);
       for (std::size_t k = i; k < j; ++k) {
         first.push_back(static_cast<std::uint32_t>(res.size()));
-        all_found = all_found && found[k - i]->found;
-        for_resources(t, *found[k - i], [&](std::uint32_t r) { res.push_back(r); });
+        topo::Path through;
+        const topo::Path* path = found[k - i];
+        if (int nic = nic_of(pairs[k].second); nic >= 0) {
+          if (!nr) nr.emplace(t, cache);
+          through = nr->route(src, dsts[k - i], nic);
+          path = &through;
+        }
+        all_found = all_found && path->found;
+        for_resources(t, *path, [&](std::uint32_t r) { res.push_back(r); });
         index.emplace(PairIndex::key(pairs[k].first, pairs[k].second), static_cast<std::uint32_t>(k));
       }
       i = j;
@@ -157,7 +176,8 @@ bool equivariant(const topo::Topology& t, const Gen& g, const Routes& routes, st
   std::vector<std::uint32_t> back(n, kUnset);
   for (std::size_t i = 0; i < routes.pairs.size(); ++i) {
     auto [a, b] = routes.pairs[i];
-    std::uint32_t j = routes.index.find(PairIndex::key(g.rank[static_cast<std::size_t>(a)], g.rank[static_cast<std::size_t>(b)]));
+    int gb = with_nic(g.rank[static_cast<std::size_t>(receiver_of(b))], nic_of(b));
+    std::uint32_t j = routes.index.find(PairIndex::key(g.rank[static_cast<std::size_t>(a)], gb));
     if (j == kUnset) return false;
     std::uint32_t x = routes.first[i], xe = routes.first[i + 1], y = routes.first[j];
     if (xe - x != routes.first[j + 1] - y) return false;
@@ -266,6 +286,11 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
     if (pw.rank != id.rank || pw.channel != id.channel) return std::nullopt;
     gens.push_back(std::move(g));
   }
+  // Sends take the NIC their channel names: a generator must keep it.
+  const PlanInfo& info = plan.info();
+  for (const Gen& g : gens)
+    for (int c = 0; c < nch && !info.channel_nics.empty(); ++c)
+      if (channel_nic(info, c) != channel_nic(info, g.channel[up(c)])) return std::nullopt;
   for (std::size_t i = 0; i < gens.size(); ++i)
     for (std::size_t j = i + 1; j < gens.size(); ++j) {
       Gen ab = compose(gens[i], gens[j]), ba = compose(gens[j], gens[i]);
@@ -303,7 +328,8 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
             find(static_cast<std::uint32_t>(r * nch + op.channel)) != static_cast<std::uint32_t>(r * nch + op.channel))
           continue;
         if (op.peer < 0 || op.peer >= p) return std::nullopt;
-        if (seen.emplace(PairIndex::key(r, op.peer), 0)) frontier.emplace_back(r, op.peer);
+        int to = with_nic(op.peer, channel_nic(info, op.channel));
+        if (seen.emplace(PairIndex::key(r, to), 0)) frontier.emplace_back(r, to);
       }
     }
     while (!frontier.empty()) {
@@ -311,7 +337,7 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
       frontier.pop_back();
       pairs.emplace_back(a, b);
       for (const Gen& g : gens) {
-        int ga = g.rank[up(a)], gb = g.rank[up(b)];
+        int ga = g.rank[up(a)], gb = with_nic(g.rank[up(receiver_of(b))], nic_of(b));
         if (seen.emplace(PairIndex::key(ga, gb), 0)) frontier.emplace_back(ga, gb);
       }
     }

@@ -771,7 +771,8 @@ class SynthAlgorithm final : public Algorithm {
 
   /// The torus plan of one kind (synth/torus.h): rank 0's k trees in the parameters, every root's
   /// their translates, m chunks a tree (--pipeline, default 16).
-  PlanInfo lay_torus(const Request& req, const topo::Topology& t, const AlgoOptions& opt, synth::TorusKind kind) const {
+  PlanInfo lay_torus(const Request& req, const topo::Topology& t, const AlgoOptions& opt, synth::TorusKind kind,
+                     bool nic_choice = true) const {
     int p = req.nranks;
     std::string why;
     std::optional<synth::TorusGrid> g = torus(t, p, &why);
@@ -787,7 +788,14 @@ class SynthAlgorithm final : public Algorithm {
     info.params["pipeline"] = std::to_string(m);
     if (req.coll == Collective::AllReduce) info.params["allreduce"] = std::string(kRsAg);
     synth::write_torus_params(tt, info.params);
-    info.params["packed_gbps"] = fmt::format("{:.9g}", synth::torus_rate(t, tt));
+    // Trees through a second NIC where that raises the rate (a GPU fed through both of its host's
+    // NICs): tree j's channels name its NIC, channel (r k + j) slots + s, period k slots.
+    double rate = 0;
+    std::vector<int> nics = nic_choice ? synth::torus_nics(t, tt, &rate) : std::vector<int>{};
+    if (nics.empty()) rate = synth::torus_rate(t, tt);
+    for (std::size_t c = 0; !nics.empty() && c < static_cast<std::size_t>(tt.k * tt.most_children); ++c)
+      info.channel_nics.push_back(static_cast<std::int16_t>(nics[c / static_cast<std::size_t>(tt.most_children)]));
+    info.params["packed_gbps"] = fmt::format("{:.9g}", rate);
     Shape sh = shape(req, kRsAg, -1, tt.k, m);
     std::int64_t phases = sh.up && sh.down ? 2 : 1;
     std::int64_t channels = phases * p * tt.k * tt.most_children;
@@ -809,22 +817,28 @@ class SynthAlgorithm final : public Algorithm {
       ms = {req.coll == Collective::AllGather ? 1 : kDefaultPipeline};
     }
     if (opt.pipeline > 0) ms = {opt.pipeline};
+    // Each with and without trees through a second NIC (torus_nics): under Queue the NICs win on
+    // 2D tori and 4x4x2 and lose on 8x8x8 (1.32 -> 1.37 at AllGather, 1.38 -> 1.50 at
+    // ReduceScatter), so beyond kSymSearchRanks the routes, as before.
+    std::vector<bool> nic_choices{true, false};
+    if (req.nranks > kSymSearchRanks) nic_choices = {false};
     Fastest best(*this, t, 1e-3);
     std::string last;
     bool any = false;
-    for (synth::TorusKind kind : kinds)
-      for (int m : ms) {
-        AlgoOptions with = opt;
-        with.pipeline = m;
-        try {
-          PlanInfo info = lay_torus(req, t, with, kind);
-          if (kinds.size() * ms.size() == 1) return info;
-          best.offer(std::move(info));
-          any = true;
-        } catch (const InputError& e) {
-          last = e.what();
+    for (bool nic : nic_choices)
+      for (synth::TorusKind kind : kinds)
+        for (int m : ms) {
+          AlgoOptions with = opt;
+          with.pipeline = m;
+          try {
+            PlanInfo info = lay_torus(req, t, with, kind, nic);
+            if (nic_choices.size() * kinds.size() * ms.size() == 1) return info;
+            best.offer(std::move(info));
+            any = true;
+          } catch (const InputError& e) {
+            last = e.what();
+          }
         }
-      }
     if (!any) throw InputError(last);
     return best.take();
   }
@@ -901,16 +915,17 @@ class SynthAlgorithm final : public Algorithm {
   void offer_torus(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
                    int allreduce_root) const {
     if (shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || !symmetric_request(req.coll) || !torus(t, req.nranks)) return;
-    for (synth::TorusKind kind : {synth::TorusKind::Shortest, synth::TorusKind::Chains})
-      for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{1, kDefaultPipeline, kDeepPipeline}) {
-        AlgoOptions with = opt;
-        with.pipeline = m;
-        try {
-          best.offer(lay_torus(req, t, with, kind));
-        } catch (const InputError&) {
-          // --channels other than the torus's k: not a candidate
+    for (bool nic : {true, false})
+      for (synth::TorusKind kind : {synth::TorusKind::Shortest, synth::TorusKind::Chains})
+        for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{1, kDefaultPipeline, kDeepPipeline}) {
+          AlgoOptions with = opt;
+          with.pipeline = m;
+          try {
+            best.offer(lay_torus(req, t, with, kind, nic));
+          } catch (const InputError&) {
+            // --channels other than the torus's k: not a candidate
+          }
         }
-      }
   }
 
   /// Whether relay trees (k of 1 and 2, or --channels) reach the optimal rate over the routed links.

@@ -7,7 +7,9 @@
 #include <limits>
 
 #include "collkit/core/error.h"
+#include "collkit/plan/collective.h"
 #include "collkit/topo/routing.h"
+#include "nic_route.h"
 
 namespace collkit::plan::synth {
 
@@ -294,30 +296,111 @@ std::vector<std::vector<int>> torus_all_trees(const TorusTrees& tt) {
   return out;
 }
 
-double torus_rate(const topo::Topology& t, const TorusTrees& tt) {
+namespace {
+
+// The routes between torus neighbours through NIC `nic` of both hosts (PlanInfo::channel_nics).
+NeighbourRoutes nic_neighbour_routes(const topo::Topology& t, const TorusGrid& g, int nic) {
+  if (nic < 0) return neighbour_routes(t, g);
+  NeighbourRoutes nr;
+  topo::RouteCache cache(t);
+  sim::NicRoutes via(t, cache);
+  int p = g.size();
+  nr.nb.resize(at(p));
+  nr.rt.resize(at(p));
+  for (int a = 0; a < p; ++a) {
+    nr.nb[at(a)] = neighbours(g, a);
+    for (int b : nr.nb[at(a)]) {
+      topo::Path path =
+          via.route(t.rank_vertex(static_cast<topo::Rank>(g.rank[at(a)])), t.rank_vertex(static_cast<topo::Rank>(g.rank[at(b)])), nic);
+      nr.found = nr.found && path.found && !path.hops.empty();
+      std::vector<std::uint32_t> dirs;
+      for (const topo::Hop& h : path.hops) dirs.push_back(static_cast<std::uint32_t>(h.channel()));
+      nr.rt[at(a)].push_back(std::move(dirs));
+    }
+  }
+  return nr;
+}
+
+// torus_rate over routes per NIC (key -1: the plain routes); `spread`, when given: the sum over
+// link directions of their load's square (arcs over bandwidth), lower where the load is spread.
+double rate_over(const topo::Topology& t, const TorusTrees& tt, const std::vector<int>& nic, const std::map<int, NeighbourRoutes>& routes,
+                 double* spread = nullptr) {
   const TorusGrid& g = tt.grid;
   int p = g.size();
-  NeighbourRoutes nr = neighbour_routes(t, g);
-  if (!nr.found) return 0;
   // Root r's tree j has an arc a -> a + d wherever rank 0's has one from a - r with the same step
   // d: over all roots, every rank sends N_d arcs of step d, N_d the arcs of step d in rank 0's
   // trees. So each rank's route to its neighbour a + d carries N_d arcs (p 2 dims routes, not
-  // p^2 k arcs).
-  const std::vector<int>& steps = nr.nb[0];  // neighbour positions of 0: the steps, in every rank's order
-  std::vector<double> per_step(steps.size(), 0);
-  for (int j = 0; j < tt.k; ++j)
-    for (int o = 1; o < p; ++o) {
-      int d = g.sub(o, tt.parent[at(j)][at(o)]);
-      per_step[static_cast<std::size_t>(std::find(steps.begin(), steps.end(), d) - steps.begin())] += 1;
-    }
+  // p^2 k arcs); trees through another NIC count on that NIC's routes.
+  const std::vector<int>& steps = routes.at(-1).nb[0];  // neighbour positions of 0: the steps, in every rank's order
   std::vector<double> load(2 * t.num_links(), 0);
-  for (int a = 0; a < p; ++a)
-    for (std::size_t q = 0; q < steps.size(); ++q)
-      for (std::uint32_t e : nr.rt[at(a)][q]) load[e] += per_step[q];
+  for (const auto& [n, nr] : routes) {
+    if (!nr.found) return 0;
+    std::vector<double> per_step(steps.size(), 0);
+    bool any = false;
+    for (int j = 0; j < tt.k; ++j) {
+      if ((nic.empty() ? -1 : nic[at(j)]) != n) continue;
+      any = true;
+      for (int o = 1; o < p; ++o) {
+        int d = g.sub(o, tt.parent[at(j)][at(o)]);
+        per_step[static_cast<std::size_t>(std::find(steps.begin(), steps.end(), d) - steps.begin())] += 1;
+      }
+    }
+    if (!any) continue;
+    for (int a = 0; a < p; ++a)
+      for (std::size_t q = 0; q < steps.size(); ++q)
+        for (std::uint32_t e : nr.rt[at(a)][q]) load[e] += per_step[q];
+  }
   double worst = 0;
+  if (spread) *spread = 0;
   for (std::size_t e = 0; e < load.size(); ++e)
-    if (load[e] > 0) worst = std::max(worst, load[e] / t.link(static_cast<topo::LinkId>(e / 2)).bw_gbps);
+    if (load[e] > 0) {
+      double u = load[e] / t.link(static_cast<topo::LinkId>(e / 2)).bw_gbps;
+      worst = std::max(worst, u);
+      if (spread) *spread += u * u;
+    }
   return worst > 0 ? tt.k / worst : 0;
+}
+
+}  // namespace
+
+double torus_rate(const topo::Topology& t, const TorusTrees& tt, const std::vector<int>& nic) {
+  std::map<int, NeighbourRoutes> routes;
+  routes.emplace(-1, neighbour_routes(t, tt.grid));
+  for (int n : nic)
+    if (!routes.count(n)) routes.emplace(n, nic_neighbour_routes(t, tt.grid, n));
+  return rate_over(t, tt, nic, routes);
+}
+
+std::vector<int> torus_nics(const topo::Topology& t, const TorusTrees& tt, double* rate) {
+  std::map<int, NeighbourRoutes> routes;
+  routes.emplace(-1, neighbour_routes(t, tt.grid));
+  std::vector<int> best;
+  double best_spread = 0, best_rate = rate_over(t, tt, best, routes, &best_spread);
+  topo::RouteCache cache(t);
+  sim::NicRoutes via(t, cache);
+  auto v0 = t.rank_vertex(static_cast<topo::Rank>(tt.grid.rank[0]));
+  // q of the k trees (spread over the rotations) through NIC n, the others on their routes.
+  for (int n = 0; n <= kMaxChannelNic && via.nic_of(v0, n); ++n) {
+    routes.emplace(n, nic_neighbour_routes(t, tt.grid, n));
+    if (!routes.at(n).found) continue;
+    for (int q = 1; q <= tt.k; ++q) {
+      std::vector<int> nic(at(tt.k), -1);
+      for (int j = 0; j < tt.k; ++j)
+        if ((j + 1) * q / tt.k > j * q / tt.k) nic[at(j)] = n;
+      // The best rate, and among equal rates the load spread evenest over the links: in the
+      // Queue model a transfer holds each link at its full rate, so a NIC loaded near its rate
+      // leaves gaps on the GPU's link that other transfers of the same size cannot fill (3x3
+      // AllGather, Queue: 1 tree of 4 through NIC 1, 1.235 x the bound; 2 of 4, 1.170).
+      double spread = 0, r = rate_over(t, tt, nic, routes, &spread);
+      if (r > best_rate * (1 + 1e-9) || (r >= best_rate * (1 - 1e-9) && spread < best_spread * (1 - 1e-9))) {
+        best_rate = std::max(r, best_rate);
+        best_spread = spread;
+        best = std::move(nic);
+      }
+    }
+  }
+  if (rate) *rate = best_rate;
+  return best;
 }
 
 std::vector<TorusShift> torus_shifts(const TorusGrid& g) {

@@ -81,8 +81,14 @@ TorusPlace torus_place(const TorusTrees& tt, int root, int j, int me);
 std::vector<std::vector<int>> torus_all_trees(const TorusTrees& tt);
 
 /// The rate per root the trees give on t: k times the least, over the link directions their
-/// arcs' routes cross, of bandwidth over the arcs crossing it over all translates.
-double torus_rate(const topo::Topology& t, const TorusTrees& tt);
+/// arcs' routes cross, of bandwidth over the arcs crossing it over all translates. `nic`: per
+/// tree, the NIC its arcs between hosts take (PlanInfo::channel_nics; -1 or empty: the route's).
+double torus_rate(const topo::Topology& t, const TorusTrees& tt, const std::vector<int>& nic = {});
+
+/// Per tree, the NIC its arcs take for the best torus_rate: q of the k trees through NIC n of
+/// every host (q and n tried in turn), the rest on their routes; empty when no choice beats the
+/// routes (one NIC a host, or the torus links bind). `rate`: the rate it gives.
+std::vector<int> torus_nics(const topo::Topology& t, const TorusTrees& tt, double* rate = nullptr);
 
 /// The translations by one step along each dimension, as rank maps, with their orders.
 struct TorusShift {

@@ -51,6 +51,7 @@ double algbw_gbps(std::uint64_t bytes, double time_us);
 inline constexpr int kMaxPlanRanks = 1 << 24;
 inline constexpr std::uint64_t kMaxPlanBytes = 0x7fffffffffffffffull;  ///< a JSON integer (int64)
 inline constexpr int kMaxPlanChannels = 0xffff;                        ///< Op::channel is 16 bits
+inline constexpr int kMaxChannelNic = 126;                             ///< PlanInfo::channel_nics: NIC numbers 0 .. this (-1: the route's)
 inline constexpr std::uint64_t kMaxPlanChunks = 0xffffffffull;         ///< chunk indices are 32 bits
 
 /// Checks a request (1 <= ranks <= kMaxPlanRanks, bytes <= kMaxPlanBytes, root in range, every

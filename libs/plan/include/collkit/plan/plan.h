@@ -88,7 +88,20 @@ struct PlanInfo {
   std::string topo_fingerprint;  ///< its fingerprint_hex()
   double predicted_us = 0;       ///< simulator's prediction when planned with a topology (0 = none)
   double bound_us = 0;           ///< lower bound on that topology (0 = none)
+  /// Which NIC each channel's sends between hosts take (docs/plan.md, "channel_nics"): channel
+  /// c's send from a rank of host A to a rank of host B leaves A through A's NIC number
+  /// channel_nics[c % size] and enters B through B's NIC of that number (a host's NICs with a
+  /// link out of it, in vertex order), the route to the NIC, between the NICs and from the NIC
+  /// joined; -1: the route's own choice (topo/routing.h), as for every send when empty. A hint
+  /// about paths, not data: the simulator follows it, verify and coll-run ignore it (MPI and
+  /// NCCL choose their own NICs), exports drop it.
+  std::vector<std::int16_t> channel_nics;
 };
+
+/// The NIC channel c's sends between hosts take (PlanInfo::channel_nics), -1 for the route's.
+inline int channel_nic(const PlanInfo& info, int channel) {
+  return info.channel_nics.empty() ? -1 : info.channel_nics[static_cast<std::size_t>(channel) % info.channel_nics.size()];
+}
 
 /// A plan: an explicit one holds every program; a generated one expands a rank's program on
 /// demand from its algorithm and parameters, so a 16k-rank plan is a small file.

@@ -1,0 +1,32 @@
+#pragma once
+// Routes through a chosen NIC (plan.h, PlanInfo::channel_nics; docs/plan.md "channel_nics"): a
+// send between hosts on a channel that names NIC n goes from its rank's vertex to NIC n of the
+// sender's host, from there to NIC n of the receiver's host, and on to the receiver, each leg the
+// topology's route (topo/routing.h), joined. A host's NICs are numbered in vertex order among
+// those with a link out of the host.
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "collkit/topo/routing.h"
+
+namespace collkit::plan::sim {
+
+class NicRoutes {
+ public:
+  NicRoutes(const topo::Topology& t, topo::RouteCache& cache);
+  /// The route from src to dst through NIC `nic` of both hosts: the plain route when nic < 0
+  /// or the two share a host (or either has none); found false, with `why`, when a host has no
+  /// NIC of that number or a leg has no route.
+  topo::Path route(topo::VertexId src, topo::VertexId dst, int nic, std::string* why = nullptr) const;
+  /// NIC `nic` of v's host, or nullptr when it has fewer.
+  const topo::VertexId* nic_of(topo::VertexId v, int nic) const;
+
+ private:
+  const topo::Topology& t_;
+  topo::RouteCache& cache_;
+  std::unordered_map<std::string, std::vector<topo::VertexId>> nics_;  // host -> its NICs out of it
+};
+
+}  // namespace collkit::plan::sim
