@@ -13,6 +13,10 @@
 // so samples on the fitted line stand for them. With COLLKIT_REPLAY_FIT_COLLS (a comma list of
 // collectives) the factors are fitted to the ring and rhd rows of those collectives in RESULTS,
 // at their times there, instead of the report's timed plans: models compared on one measurement.
+// The cores come from the report (`N core(s) per rank's CPU set`) or fidelity.md's header (`N cores,`);
+// COLLKIT_REPLAY_CORES=0 replays the model without them (as calibrations before them were), a
+// before/after from one build. COLLKIT_REPLAY_CORE_CACHE=BYTES (or "sysfs": this machine's level-2
+// cache) also fits the factor of reductions within a core's cache, which calibrate leaves out.
 
 #include <fmt/format.h>
 
@@ -59,6 +63,10 @@ int main(int argc, char** argv) try {
   const std::regex reduction(R"(float32 reduction ([0-9.]+) GB/s)");
   const std::regex cache(R"(beyond the (\d+) MiB cache)");
   const std::regex plan_line(R"(^  (\S+ \S+ \S+): measured ([0-9.]+) us)");
+  // The cores: the report's own figure when it has one, else fidelity.md's header ("2 cores, ").
+  const std::regex cores_report(R"(; (\d+) core\(s\) per rank's CPU set)");
+  const std::regex cores_header(R"(, (\d+) cores, `mpirun)");
+  const std::regex core_cache(R"(reductions within the (\d+) KiB core cache)");
   std::istringstream md(read_all(argv[3]));
   std::smatch k;
   for (std::string line; std::getline(md, line);) {
@@ -83,9 +91,18 @@ int main(int argc, char** argv) try {
     if (std::regex_search(line, k, reduction)) m.reduce_gbps = std::stod(k[1]);
     if (std::regex_search(line, k, cache)) m.cache_bytes = std::stoull(k[1]) << 20;
     if (std::regex_search(line, k, plan_line)) timed[k[1].str()] = std::stod(k[2]);
+    if (std::regex_search(line, k, core_cache)) m.core_cache_bytes = std::stoull(k[1]) << 10;
+    if (std::regex_search(line, k, cores_report) || (m.cores == 0 && std::regex_search(line, k, cores_header))) m.cores = std::stoi(k[1]);
   }
   if (m.classes.empty() || m.reduce_gbps <= 0 || timed.empty())
     throw InputError(std::string(argv[3]) + ": no calibration report (shared-memory class, reduction rate and timed plans) found");
+  // COLLKIT_REPLAY_CORES=0: replay as calibrations without a core count were (the model before it).
+  if (const char* c = std::getenv("COLLKIT_REPLAY_CORES")) m.cores = std::atoi(c);
+  // calibrate does not measure a core's cache (docs/adapt.md); COLLKIT_REPLAY_CORE_CACHE=BYTES
+  // fits its factor anyway, "sysfs" with this machine's (the replay runs where the measurements
+  // were made).
+  if (const char* c = std::getenv("COLLKIT_REPLAY_CORE_CACHE"))
+    m.core_cache_bytes = std::string(c) == "sysfs" ? exec::core_cache_bytes() : std::strtoull(c, nullptr, 10);
   const char* fit_colls = std::getenv("COLLKIT_REPLAY_FIT_COLLS");
   for (const auto& table : results.at("tables"))
     for (const auto& row : table.at("rows")) {

@@ -18,7 +18,11 @@
 //    that vertex's shared-memory transfers use (local_work(); docs/adapt.md): there a transfer is
 //    a copy made by a core, and the same cores reduce (with more ranks than cores, they take
 //    turns). It holds the resource for bytes / (k x reduce_gbps), k the plan's ranks on the
-//    vertex (reduce_gbps is what each rank reduces with all of them reducing at once). A rank's
+//    vertex (reduce_gbps is what each rank reduces with all of them reducing at once), k at most
+//    the calibration's cores when it states them: more ranks than cores take turns, and then one
+//    reduction runs on one core, never faster than bytes / reduce_gbps (Queue model). A reduction
+//    whose two inputs and output fit in a core's own cache (core_cache_bytes) runs at
+//    core_cache_factor x the rate. A rank's
 //    own copies stay at bytes / reduce_gbps beside it: charged on the vertex too they predicted
 //    bruck's large rotations up to 2x too slow (the runtime streams them past the cache).
 //
@@ -542,19 +546,37 @@ class Simulator {
   bool on_vertex(std::uint32_t g) const { return ops_[g].route != kNone && net_.routes[ops_[g].route].count > 0; }
 
   // How long reduction g holds its vertex's resource alone: the rate the vertex's ranks reduce
-  // at together.
+  // at together. With the calibration's core count known, no more of them reduce at once than
+  // there are cores (more ranks than cores take turns on them).
   double local_work_us(std::uint32_t g) {
     auto bytes = static_cast<double>(ops_[g].bytes);
     if (opt_.reduce_gbps <= 0) return 0;
     if (ranks_on_.empty())
       for (int r = 0; r < plan_.nranks(); ++r) ++ranks_on_[topo_.rank_vertex(static_cast<topo::Rank>(r))];
     double k = ranks_on_[topo_.rank_vertex(static_cast<topo::Rank>(rank_of(g)))];
-    return bytes / (k * opt_.reduce_gbps * kBytesPerUsPerGbps);
+    if (int cores = topo_.calibration->cores; cores > 0) k = std::min(k, static_cast<double>(cores));
+    return bytes / (k * reduce_rate(g) * kBytesPerUsPerGbps);
+  }
+
+  // One rank's reduction rate for op g: reduce_gbps, times core_cache_factor when its three
+  // operands (two inputs and the output, bytes each) fit in a core's own cache.
+  double reduce_rate(std::uint32_t g) const {
+    const topo::Calibration& cal = *topo_.calibration;
+    bool in_core = cal.core_cache_bytes > 0 && 3 * static_cast<double>(ops_[g].bytes) <= static_cast<double>(cal.core_cache_bytes);
+    return in_core ? opt_.reduce_gbps * cal.core_cache_factor : opt_.reduce_gbps;
+  }
+
+  // With the core count known, one reduction runs on one core: never faster than bytes / its
+  // rate, even alone on its vertex (0: no such floor, as calibrations without it had).
+  double one_core_us(std::uint32_t g) const {
+    if (topo_.calibration->cores <= 0 || opt_.reduce_gbps <= 0) return 0;
+    return static_cast<double>(ops_[g].bytes) / (reduce_rate(g) * kBytesPerUsPerGbps);
   }
 
   // Op g's work on its vertex: it completes when the resource has given it local_work_us().
   // MaxMin: a flow of the bytes a transfer would move in that time, so that it shares the
-  // resource with the transfers as they share it among themselves.
+  // resource with the transfers as they share it among themselves (one_core_us()'s floor is the
+  // Queue model's only: a MaxMin flow has no rate limit of its own).
   void local_work(std::uint32_t g) {
     const Route& r = net_.routes[ops_[g].route];
     double occupied = local_work_us(g);
@@ -565,7 +587,8 @@ class Simulator {
     sim::Calendar& cal = calendar_[queue_hops_[r.first].res];
     double begin = cal.earliest(now_, occupied);
     cal.reserve(begin, begin + occupied, now_);
-    finish_at(g, begin + occupied);
+    // Its share of the vertex given (the calendar), and no sooner than one core does it alone.
+    finish_at(g, std::max(begin + occupied, now_ + one_core_us(g)));
   }
 
   // A receive whose data is there and that was reached: done, after its reduction if it has one.

@@ -65,6 +65,11 @@ std::string to_json(const Topology& t) {
       j["calibration"]["cache_bytes"] = c.cache_bytes;
       j["calibration"]["beyond_cache_factor"] = c.beyond_cache_factor;
     }
+    if (c.cores > 0) j["calibration"]["cores"] = c.cores;
+    if (c.core_cache_bytes > 0) {
+      j["calibration"]["core_cache_bytes"] = c.core_cache_bytes;
+      j["calibration"]["core_cache_factor"] = c.core_cache_factor;
+    }
   }
   // One vertex, link or rank per line keeps 16k-GPU files diffable and quick to write.
   std::string out = "{\n";
@@ -118,7 +123,8 @@ Vertex read_vertex(const collkit::json::Cursor& c) {
 
 Calibration read_calibration(const collkit::json::Cursor& c) {
   c.expect_object();
-  c.expect_keys({"per_message_us", "reduce_gbps", "source", "classes", "cache_bytes", "beyond_cache_factor"});
+  c.expect_keys({"per_message_us", "reduce_gbps", "source", "classes", "cache_bytes", "beyond_cache_factor", "cores", "core_cache_bytes",
+                 "core_cache_factor"});
   Calibration cal;
   cal.per_message_us = c.at("per_message_us").non_negative_number();
   cal.reduce_gbps = c.at("reduce_gbps").non_negative_number();
@@ -128,6 +134,17 @@ Calibration read_calibration(const collkit::json::Cursor& c) {
     cal.cache_bytes = static_cast<std::uint64_t>(b);
   }
   if (auto x = c.find("beyond_cache_factor")) cal.beyond_cache_factor = x->positive_number();
+  if (auto x = c.find("cores")) {
+    std::int64_t n = x->integer();
+    if (n < 1 || n > 1'000'000) x->fail("expected a whole number of cores, 1 to 1000000, got " + std::to_string(n));
+    cal.cores = static_cast<int>(n);
+  }
+  if (auto x = c.find("core_cache_bytes")) {
+    std::int64_t b = x->integer();
+    if (b < 0) x->fail("expected a whole number of bytes >= 0, got " + std::to_string(b));
+    cal.core_cache_bytes = static_cast<std::uint64_t>(b);
+  }
+  if (auto x = c.find("core_cache_factor")) cal.core_cache_factor = x->positive_number();
   if (auto s = c.find("source")) cal.source = s->string();
   if (auto classes = c.find("classes")) {
     for (std::size_t i = 0; i < classes->size(); ++i) {

@@ -256,3 +256,45 @@ TEST_CASE("calibrate: without a cache size, or with no plan past it, the cache f
   CHECK(plan::simulate(*p, slow).time_us == plan::simulate(*p, inside).time_us);
   CHECK_FALSE(plan::past_cache(*p, slow));
 }
+
+TEST_CASE("calibrate: the reductions within a core's cache get a factor of their own, fitted from the plans") {
+  topo::Topology t = two_hosts();
+  Measurements m = tests_only(t);
+  m.cores = 1;                   // two ranks a host on one core: they take turns
+  m.core_cache_bytes = 1 << 20;  // 1 MiB: the 64 KiB plans' sums fit in it, the 16 MiB plans' do not
+  topo::Topology from_tests = apply_calibration(t, m, nullptr);
+  REQUIRE(from_tests.calibration);
+  CHECK(from_tests.calibration->cores == 1);
+  CHECK(from_tests.calibration->core_cache_bytes == (1u << 20));
+  CHECK(from_tests.calibration->core_cache_factor == 1);
+  // The "machine": sums of data in a core's cache 3x as fast as the test's, slower ones 10x slower.
+  topo::Topology truth = from_tests;
+  truth.calibration->core_cache_factor = 3;
+  truth.calibration->reduce_gbps /= 10;
+  int timed = 0;
+  for (plan::Collective coll : {plan::Collective::AllGather, plan::Collective::ReduceScatter, plan::Collective::AllReduce})
+    for (const char* algo : {"ring", "rhd"})
+      for (std::uint64_t bytes : {65536ull, 16777216ull}) {
+        auto p = plan::generate(algo, {coll, bytes, 4, 0}, &t);
+        m.plans.push_back({plan::to_json(*p), algo, plan::simulate(*p, truth).time_us});
+        ++timed;
+      }
+  CHECK(timed == 12);
+  // Without the factor the small plans' sums are too slow: they differ from the truth.
+  int differ = 0;
+  topo::Topology plain = truth;
+  plain.calibration->core_cache_factor = 1;
+  for (const PlanTiming& pt : m.plans)
+    differ += plan::simulate(*plan::from_json(pt.plan_json, "p.json"), plain).time_us > pt.measured_us * 1.05 ? 1 : 0;
+  CHECK(differ >= 2);
+  std::string report;
+  topo::Topology fitted = apply_calibration(t, m, &report);
+  CAPTURE(report);
+  CHECK(fitted.calibration->core_cache_factor == doctest::Approx(3).epsilon(0.05));
+  for (const PlanTiming& pt : m.plans) {
+    auto p = plan::from_json(pt.plan_json, "p.json");
+    CHECK(plan::simulate(*p, fitted).time_us == doctest::Approx(pt.measured_us).epsilon(0.03));
+  }
+  CHECK(report.find("reductions within the 1024 KiB core cache x") != std::string::npos);
+  CHECK(report.find("; 1 core(s) per rank's CPU set") != std::string::npos);
+}

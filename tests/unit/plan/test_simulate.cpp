@@ -246,6 +246,65 @@ TEST_CASE("simulate: on a calibrated topology reductions are work of the rank's 
   CHECK(checked == 16);
 }
 
+TEST_CASE("simulate: a calibration's core count caps the reductions at once, one reduction runs on one core") {
+  using namespace algo;
+  collkit::topo::Topology t;
+  t.name = "two-cores";
+  auto v = t.add_vertex(make_vertex("cpu", collkit::topo::VertexKind::Cpu));
+  for (int r = 0; r < 4; ++r) t.add_rank(v);
+  t.mutable_vertex(v).local_bw_gbps = 10;
+  t.calibration.emplace();
+  t.calibration->reduce_gbps = 5;  // 1 MB: 200 us on one core
+  std::vector<std::vector<Op>> four(4, {reduce(in(0), out(0), 1, 0)});
+  auto all_four = hand_plan(1000000, 1, four, 1);
+  auto alone = hand_plan(1000000, 1, {{reduce(in(0), out(0), 1, 0)}, {}, {}, {}}, 1);
+  // No core count (the calibrations before it): the vertex reduces at 4 x 5 GB/s, even for one
+  // reduction alone.
+  CHECK(simulate(all_four, t, with(LinkModel::Queue)).time_us == doctest::Approx(200));
+  CHECK(simulate(alone, t, with(LinkModel::Queue)).time_us == doctest::Approx(50));
+  // Four ranks on two cores: two reduce at once, the four take 400 us; one alone runs on its one
+  // core, 200 us.
+  t.calibration->cores = 2;
+  CHECK(simulate(all_four, t, with(LinkModel::Queue)).time_us == doctest::Approx(400));
+  CHECK(simulate(alone, t, with(LinkModel::Queue)).time_us == doctest::Approx(200));
+  CHECK(simulate(all_four, t, with(LinkModel::MaxMin)).time_us == doctest::Approx(400));  // the cap; no per-op floor there
+  // As many cores as ranks: the vertex's rate as before, a lone reduction still one core's.
+  t.calibration->cores = 8;
+  CHECK(simulate(all_four, t, with(LinkModel::Queue)).time_us == doctest::Approx(200));
+  CHECK(simulate(alone, t, with(LinkModel::Queue)).time_us == doctest::Approx(200));
+}
+
+TEST_CASE("simulate: a reduction whose operands fit in a core's cache runs at core_cache_factor x the rate") {
+  using namespace algo;
+  collkit::topo::Topology t;
+  t.name = "one-core";
+  auto v = t.add_vertex(make_vertex("cpu", collkit::topo::VertexKind::Cpu));
+  t.add_rank(v);
+  t.add_rank(v);
+  t.mutable_vertex(v).local_bw_gbps = 10;
+  t.calibration.emplace();
+  t.calibration->reduce_gbps = 5;
+  t.calibration->cores = 1;
+  auto small = hand_plan(300000, 1, {{reduce(in(0), out(0), 1, 0)}, {}}, 1);  // 3 x 300 KB in a 1 MiB cache
+  auto large = hand_plan(400000, 1, {{reduce(in(0), out(0), 1, 0)}, {}}, 1);  // 3 x 400 KB past it
+  CHECK(simulate(small, t, with(LinkModel::Queue)).time_us == doctest::Approx(60));
+  CHECK(simulate(large, t, with(LinkModel::Queue)).time_us == doctest::Approx(80));
+  t.calibration->core_cache_factor = 3;  // no cache size: no effect
+  CHECK(simulate(small, t, with(LinkModel::Queue)).time_us == doctest::Approx(60));
+  t.calibration->core_cache_bytes = 1 << 20;
+  int checked = 0;
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin}) {
+    CAPTURE(static_cast<int>(model));
+    CHECK(simulate(small, t, with(model)).time_us == doctest::Approx(20));
+    CHECK(simulate(large, t, with(model)).time_us == doctest::Approx(80));
+    checked += 2;
+  }
+  CHECK(checked == 4);
+  // Uncalibrated, neither term exists: the options' reduction rate, as always.
+  t.calibration.reset();
+  CHECK(simulate(small, t, with(LinkModel::Queue, 0, 5)).time_us == doctest::Approx(60));
+}
+
 TEST_CASE("simulate: errors name the ops") {
   using namespace algo;
   auto t = uniform(4, 100, 0);

@@ -128,6 +128,25 @@ TEST_CASE("a calibration block round-trips, and a malformed one is refused with 
   std::string zero = cached;
   zero.replace(zero.find("\"beyond_cache_factor\":0.55"), 26, "\"beyond_cache_factor\":0");
   CHECK_THROWS_WITH_AS(from_json(zero, "t.json"), "t.json: /calibration/beyond_cache_factor: must be > 0, got 0", InputError);
+
+  // The cores and a core's own cache: written only when known, read back as written.
+  CHECK(cached.find("\"cores\"") == std::string::npos);
+  CHECK(cached.find("core_cache") == std::string::npos);
+  t.calibration->cores = 2;
+  t.calibration->core_cache_bytes = 1u << 20;
+  t.calibration->core_cache_factor = 2.5;
+  std::string cores = to_json(t);
+  Topology with_cores = from_json(cores, "t.json");
+  CHECK(with_cores.calibration->cores == 2);
+  CHECK(with_cores.calibration->core_cache_bytes == (1u << 20));
+  CHECK(with_cores.calibration->core_cache_factor == 2.5);
+  std::string none = cores;
+  none.replace(none.find("\"cores\":2"), 9, "\"cores\":0");
+  CHECK_THROWS_WITH_AS(from_json(none, "t.json"), "t.json: /calibration/cores: expected a whole number of cores, 1 to 1000000, got 0",
+                       InputError);
+  std::string slow = cores;
+  slow.replace(slow.find("\"core_cache_factor\":2.5"), 23, "\"core_cache_factor\":-1");
+  CHECK_THROWS_WITH_AS(from_json(slow, "t.json"), "t.json: /calibration/core_cache_factor: must be > 0, got -1", InputError);
 }
 
 TEST_CASE("a topology's provenance is written, ignored when read, and never part of its fingerprint") {

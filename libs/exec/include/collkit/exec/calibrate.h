@@ -59,6 +59,13 @@ struct Measurements {
   /// The smallest last-level cache any rank's CPU has (bytes, from sysfs; 0: not known). With
   /// plans timed past it, the fit finds how much slower the bytes beyond it move.
   std::uint64_t cache_bytes = 0;
+  /// The fewest cores any rank may run on (its CPU affinity; 0: not known): with more ranks than
+  /// cores on a host, the ranks' reductions share them (Calibration::cores).
+  int cores = 0;
+  /// A core's own (level-2) cache in bytes; 0: none. measure() leaves it 0 (docs/adapt.md: on the
+  /// recorded idle run its factor went to its limit); set, the fit finds how much faster the
+  /// reductions whose operands fit in it run.
+  std::uint64_t core_cache_bytes = 0;
   /// Other work found on the hosts while measuring (their 1-minute load average past what this
   /// job's own ranks put there), one line; empty when the hosts were otherwise idle.
   std::string busy;
@@ -67,6 +74,9 @@ struct Measurements {
 /// This CPU's last-level cache in bytes (the highest cache level sysfs lists for cpu0), 0 when
 /// sysfs does not say.
 std::uint64_t last_level_cache_bytes();
+/// This CPU's level-2 (data or unified) cache in bytes, a core's own on the CPUs this runs on; 0
+/// when sysfs does not say.
+std::uint64_t core_cache_bytes();
 
 struct CalibrateOptions {
   bool quick = false;  ///< fewer sizes and repetitions: seconds instead of a minute

@@ -93,6 +93,15 @@ struct Calibration {
   /// beyond it (1: no cache effect). The simulator applies it per vertex (docs/adapt.md).
   std::uint64_t cache_bytes = 0;
   double beyond_cache_factor = 1;
+  /// The cores a rank's vertex has for the job's ranks there (the fewest any rank may run on,
+  /// from its CPU affinity; 0: not known). With more ranks than cores on a vertex its reductions
+  /// share `cores` cores, and one reduction runs on one core (docs/adapt.md).
+  int cores = 0;
+  /// A core's own cache (the level-2 cache of a rank's CPU, bytes; 0: not known) and the factor on
+  /// reduce_gbps of a reduction whose three operands (two inputs, one output) fit in it: data a
+  /// core has just received or written is reduced from there (1: no effect).
+  std::uint64_t core_cache_bytes = 0;
+  double core_cache_factor = 1;
   std::string source;         ///< who measured: backend, library, ranks, hosts, date
   std::vector<PairClass> classes;
 };
