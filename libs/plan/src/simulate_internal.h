@@ -88,6 +88,7 @@ class EventQueue {
       for (std::size_t k = c + 1; k < end; ++k)
         if (v_[k] < v_[best]) best = k;
       if (!(v_[best] < last)) break;
+      if (4 * best + 1 < n) __builtin_prefetch(v_.data() + 4 * best + 1);  // the next level's children
       v_[i] = v_[best];
       i = best;
     }
@@ -130,6 +131,8 @@ class Calendar {
   double earliest(double from, double d) const;
   /// Reserves [a, b) (free by earliest(), up to rounding); `now` lets past intervals go.
   void reserve(double a, double b, double now);
+  /// Asks the CPU for the reservations ahead (a hint: the calendars do not fit in any cache).
+  void prefetch() const { __builtin_prefetch(busy_.data() + head_); }
 
  private:
   static double tol(double t) { return 1e-9 * (t > 1 ? t : 1); }
