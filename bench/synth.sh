@@ -6,6 +6,7 @@
 # default knobs for the best classic (generate's prediction is the same simulation). Then the
 # anchors: ForestColl's A100 topology (bench/topologies/forestcoll-a100x{1,2,4}.json, written by
 # forestcoll_a100.py there) and TACOS's tori.
+# COLLKIT_BENCH_QUICK=1: a small subset (scripts/reproduce.sh --quick).
 # Usage: bench/synth.sh [build/bin] [out.md]
 set -euo pipefail
 bin=${1:-build/bin}
@@ -71,11 +72,19 @@ row() {
     | awk -F'\t' 'BEGIN{OFS="\t"} {split($3, s, " "); print $1, $2, s[1], s[2], s[3], $4, $5, $7, $8, $9}' >>"$tmp/$table.tsv"
 }
 
+fc_nodes="1 2 4"
+# COLLKIT_BENCH_QUICK=1 (scripts/reproduce.sh --quick): one preset at 1 and 2 hosts, the smallest
+# torus and anchors; every table keeps its form.
+if [ -n "${COLLKIT_BENCH_QUICK:-}" ]; then
+  topologies=("dgx-h100 x1|--node dgx-h100 --nodes 1" "dgx-h100 x2|--node dgx-h100 --nodes 2")
+  tori=("${tori[0]}")
+  fc_nodes="1 2"
+fi
 for entry in "${topologies[@]}"; do
   make_topo "$entry" "$tmp/t.json"
   for coll in $colls; do row main "${entry%%|*}" "$tmp/t.json" "$coll"; done
 done
-for nodes in 1 2 4; do
+for nodes in $fc_nodes; do
   make_topo "ForestColl A100 x$nodes|@forestcoll-a100x$nodes.json" "$tmp/fc$nodes.json"
   row forestcoll "ForestColl A100 x$nodes" "$tmp/fc$nodes.json" allgather
 done

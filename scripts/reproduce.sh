@@ -127,7 +127,8 @@ sec_gaps() {
 
 # 2. Synthesis (bench/synth.sh), then synthesis time against ranks.
 sec_synth() {
-  x bash "$root/bench/synth.sh" "$bin" "$out/synth.md"
+  if [ $quick = 1 ]; then x env COLLKIT_BENCH_QUICK=1 bash "$root/bench/synth.sh" "$bin" "$out/synth.md"
+  else x bash "$root/bench/synth.sh" "$bin" "$out/synth.md"; fi
   # Up to 1024 ranks: sizes the synthesizer refuses today (it packs trees for 16 ranks at most) are
   # rows saying so, and points on the plot once it takes them.
   local nodes=(1 2 4 8 16 32 64 128) n c t

@@ -703,21 +703,25 @@ class SynthAlgorithm final : public Algorithm {
     }
   }
 
+  /// The symmetric plan at the widest fan-out of kSymFanouts whose channels fit (the shallowest
+  /// trees), not simulated.
+  PlanInfo widest_symmetric(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
+    std::string last;
+    for (auto fan = std::end(kSymFanouts); fan-- != std::begin(kSymFanouts);) {
+      try {
+        return lay_symmetric(req, t, opt, *fan);
+      } catch (const InputError& e) {
+        last = e.what();
+      }
+    }
+    throw InputError(last);
+  }
+
   /// Symmetric plans at each fan-out of kSymFanouts whose channels fit, and (without --pipeline)
-  /// 16 and 64 chunks per tree, the fastest as simulated kept; beyond kSymSearchRanks one plan.
+  /// 1, 16 and 64 chunks per tree, the fastest as simulated kept; beyond kSymSearchRanks one plan.
   PlanInfo fastest_symmetric(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
     if (!symmetric_request(req.coll)) throw InputError("synth: symmetric trees are for AllGather, ReduceScatter and AllReduce");
-    if (req.nranks > kSymSearchRanks) {
-      std::string last;
-      for (auto fan = std::end(kSymFanouts); fan-- != std::begin(kSymFanouts);) {
-        try {
-          return lay_symmetric(req, t, opt, *fan);
-        } catch (const InputError& e) {
-          last = e.what();
-        }
-      }
-      throw InputError(last);
-    }
+    if (req.nranks > kSymSearchRanks) return widest_symmetric(req, t, opt);
     // A vector too small to cut into equal chunks (a few elements a tree: up to 8K on 32 x
     // dgx-h100) leaves the plan without the symmetry the simulator folds on: the six candidates'
     // simulations took 14-34 s there (AllGather, AllReduce 1K). At such sizes the trees' depth,
@@ -726,15 +730,7 @@ class SynthAlgorithm final : public Algorithm {
     auto shallowest = [&] {
       AlgoOptions whole = opt;
       whole.pipeline = opt.pipeline > 0 ? opt.pipeline : 1;
-      std::string last;
-      for (auto fan = std::end(kSymFanouts); fan-- != std::begin(kSymFanouts);) {
-        try {
-          return lay_symmetric(req, t, whole, *fan);
-        } catch (const InputError& e) {
-          last = e.what();
-        }
-      }
-      throw InputError(last);
+      return widest_symmetric(req, t, whole);
     };
     const bool unfolded_slow = req.nranks > kMaxAutoRanks;  // unfolded simulations are quick up to here
     if (unfolded_slow && uneven_symmetric(req, t, opt)) return shallowest();
