@@ -1,6 +1,6 @@
 set terminal pngcairo size 1100,700 font 'sans,10' noenhanced
 set output 'adapt_times.png'
-set label 99 'collkit f63d1027ea07, 2026-12-05 08:54 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
+set label 99 'collkit 8e4c6ddab8e6, 2026-12-05 12:08 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
 set title 'Ring AllReduce under injected faults: healthy, degraded, adapted (mpirun -np 4)'
 set style data histograms
 set style histogram clustered gap 1
