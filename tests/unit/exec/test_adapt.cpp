@@ -178,6 +178,8 @@ TEST_CASE("adapt: the prediction puts a ring around a slow link and the straggle
   for (int r : {0, 1, 3}) rank[2][static_cast<std::size_t>(r)] = rank[static_cast<std::size_t>(r)][2] = 3600;  // a 31x rank
   double healthy = 2600;
   auto plain = adapted_plan(req, {});
+  // predict_us() is the simulator's prediction (no clock is read): the model scaled so that the
+  // plain ring on the healthy network takes the healthy time given, an invariant of the model.
   CHECK(predict_us(*plain, req, std::vector<std::vector<double>>(4, std::vector<double>(4, 0)), healthy) == doctest::Approx(healthy));
   double ring_link = predict_us(*plain, req, link, healthy);
   CHECK(ring_link > healthy * 1.2);
