@@ -223,6 +223,13 @@ expect_fail 2 "coll-plan: error: unknown link model \"fluid\" (expected queue or
 expect_fail 2 "coll-plan: error: simulate: the per-message overhead must be a finite number >= 0 (us), got nan" \
   timeout 20 "$plan" simulate "$TMP/r4.json" --topo "$TMP/t.json" --per-message-us nan
 
+# --no-fold simulates every rank's threads: under MaxMin the ring's symmetric copies give the
+# folded time exactly (Queue's order of service may differ a little: docs/plan.md, "Symmetry").
+folded=$("$plan" simulate "$TMP/ring8.json" --topo "$TMP/t.json" --model maxmin | sed -n 2p)
+unfolded=$("$plan" simulate "$TMP/ring8.json" --topo "$TMP/t.json" --model maxmin --no-fold | sed -n 2p)
+case "$folded" in *", each simulated thread standing for "[0-9]*")") ok "simulate says how far it folded" ;; *) bad "simulate: $folded" ;; esac
+expect_eq "$unfolded" "${folded%%, each simulated thread*})" "simulate --no-fold: the same time, every thread simulated"
+
 # "-" reads standard input, for any one input file.
 "$plan" generate --topo - --algo ring --coll allreduce --size 1M -o "$TMP/stdin.json" <"$TMP/t.json" >/dev/null 2>&1 &&
   ok "generate --topo - reads the topology from stdin" || bad "generate --topo - failed"

@@ -27,12 +27,15 @@
 //    bruck's large rotations up to 2x too slow (the runtime streams them past the cache).
 //
 // Link models:
-//  - Queue (cut-through, reservations with backfilling). Each link direction keeps a calendar
-//    of busy intervals (sim::Calendar). A transfer posted at s on hops h = 1..H (latency L_h,
-//    bandwidth b_h) starts at the earliest S >= s at which every hop h is free for bytes / b_h
-//    from S + lambda_h, lambda_h = L_1 + ... + L_{h-1}; its last byte leaves at
-//    S + bytes / min_h b_h and it arrives sum_h L_h later. A link left idle while an earlier
-//    transfer waits on another link serves the next one, as a switch port does.
+//  - Queue (first come, first served, fluid). Each resource keeps a profile of the rate the
+//    transfers admitted so far take from it (sim::Profile). Transfers are admitted in the order
+//    their sends are posted; one posted at s on hops h = 1..H (latency L_h, bandwidth b_h)
+//    takes, at every moment t >= s, the least over its hops of what hop h has left at
+//    t + lambda_h, lambda_h = L_1 + ... + L_{h-1} (b_h less the earlier transfers' rates), until
+//    its bytes have left; it arrives sum_h L_h after its last byte left. A lone transfer runs at
+//    min_h b_h; a link that earlier transfers use only in part (held to a slower hop elsewhere)
+//    serves the next with what is left, as a switch port does; one whose hops are all busy waits
+//    (backfilling: it takes any room left ahead of later reservations).
 //  - MaxMin. Each transfer is a flow holding every resource of its route at once; rates are the
 //    max-min fair allocation (progressive filling, simulate_maxmin.cpp), recomputed whenever a flow
 //    arrives or leaves. A flow's data is delivered its route's latency after its last byte left.
@@ -499,9 +502,9 @@ class Simulator {
     else flow_start(g);
   }
 
-  // Queue: the earliest start S at which every hop h is free for bytes / b_h from S + lambda_h
-  // (its calendar's first gap that holds it), then the reservations. The send completes when its
-  // last byte has left (S + bytes / bottleneck) and its data arrives a route latency later.
+  // Queue: from its post on, the transfer takes at every moment what all of its hops have left
+  // (sim::Admission, the file's header). The send completes when its last byte has left and its
+  // data arrives a route latency later.
   void queue_send(std::uint32_t g) {
     const Route& r = net_.routes[ops_[g].route];
     if (r.count == 0) {
@@ -509,35 +512,19 @@ class Simulator {
       arrive_at(g, now_);
       return;
     }
-    auto bytes = static_cast<double>(ops_[g].bytes);
-    double begin = now_;
     const QueueHop* hops = queue_hops_.data() + r.first;
-    // The hops' calendars, then their reservations, fetched together rather than one miss after
+    // The hops' profiles, then their segments, fetched together rather than one miss after
     // another (hints only: nothing below changes).
-    for (std::uint32_t h = 0; h < r.count; ++h) __builtin_prefetch(&calendar_[hops[h].res]);
-    for (std::uint32_t h = 0; h < r.count; ++h) calendar_[hops[h].res].prefetch();
-    for (bool moved = true; moved;) {
-      moved = false;
-      double lambda = 0;
-      for (std::uint32_t h = 0; h < r.count; ++h) {
-        double from = begin + lambda;
-        double t = calendar_[hops[h].res].earliest(from, bytes / hops[h].rate);
-        if (t > from && t - lambda > begin) {  // a later gap (not rounding of begin + lambda - lambda)
-          begin = t - lambda;
-          moved = true;
-        }
-        lambda += hops[h].latency_us;
-      }
-    }
+    for (std::uint32_t h = 0; h < r.count; ++h) __builtin_prefetch(&profile_[hops[h].res]);
+    for (std::uint32_t h = 0; h < r.count; ++h) profile_[hops[h].res].prefetch();
+    admit_hops_.resize(r.count);
     double lambda = 0;
     for (std::uint32_t h = 0; h < r.count; ++h) {
-      std::uint32_t res = hops[h].res;
-      double occupied = bytes / hops[h].rate;
-      calendar_[res].reserve(begin + lambda, begin + lambda + occupied, now_);
-      book(res, ops_[g].bytes, occupied);
+      admit_hops_[h] = {&profile_[hops[h].res], lambda, hops[h].rate};
+      book(hops[h].res, ops_[g].bytes, static_cast<double>(ops_[g].bytes) / hops[h].rate);
       lambda += hops[h].latency_us;
     }
-    double left = begin + bytes / (r.bottleneck_gbps * kBytesPerUsPerGbps);
+    double left = admission_.admit(admit_hops_.data(), r.count, now_, static_cast<double>(ops_[g].bytes), now_);
     finish_at(g, left);
     arrive_at(g, left + r.latency_us);
   }
@@ -588,11 +575,12 @@ class Simulator {
     std::uint32_t res = net_.hop_res[r.first];
     book(res, ops_[g].bytes, occupied);
     if (opt_.model == LinkModel::MaxMin) return maxmin_->add(g, ops_[g].route, occupied * net_.bw_gbps[res] * kBytesPerUsPerGbps);
-    sim::Calendar& cal = calendar_[queue_hops_[r.first].res];
-    double begin = cal.earliest(now_, occupied);
-    cal.reserve(begin, begin + occupied, now_);
-    // Its share of the vertex given (the calendar), and no sooner than one core does it alone.
-    finish_at(g, std::max(begin + occupied, now_ + one_core_us(g)));
+    // The vertex's rate for that long, taken as a transfer takes a link (sim::Admission), and no
+    // sooner than one core does it alone.
+    const QueueHop& hop = queue_hops_[r.first];
+    sim::Admission::Hop on{&profile_[hop.res], 0, hop.rate};
+    double done = admission_.admit(&on, 1, now_, occupied * hop.rate, now_);
+    finish_at(g, std::max(done, now_ + one_core_us(g)));
   }
 
   // A receive whose data is there and that was reached: done, after its reduction if it has one.
@@ -659,7 +647,7 @@ class Simulator {
   void execute() {
     window_ = std::max(1, opt_.max_in_flight);
     in_flight_.assign((rank_begin_.size() - 1) * nch_, 0);
-    if (opt_.model == LinkModel::Queue) calendar_.assign(net_.bw_gbps.size(), sim::Calendar{});
+    if (opt_.model == LinkModel::Queue) profile_.assign(net_.bw_gbps.size(), sim::Profile{});
     else maxmin_ = std::make_unique<sim::MaxMinSharing>(net_);
     for (std::uint32_t g = 0; g < ops_.size(); ++g)
       if (ops_[g].pending == 0) start(g);
@@ -816,7 +804,9 @@ class Simulator {
   double now_ = 0;
   std::size_t completed_ = 0;
   std::uint32_t last_done_ = kNone;
-  std::vector<sim::Calendar> calendar_;  // Queue: per resource
+  std::vector<sim::Profile> profile_;  // Queue: per resource
+  sim::Admission admission_;
+  std::vector<sim::Admission::Hop> admit_hops_;
   int window_ = 8;
   std::uint32_t nch_ = 1;                                                 // channels the programs use (highest + 1)
   std::vector<std::uint16_t> in_flight_;                                  // per (rank, channel): sends not arrived

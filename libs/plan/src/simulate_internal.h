@@ -120,24 +120,57 @@ struct Network {
   std::vector<double> busy_us;         ///< per resource: bytes / bandwidth
 };
 
-/// The Queue model's reservations of one resource: disjoint busy intervals [start, end) in time
-/// order. A transfer takes the earliest gap that holds it (backfilling), not only the time after
-/// the last reservation: a link serves whatever is ready rather than idling behind a transfer
-/// that was admitted first but waits on another link. Intervals that ended before the clock are
-/// dropped, so a calendar holds only the reservations still ahead.
-class Calendar {
+/// A stretch of a transfer at one rate, in the time its bytes leave the source.
+struct Piece {
+  double begin, end, rate;
+};
+
+/// The Queue model's use of one resource over time: the rate (bytes per microsecond) that the
+/// transfers admitted so far take from it, piecewise constant on disjoint segments
+/// [begin, end) in time order (0 between them). Segments that ended before the clock are dropped,
+/// so a profile holds only what is still ahead.
+class Profile {
  public:
-  /// The earliest t >= from such that [t, t + d) is free.
-  double earliest(double from, double d) const;
-  /// Reserves [a, b) (free by earliest(), up to rounding); `now` lets past intervals go.
-  void reserve(double a, double b, double now);
-  /// Asks the CPU for the reservations ahead (a hint: the calendars do not fit in any cache).
-  void prefetch() const { __builtin_prefetch(busy_.data() + head_); }
+  struct Segment {
+    double begin, end, rate;
+  };
+  const std::vector<Segment>& segments() const { return seg_; }
+  /// The first segment (index) that ends after t: the one holding t, or the next.
+  std::size_t first_after(double t) const;
+  /// Adds pieces (disjoint, in time order; source time) moved `shift` later; `now` lets past
+  /// segments go.
+  void add(const Piece* p, std::size_t n, double shift, double now);
+  /// Asks the CPU for the segments ahead (a hint: the profiles do not fit in any cache).
+  void prefetch() const { __builtin_prefetch(seg_.data() + head_); }
+
+  static double tol(double t) { return 1e-9 * (t > 1 ? t : 1); }
 
  private:
-  static double tol(double t) { return 1e-9 * (t > 1 ? t : 1); }
-  std::vector<std::pair<double, double>> busy_;
-  std::size_t head_ = 0;  // busy_[0, head_) have ended
+  std::vector<Segment> seg_;
+  std::size_t head_ = 0;         // seg_[0, head_) have ended
+  std::vector<Segment> merged_;  // add()'s scratch
+};
+
+/// Admits Queue-model transfers, in the order their sends are posted, into the profiles of
+/// their hops (the fluid form of first come, first served with backfilling): from its post on, a
+/// transfer takes at every moment the least of what its hops have left once the transfers
+/// admitted before it have taken theirs (hop h seeing the bytes lambda_h after they leave the
+/// source), until its bytes have left; those rates are then taken from each hop. A link that
+/// an earlier transfer uses only in part (held to a slower hop elsewhere) serves the next with
+/// the rest; a transfer waits only while some hop has nothing left.
+class Admission {
+ public:
+  struct Hop {
+    Profile* profile;
+    double lambda_us;  ///< latency of the hops before this one
+    double rate;       ///< capacity, bytes per microsecond
+  };
+  /// Admits `bytes` over `hops` from `from` on; returns when its last byte leaves the source.
+  double admit(const Hop* hops, std::uint32_t n, double from, double bytes, double now);
+
+ private:
+  std::vector<Piece> pieces_;
+  std::vector<std::size_t> at_;
 };
 
 /// Max-min fair sharing of resources among active flows (progressive filling). Time advances

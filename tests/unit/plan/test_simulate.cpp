@@ -192,6 +192,61 @@ TEST_CASE("simulate: Queue and MaxMin differ where they should") {
   }
 }
 
+TEST_CASE("simulate: Queue lets a link that an earlier transfer uses in part serve the next with the rest") {
+  using namespace algo;
+  // g0 -> sw at 100 GB/s, sw -> g1 and sw -> g2 at 50. X: 0 -> 1 and Y: 0 -> 2, posted together.
+  // X runs at its bottleneck, 50, and takes half of g0 -> sw; Y takes the other half: both end
+  // at 20 us, as under MaxMin. Exclusive reservations of each hop at its own rate (X holding
+  // g0 -> sw for 10 us at 100) ended Y at 30.
+  auto t = uniform(3, 100, 0);
+  t.mutable_link(1).bw_gbps = 50;
+  t.mutable_link(2).bw_gbps = 50;
+  const std::uint64_t n = 1000000;  // 20 us at 50 GB/s
+  auto plan = hand_plan(n, 1, {{send(1, in(0), 1, 0), send(2, in(0), 1, 1)}, {recv(0, out(0), 1, 0)}, {recv(0, out(0), 1, 1)}});
+  int checked = 0;
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin}) {
+    CAPTURE(static_cast<int>(model));
+    SimResult r = simulate(plan, t, with(model));
+    CHECK(r.time_us == doctest::Approx(20));
+    REQUIRE_FALSE(r.busiest.empty());
+    CHECK(r.busiest[0].bytes == 2 * n);  // g0 -> sw, full for 20 us
+    CHECK(r.busiest[0].busy_us == doctest::Approx(20));
+    ++checked;
+  }
+  CHECK(checked == 2);
+  // A third transfer Z: 0 -> 2 behind Y. Queue serves in post order: X and Y share g0 -> sw
+  // until 20; Z waits for sw -> g2 (Y's) and then runs at 50 to 40. MaxMin: X alone on sw -> g1
+  // gets 50, Y and Z split sw -> g2 (25 each), so X ends at 20 and Y, Z together at 40.
+  auto three = hand_plan(n, 1,
+                         {{send(1, in(0), 1, 0), send(2, in(0), 1, 1), send(2, in(0), 1, 2)},
+                          {recv(0, out(0), 1, 0)},
+                          {recv(0, out(0), 1, 1), recv(0, out(0), 1, 2)}},
+                         3);
+  SimResult q = simulate(three, t, with(LinkModel::Queue));
+  CHECK(q.time_us == doctest::Approx(40));
+  CHECK(q.critical_path.back() == "rank 2 op 1 recv from 0 ch 2 ends 40 us");
+  CHECK(simulate(three, t, with(LinkModel::MaxMin)).time_us == doctest::Approx(40));
+}
+
+TEST_CASE("simulate: a Queue transfer takes room left ahead of later reservations, waits, then goes on") {
+  using namespace algo;
+  // Every link 100 GB/s. X: 0 -> 1 and Y: 0 -> 2 of n each share g0 -> sw in post order: X 0-10,
+  // Y 10-20, so sw -> g2 is taken 10-20 and free before. Z: 1 -> 2 of 2n, posted with them, takes
+  // sw -> g2 from 0 to 10 (half its bytes), waits while Y has it, and ends at 30. Reservations of
+  // one whole stretch (a gap of 20 us needed) ended Z at 40. MaxMin: X and Y at 50 to 20, Z at 50
+  // beside Y, then 100 alone: also 30.
+  auto t = uniform(3, 100, 0);
+  const std::uint64_t n = 1000000;  // 10 us at 100 GB/s
+  auto plan = hand_plan(2 * n, 2,
+                        {{send(1, in(0), 1, 0), send(2, in(0), 1, 1)},
+                         {send(2, in(0), 2, 0), recv(0, out(0), 1, 0)},
+                         {recv(0, out(0), 1, 1), recv(1, out(0), 2, 0)}});
+  SimResult q = simulate(plan, t, with(LinkModel::Queue));
+  CHECK(q.time_us == doctest::Approx(30));
+  CHECK(q.critical_path.back() == "rank 2 op 1 recv from 1 ch 0 ends 30 us");
+  CHECK(simulate(plan, t, with(LinkModel::MaxMin)).time_us == doctest::Approx(30));
+}
+
 TEST_CASE("simulate: ranks on one vertex copy at its local bandwidth, or for free when unknown") {
   using namespace algo;
   collkit::topo::Topology t;

@@ -61,15 +61,14 @@ TEST_CASE("synth alltoall: the flow LP's optimum on topologies whose optimum is 
   // routers against two) is not among the bound's candidates (each vertex, host, switch).
   for (Case c :
        {Case{"star", uniform(4, 90, 1), 30, false, true, 1.001}, Case{"two switches", two_hosts(2, 100, 1, 10, 1), 2.5, false, true, 1.001},
-        Case{"ring of 4", ring_of_routers(40), 20, true, false, 1.06}}) {
+        Case{"ring of 4", ring_of_routers(40), 20, true, false, 1.001}}) {
     CAPTURE(c.name);
     int p = static_cast<int>(c.t.num_ranks());
     synth::ConcurrentFlow f = synth::max_concurrent_flow(c.t, p);
     CHECK(f.rate_gbps == doctest::Approx(c.rate).epsilon(1e-9));
     CHECK(f.relays.empty() == !c.relays);
     // The plan's simulated time is the LP's under fair sharing (1 GiB: the routes' latencies are
-    // 1e-5 of it); under Queue, reservations packed first come first served leave gaps where
-    // routes cross several shared links.
+    // 1e-5 of it), and under Queue too: a transfer takes what its links have left.
     Request req{Collective::AlltoAll, std::uint64_t{1} << 30, p, 0};
     auto plan = generate("synth", req, &c.t);
     double lp = param(*plan, "lp_us"), bound = lower_bound(req, c.t).bandwidth_us;
@@ -93,14 +92,14 @@ TEST_CASE("synth alltoall: the flow LP's optimum on topologies whose optimum is 
 }
 
 TEST_CASE("synth alltoall: plans from the LP verify on presets and near its optimum") {
-  // DGX-1's cube-mesh relays over NVLink what its PCIe routes cannot carry. Under Queue the
-  // multi-hop routes leave gaps (docs/synth.md, "AlltoAll"): pinned at what it gives today.
+  // DGX-1's cube-mesh relays over NVLink what its PCIe routes cannot carry: 1.003 x the LP under
+  // Queue (1.26 while Queue reserved each hop of a route at its own rate; docs/synth.md, "AlltoAll").
   struct Case {
     const char* node;
     int hosts;
     double queue;
   };
-  for (Case c : {Case{"dgx-a100", 1, 1.001}, Case{"dgx1-v100", 1, 1.3}, Case{"mi300x", 1, 1.001}, Case{"dgx-h100", 2, 1.01}}) {
+  for (Case c : {Case{"dgx-a100", 1, 1.001}, Case{"dgx1-v100", 1, 1.01}, Case{"mi300x", 1, 1.001}, Case{"dgx-h100", 2, 1.01}}) {
     CAPTURE(c.node);
     Topology t = collkit::topo::synth({c.node, c.hosts, ""});
     int p = static_cast<int>(t.num_ranks());

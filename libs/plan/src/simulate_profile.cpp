@@ -1,0 +1,168 @@
+// The Queue model's profiles of resource use and the admission of transfers into them
+// (simulate_internal.h, Profile and Admission; simulate.cpp's header).
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+
+#include "simulate_internal.h"
+
+namespace collkit::plan::sim {
+
+namespace {
+
+bool same_rate(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
+
+// Appends [a, b) at `rate` to `out`, joined to the last segment where they touch at one rate.
+// Slivers shorter than rounding are left out.
+template <class S>
+void append(std::vector<S>& out, double a, double b, double rate) {
+  if (b - a <= Profile::tol(a) || rate <= 0) return;
+  if (!out.empty() && out.back().end >= a - Profile::tol(a) && same_rate(out.back().rate, rate)) {
+    out.back().end = std::max(out.back().end, b);
+    return;
+  }
+  out.push_back({a, b, rate});
+}
+
+}  // namespace
+
+std::size_t Profile::first_after(double t) const {
+  auto it = std::upper_bound(seg_.begin() + static_cast<std::ptrdiff_t>(head_), seg_.end(), t + tol(t),
+                             [](double x, const Segment& s) { return x < s.end; });
+  return static_cast<std::size_t>(it - seg_.begin());
+}
+
+void Profile::add(const Piece* p, std::size_t n, double shift, double now) {
+  if (n == 0) return;
+  while (head_ < seg_.size() && seg_[head_].end <= now - tol(now)) ++head_;
+  if (head_ > 32 && 2 * head_ > seg_.size()) {
+    seg_.erase(seg_.begin(), seg_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+  double a = p[0].begin + shift, b = p[n - 1].end + shift;
+  // The segments [lo, hi) that overlap [a, b) are merged with the pieces.
+  std::size_t lo = first_after(a);
+  // The common case: one piece in a gap (or after the last segment), at most joined to its
+  // neighbours.
+  if (n == 1 && (lo == seg_.size() || seg_[lo].begin >= b - tol(b))) {
+    bool left = lo > head_ && seg_[lo - 1].end >= a - tol(a) && same_rate(seg_[lo - 1].rate, p[0].rate);
+    bool right = lo < seg_.size() && seg_[lo].begin <= b + tol(b) && same_rate(seg_[lo].rate, p[0].rate);
+    if (left && right) {
+      seg_[lo - 1].end = seg_[lo].end;
+      seg_.erase(seg_.begin() + static_cast<std::ptrdiff_t>(lo));
+    } else if (left) {
+      seg_[lo - 1].end = b;
+    } else if (right) {
+      seg_[lo].begin = a;
+    } else {
+      seg_.insert(seg_.begin() + static_cast<std::ptrdiff_t>(lo), Segment{a, b, p[0].rate});
+    }
+    return;
+  }
+  std::size_t hi = lo;
+  while (hi < seg_.size() && seg_[hi].begin < b - tol(b)) ++hi;
+
+  // A sweep over both step functions: the sum of the two on every stretch between breakpoints.
+  merged_.clear();
+  std::size_t i = lo, j = 0;
+  double t = std::min(a, lo < hi ? seg_[lo].begin : a);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  while (i < hi || j < n) {
+    double used = 0, next = kInf;
+    if (i < hi) {
+      if (seg_[i].begin <= t + tol(t)) {
+        used += seg_[i].rate;
+        next = seg_[i].end;
+      } else {
+        next = seg_[i].begin;
+      }
+    }
+    if (j < n) {
+      double pa = p[j].begin + shift, pb = p[j].end + shift;
+      if (pa <= t + tol(t)) {
+        used += p[j].rate;
+        next = std::min(next, pb);
+      } else {
+        next = std::min(next, pa);
+      }
+    }
+    append(merged_, t, next, used);
+    t = next;
+    while (i < hi && seg_[i].end <= t + tol(t)) ++i;
+    while (j < n && p[j].end + shift <= t + tol(t)) ++j;
+  }
+  // Joined to the neighbours where they touch at one rate.
+  if (lo > head_ && !merged_.empty() && seg_[lo - 1].end >= merged_.front().begin - tol(merged_.front().begin) &&
+      same_rate(seg_[lo - 1].rate, merged_.front().rate)) {
+    merged_.front().begin = seg_[--lo].begin;
+  }
+  if (hi < seg_.size() && !merged_.empty() && seg_[hi].begin <= merged_.back().end + tol(merged_.back().end) &&
+      same_rate(seg_[hi].rate, merged_.back().rate)) {
+    merged_.back().end = seg_[hi++].end;
+  }
+  auto first = seg_.begin() + static_cast<std::ptrdiff_t>(lo);
+  std::size_t old = hi - lo;
+  if (merged_.size() <= old) {
+    std::copy(merged_.begin(), merged_.end(), first);
+    seg_.erase(first + static_cast<std::ptrdiff_t>(merged_.size()), first + static_cast<std::ptrdiff_t>(old));
+  } else {
+    std::copy(merged_.begin(), merged_.begin() + static_cast<std::ptrdiff_t>(old), first);
+    seg_.insert(seg_.begin() + static_cast<std::ptrdiff_t>(hi), merged_.begin() + static_cast<std::ptrdiff_t>(old), merged_.end());
+  }
+}
+
+double Admission::admit(const Hop* hops, std::uint32_t n, double from, double bytes, double now) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  pieces_.clear();
+  at_.resize(n);
+  for (std::uint32_t h = 0; h < n; ++h) at_[h] = hops[h].profile->first_after(from + hops[h].lambda_us);
+  double t = from, left = bytes;
+  for (;;) {
+    // What every hop has left at t (in the source's time), and when the least of it next changes.
+    // While a hop has nothing left the transfer waits: at least until the latest end of such a
+    // hop's full stretch, whatever the others do meanwhile.
+    double rate = kInf, next = kInf, waits = -kInf;
+    for (std::uint32_t h = 0; h < n; ++h) {
+      const std::vector<Profile::Segment>& s = hops[h].profile->segments();
+      double x = t + hops[h].lambda_us;
+      std::size_t i = at_[h];
+      while (i < s.size() && s[i].end <= x + Profile::tol(x)) ++i;
+      at_[h] = i;
+      if (i == s.size() || s[i].begin > x + Profile::tol(x)) {  // idle at t
+        rate = std::min(rate, hops[h].rate);
+        if (i < s.size()) next = std::min(next, s[i].begin - hops[h].lambda_us);
+        continue;
+      }
+      double free = hops[h].rate - s[i].rate;
+      if (free > 1e-9 * hops[h].rate) {
+        rate = std::min(rate, free);
+        next = std::min(next, s[i].end - hops[h].lambda_us);
+        continue;
+      }
+      rate = 0;
+      std::size_t j = i;
+      while (j + 1 < s.size() && s[j + 1].begin <= s[j].end + Profile::tol(s[j].end) && hops[h].rate - s[j + 1].rate <= 1e-9 * hops[h].rate)
+        ++j;
+      waits = std::max(waits, s[j].end - hops[h].lambda_us);
+    }
+    if (rate <= 0) {
+      t = waits;
+      continue;
+    }
+    double done = t + left / rate;
+    if (done <= next) {
+      append(pieces_, t, done, rate);
+      t = done;
+      break;
+    }
+    append(pieces_, t, next, rate);
+    left -= rate * (next - t);
+    t = next;
+  }
+  for (std::uint32_t h = 0; h < n; ++h) hops[h].profile->add(pieces_.data(), pieces_.size(), hops[h].lambda_us, now);
+  return t;
+}
+
+}  // namespace collkit::plan::sim
