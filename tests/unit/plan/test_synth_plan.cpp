@@ -347,9 +347,9 @@ TEST_CASE("synth plan: AllReduce keeps the faster of ReduceScatter + AllGather a
 
 TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs the routes the sends take") {
   // Packed over split arcs whose walks the sends did not take, dgx-a100 x4's AllGather simulated
-  // at 2.01 x the bound (ring 1.29); packed over the routes themselves, 1.145 while the Queue
-  // model reserved each hop at its own rate, 1.004 since transfers share rates (docs/synth.md,
-  // "Routed arcs"). The factors are today's with some room (dgx-h100: 1.030 and 1.038, the pipeline).
+  // at 2.01 x the bound (ring 1.29); packed over the routes themselves, 1.145 at first, 1.004 today
+  // (docs/synth.md, "Routed arcs"). The factors are today's with some room (dgx-h100: 1.030 and
+  // 1.038, the pipeline).
   struct Case {
     const char* node;
     double allgather, reducescatter;  // simulated time over the bound, at most
