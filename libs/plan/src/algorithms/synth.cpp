@@ -798,26 +798,26 @@ class SynthAlgorithm final : public Algorithm {
     return with_channels(std::move(info), req, sh, channels, std::to_string(tt.k) + " torus trees per rank");
   }
 
-  /// Torus plans of both kinds at 1, 16 and 64 chunks a tree (or --pipeline), the fastest as
-  /// simulated; beyond kSymSearchRanks one, not simulated (a simulation of 512 ranks takes
-  /// seconds): shortest-path trees, whole pieces at AllGather and 16 chunks otherwise, as those
-  /// simulate best there under Queue (8x8x8 AllGather: 1.32 x the bound at 1 chunk, 1.61 at 16;
-  /// ReduceScatter 1.38 at 16, 1.58 at 1; on 2D tori all are at the routed optimum); docs/synth.md
-  /// "Tori by translation".
+  /// Torus plans of both kinds at 1, 4, 16 and 64 chunks a tree (or --pipeline), the fastest as
+  /// simulated; beyond kSymSearchRanks shortest-path trees only (a simulation of 512 ranks takes
+  /// a second or two), at 1 and 4 chunks up to 512 ranks (8x8x8, AllGather / ReduceScatter /
+  /// AllReduce over the bound: 1.010 / 1.055 / 1.073 at 1 chunk, 1.008 / 1.009 / 1.008 at 4, and
+  /// ReduceScatter / AllReduce 1.030 / 1.021 at 16, AllGather 1.016 at 8), at 1 beyond (32x32:
+  /// 1.011 / 1.011 / 1.011, at 4 1.013 / 1.014 / 1.015); docs/synth.md "Tori by translation".
   PlanInfo fastest_torus(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
     if (!symmetric_request(req.coll)) throw InputError("synth: torus trees are for AllGather, ReduceScatter and AllReduce");
     std::vector<synth::TorusKind> kinds{synth::TorusKind::Shortest, synth::TorusKind::Chains};
-    std::vector<int> ms{1, kDefaultPipeline, kDeepPipeline};
+    std::vector<int> ms{1, 4, kDefaultPipeline, kDeepPipeline};
     if (req.nranks > kSymSearchRanks) {
       kinds.resize(1);
-      ms = {req.coll == Collective::AllGather ? 1 : kDefaultPipeline};
+      ms = req.nranks <= 2 * kSymSearchRanks ? std::vector<int>{1, 4} : std::vector<int>{1};
     }
     if (opt.pipeline > 0) ms = {opt.pipeline};
-    // Each with and without trees through a second NIC (torus_nics): under Queue the NICs win on
-    // 2D tori and 4x4x2 and lose on 8x8x8 (1.32 -> 1.37 at AllGather, 1.38 -> 1.50 at
-    // ReduceScatter), so beyond kSymSearchRanks the routes, as before.
+    // Each with and without trees through a second NIC (torus_nics); beyond kSymSearchRanks the
+    // NICs alone: on 8x8x8 they take AllGather / ReduceScatter / AllReduce from the routes'
+    // 1.276 / 1.260 / 1.260 x the bound to 1.010 / 1.030 / 1.021 (docs/synth.md).
     std::vector<bool> nic_choices{true, false};
-    if (req.nranks > kSymSearchRanks) nic_choices = {false};
+    if (req.nranks > kSymSearchRanks) nic_choices = {true};
     Fastest best(*this, t, 1e-3);
     std::string last;
     bool any = false;
