@@ -195,11 +195,16 @@ best_ok = {"before": 0, "after": 0}
 summary = []
 for i in range(1, n + 1):
     name, np_, flags = open(f"{tmp}/{i}.name").read().strip().split("|")
-    cal = json.load(open(f"{tmp}/{i}.cal.json"))
+    # The calibration the predictions used (re-predicted: with the figures back-filled).
+    cal_file = f"{pred_dir}/{i}.cal.json" if pred_dir and os.path.exists(f"{pred_dir}/{i}.cal.json") else f"{tmp}/{i}.cal.json"
+    cal = json.load(open(cal_file))
     w(f"## {name} (`mpirun -np {np_}`, `{flags}`)")
     w("")
+    levels = (f", samples at x{cal['compute_scale']:.2f} (compute) and x{cal['comm_scale']:.2f} (communication) to the serial step's level"
+              if "compute_scale" in cal else "")
     w(f"calibration: {len(cal['gemms'])} GEMM shapes, {len(cal['collectives'])} collectives, compute slowdown under "
-      f"communication {cal['compute_slowdown']:.3f}, communication slowdown under compute {cal['comm_slowdown']:.3f}")
+      f"communication {cal['compute_slowdown']:.3f}, communication slowdown under compute {cal['comm_slowdown']:.3f}, "
+      f"wait {cal['sync_us']:.0f} us a collective and {cal.get('chunk_sync_us', 0):.0f} us a further chunk{levels}")
     w("")
     w("| model | strategy | knobs | predicted | measured | spread | error | measured compute | comm | exposed | overlap | slowdown | speedup vs none |")
     w("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
