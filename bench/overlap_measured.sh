@@ -92,6 +92,36 @@ if "chunk_sync_us" not in cal:
         cal["chunk_sync_us"] = max(0.0, excess(chunked) - excess(serial) / n * whole) / further(chunked)
 json.dump(cal, open(sys.argv[3], "w"))
 PY
+    # A calibration recorded before compute_scale and comm_scale were measured (and sync_us taken
+    # as step - compute alone - comm alone, the figures the median of three runs of those schedules):
+    # all four from the same layout's uncalibrated run, as chunk_sync_us above: its serial row's
+    # compute and collectives alone against the same tasks from the recorded samples (predicted at
+    # level 1), its excess per collective, and the chunked row's excess beyond that per further chunk.
+    if python3 -c 'import json,sys; sys.exit("compute_scale" in json.load(open(sys.argv[1])))' "$tmp/$i.cal.json"; then
+      # shellcheck disable=SC2086
+      "$bin/coll-overlap" run --predict-only $flags --calibration "$pred/$i.cal.json" --schedules "$tmp/$i.before.json" \
+        --json "$pred/$i.samples.json" >/dev/null 2>&1
+      python3 - "$pred/$i.cal.json" "$tmp/$i.before.json" "$pred/$i.samples.json" <<'PY'
+import json, re, sys
+cal = json.load(open(sys.argv[1]))
+rows = json.load(open(sys.argv[2]))["measured"]
+samples = json.load(open(sys.argv[3]))["strategies"][0]
+comm = lambda m: [t for t in m["tasks"] if t["stream"] != "compute" and t.get("bytes") and t["dur_us"] > 1.0]
+further = lambda m: sum(1 for t in comm(m) if re.search(r"\[c([1-9][0-9]*)\]$", t["name"]))
+excess = lambda m: m["step_us"] - m["compute_us"] - m["comm_us"]
+serial, n = rows[0], len(comm(rows[0]))
+level = lambda measured, model: measured / model if measured > 0 and model > 0 else 1.0
+cal["compute_scale"] = level(serial["compute_us"], samples["compute_us"])
+cal["comm_scale"] = level(serial["comm_us"], samples["comm_us"])
+if n > 0:
+    cal["sync_us"] = max(0.0, excess(serial)) / n
+chunked = max(rows[1:], key=further, default=None)
+if chunked is not None and n > 0 and further(chunked) > 0:
+    whole = len(comm(chunked)) - further(chunked)
+    cal["chunk_sync_us"] = max(0.0, excess(chunked) - excess(serial) / n * whole) / further(chunked)
+json.dump(cal, open(sys.argv[1], "w"))
+PY
+    fi
     # The calibrated runs only: the uncalibrated model simulates plans on the job's discovered
     # topology, whose measured copy bandwidth differs from run to run and is not recorded.
     # shellcheck disable=SC2086
@@ -165,11 +195,16 @@ best_ok = {"before": 0, "after": 0}
 summary = []
 for i in range(1, n + 1):
     name, np_, flags = open(f"{tmp}/{i}.name").read().strip().split("|")
-    cal = json.load(open(f"{tmp}/{i}.cal.json"))
+    # The calibration the predictions used (re-predicted: with the figures back-filled).
+    cal_file = f"{pred_dir}/{i}.cal.json" if pred_dir and os.path.exists(f"{pred_dir}/{i}.cal.json") else f"{tmp}/{i}.cal.json"
+    cal = json.load(open(cal_file))
     w(f"## {name} (`mpirun -np {np_}`, `{flags}`)")
     w("")
+    levels = (f", samples at x{cal['compute_scale']:.2f} (compute) and x{cal['comm_scale']:.2f} (communication) to the serial step's level"
+              if "compute_scale" in cal else "")
     w(f"calibration: {len(cal['gemms'])} GEMM shapes, {len(cal['collectives'])} collectives, compute slowdown under "
-      f"communication {cal['compute_slowdown']:.3f}, communication slowdown under compute {cal['comm_slowdown']:.3f}")
+      f"communication {cal['compute_slowdown']:.3f}, communication slowdown under compute {cal['comm_slowdown']:.3f}, "
+      f"wait {cal['sync_us']:.0f} us a collective and {cal.get('chunk_sync_us', 0):.0f} us a further chunk{levels}")
     w("")
     w("| model | strategy | knobs | predicted | measured | spread | error | measured compute | comm | exposed | overlap | slowdown | speedup vs none |")
     w("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -333,11 +333,14 @@ int run_measured(const Options& o) {
     out << fmt::format(
         "model: {}; {}\n",
         pred->cal ? "calibrated by " + (o.run_calibrate ? std::string("this job (--calibrate)") : o.calibration) : "uncalibrated",
-        pred->cal ? fmt::format(
-                        "compute slowdown {:.3f}, communication slowdown {:.3f}, wait {:.0f} us a collective and {:.0f} us a further chunk",
-                        pred->cal->compute_slowdown, pred->cal->comm_slowdown, pred->cal->sync_us, pred->cal->chunk_sync_us)
-                  : fmt::format("{} ({:.1f} GFLOP/s nominal), GEMM efficiency {}, contention {}, plans simulated on the topology", pk.label,
-                                pk.tflops * 1e3, o.eff.gemm, o.contention));
+        pred->cal
+            ? fmt::format(
+                  "compute slowdown {:.3f}, communication slowdown {:.3f}, wait {:.0f} us a collective and {:.0f} us a further chunk, "
+                  "samples at x{:.2f} (compute) and x{:.2f} (communication) to the serial step's level",
+                  pred->cal->compute_slowdown, pred->cal->comm_slowdown, pred->cal->sync_us, pred->cal->chunk_sync_us,
+                  pred->cal->compute_scale, pred->cal->comm_scale)
+            : fmt::format("{} ({:.1f} GFLOP/s nominal), GEMM efficiency {}, contention {}, plans simulated on the topology", pk.label,
+                          pk.tflops * 1e3, o.eff.gemm, o.contention));
     out << "executed with: " << ex.describe() << "\n";
     std::string split;
     for (const auto& [kind, list] : ex.groups()) {
@@ -407,8 +410,10 @@ int run_calibrate(const Options& o) {
   std::ostream& out = o.calibration_out == "-" ? std::cerr : std::cout;
   out << fmt::format(
       "{}\n{} GEMM shapes, {} collectives; compute slowdown under communication {:.3f}, communication slowdown under compute {:.3f}; "
-      "wait for the slowest rank {:.0f} us a collective, {:.0f} us a further chunk\n",
-      cal.source, cal.gemms.size(), cal.collectives.size(), cal.compute_slowdown, cal.comm_slowdown, cal.sync_us, cal.chunk_sync_us);
+      "wait for the slowest rank {:.0f} us a collective, {:.0f} us a further chunk; samples at x{:.2f} (compute) and x{:.2f} "
+      "(communication) to the serial step's level\n",
+      cal.source, cal.gemms.size(), cal.collectives.size(), cal.compute_slowdown, cal.comm_slowdown, cal.sync_us, cal.chunk_sync_us,
+      cal.compute_scale, cal.comm_scale);
   collkit::write_file_atomic(o.calibration_out, ov::to_json(cal));
   collkit::app::wrote(o.calibration_out, "collkit.overlap-calibration/1");
   return 0;

@@ -70,6 +70,8 @@ expect_eq "$(json_get "$TMP/cal.json" 'j["schema"]')" "collkit.overlap-calibrati
 expect_eq "$(json_get "$TMP/cal.json" 'len(j["gemms"]) > 0 and len(j["collectives"]) > 0 and j["ranks"] == 2')" "True" "calibration measured"
 # The chunked row (tp-decompose, 2 chunks) run beside the serial one: the cost of a further chunk's meeting, measured.
 expect_eq "$(json_get "$TMP/cal.json" 'j["chunk_sync_us"] >= 0 and j["sync_us"] >= 0')" "True" "chunk wait measured"
+# The serial step run as run runs it sets the samples' level: a positive factor each.
+expect_eq "$(json_get "$TMP/cal.json" 'j["compute_scale"] > 0 and j["comm_scale"] > 0')" "True" "levels measured"
 mpi 2 "$ov" run --model llama3-8b --tp 2 --sp "${common[@]}" --strategy tp-decompose --tp-chunks 2 --calibration "$TMP/cal.json" \
   --json "$TMP/tpc.json" >/dev/null
 check_run calibrated "$TMP/tpc.json"

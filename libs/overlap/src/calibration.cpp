@@ -101,21 +101,21 @@ std::optional<double> Calibration::gemm_us(const GemmShape& s) const {
   double best_d = std::numeric_limits<double>::infinity();
   auto lg = [](std::int64_t v) { return std::log2(static_cast<double>(v)); };
   for (const GemmSample& g : gemms) {
-    if (g.shape.m == s.m && g.shape.k == s.k && g.shape.n == s.n) return g.time_us / g.shape.reps * s.reps;
+    if (g.shape.m == s.m && g.shape.k == s.k && g.shape.n == s.n) return g.time_us / g.shape.reps * s.reps * compute_scale;
     double d = std::abs(lg(g.shape.m) - lg(s.m)) + std::abs(lg(g.shape.k) - lg(s.k)) + std::abs(lg(g.shape.n) - lg(s.n));
     if (d < best_d) best_d = d, best = &g;
   }
   double flops = static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n) * s.reps;
   double theirs =
       static_cast<double>(best->shape.m) * static_cast<double>(best->shape.k) * static_cast<double>(best->shape.n) * best->shape.reps;
-  return best->time_us * flops / theirs;
+  return best->time_us * flops / theirs * compute_scale;
 }
 
 namespace {
 
 // A collective's time through `same` (samples of one collective and rank count): the sample of
 // that size, else the least-squares line.
-std::optional<double> through(const std::vector<const CommSample*>& same, std::uint64_t bytes) {
+std::optional<double> through_samples(const std::vector<const CommSample*>& same, std::uint64_t bytes) {
   if (same.empty()) return std::nullopt;
   for (const CommSample* s : same)
     if (s->bytes == bytes) return s->time_us;
@@ -137,6 +137,13 @@ std::optional<double> through(const std::vector<const CommSample*>& same, std::u
   return near->time_us;
 }
 
+// The same times `factor` (Calibration::comm_scale).
+std::optional<double> through(const std::vector<const CommSample*>& same, std::uint64_t bytes, double factor) {
+  std::optional<double> t = through_samples(same, bytes);
+  if (t) *t *= factor;
+  return t;
+}
+
 }  // namespace
 
 std::optional<double> Calibration::comm_us(plan::Collective c, Group g, int nranks, std::uint64_t bytes) const {
@@ -146,7 +153,7 @@ std::optional<double> Calibration::comm_us(plan::Collective c, Group g, int nran
     any.push_back(&s);
     if (s.group == g) mine.push_back(&s);
   }
-  return through(mine.empty() ? any : mine, bytes);
+  return through(mine.empty() ? any : mine, bytes, comm_scale);
 }
 
 std::optional<double> Calibration::comm_us(plan::Collective c, int nranks, std::uint64_t bytes) const {
@@ -159,15 +166,19 @@ std::optional<double> Calibration::comm_us(plan::Collective c, int nranks, std::
     int k = 0;
     for (const CommSample* s : same)
       if (s->bytes == bytes) sum += s->time_us, ++k;
-    if (k > 0) return sum / k;
+    if (k > 0) return sum / k * comm_scale;
   }
-  return through(same, bytes);
+  return through(same, bytes, comm_scale);
 }
 
 double chunk_sync(double serial_excess_us, int serial_collectives, double chunked_excess_us, int whole, int further) {
   if (further <= 0 || serial_collectives <= 0) return 0;
   const double per_collective = serial_excess_us / serial_collectives;
   return std::max(0.0, chunked_excess_us - per_collective * whole) / further;
+}
+
+double level(double measured_us, double from_samples_us) {
+  return measured_us > 0 && from_samples_us > 0 ? measured_us / from_samples_us : 1.0;
 }
 
 std::string to_json(const Calibration& c) {
@@ -179,6 +190,8 @@ std::string to_json(const Calibration& c) {
   j["comm_slowdown"] = c.comm_slowdown;
   j["sync_us"] = c.sync_us;
   j["chunk_sync_us"] = c.chunk_sync_us;
+  j["compute_scale"] = c.compute_scale;
+  j["comm_scale"] = c.comm_scale;
   nlohmann::json g = nlohmann::json::array();
   for (const GemmSample& s : c.gemms)
     g.push_back({{"m", s.shape.m},
@@ -204,8 +217,8 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   json::Cursor root(file, doc);
   root.expect_object();
   root.expect_schema("overlap-calibration", kCalibrationSchemaMajor);
-  root.expect_keys(
-      {"schema", "source", "ranks", "compute_slowdown", "comm_slowdown", "sync_us", "chunk_sync_us", "gemms", "collectives", "provenance"});
+  root.expect_keys({"schema", "source", "ranks", "compute_slowdown", "comm_slowdown", "sync_us", "chunk_sync_us", "compute_scale",
+                    "comm_scale", "gemms", "collectives", "provenance"});
   Calibration c;
   c.source = root.at("source").string();
   c.ranks = static_cast<int>(root.at("ranks").integer());
@@ -214,6 +227,9 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   c.comm_slowdown = root.at("comm_slowdown").non_negative_number();
   c.sync_us = root.at("sync_us").non_negative_number();
   if (auto cs = root.find("chunk_sync_us")) c.chunk_sync_us = cs->non_negative_number();  // optional: files from before it
+  // Optional: files from before they were measured keep the samples' own level.
+  if (auto x = root.find("compute_scale")) c.compute_scale = x->positive_number();
+  if (auto x = root.find("comm_scale")) c.comm_scale = x->positive_number();
   json::Cursor gemms = root.at("gemms");
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     json::Cursor g = gemms[i];

@@ -23,7 +23,10 @@ class Emitter {
   /// A compute op (or `fraction` of it, chunk `chunk`) after ready() plus `extra`; becomes the tail.
   int compute(const Segment& s, const ComputeOp& op, double fraction = 1, int chunk = -1, std::vector<int> extra = {});
   /// A collective on its group's stream after `deps`, not blocking the program.
-  int comm_async(const Segment& s, const CommOp& op, std::vector<int> deps, double fraction = 1, int chunk = -1);
+  /// It pays `fraction` of the calibrated wait for the slowest rank (a chunk's share of its
+  /// collective's), or `wait_share` of it where that is given (a gradient bucket's share of the
+  /// step's gradients), and a further meeting's cost for the rest (CommEstimate::chunk_sync_us).
+  int comm_async(const Segment& s, const CommOp& op, std::vector<int> deps, double fraction = 1, int chunk = -1, double wait_share = -1);
   /// A collective the program waits for: after ready(), becomes the tail.
   int comm_blocking(const Segment& s, const CommOp& op);
   /// The next op waits for `task` too.
@@ -45,7 +48,14 @@ class Emitter {
   };
   Pending& pending() { return pending_; }
   /// Launches the pending gradients as one collective per group after `deps`; returns the tasks.
+  /// Each pays the wait for the slowest rank in proportion to its share of the step's gradients of
+  /// its group (count_gradients): the serial step's one reduction all of it, dp-bucket's buckets
+  /// each their part.
   std::vector<int> flush_pending(const Segment& s, std::vector<int> deps);
+  /// The step's gradient bytes per (group, collective): every gradient-reduction segment's.
+  void count_gradients(const std::vector<Segment>& segments);
+  /// `bytes` of gradients of (group, collective) over the step's (1 where none were counted).
+  double gradient_share(Group g, plan::Collective c, std::uint64_t bytes) const;
 
   /// Program-order marks a strategy can keep (fsdp-prefetch: the tail at each parameter gather).
   std::vector<int>& marks() { return marks_; }
@@ -69,6 +79,7 @@ class Emitter {
   int tail_ = -1;
   std::vector<int> gates_, chunk_gates_, in_flight_, marks_;
   Pending pending_;
+  Pending gradients_;  // the step's, all of them (count_gradients)
 };
 
 }  // namespace collkit::overlap

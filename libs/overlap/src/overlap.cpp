@@ -49,6 +49,7 @@ StrategyResult evaluate(const Workload& w, ComputeModel& cm, CommModel& comm, co
   for (const Choice& c : choices) r.name += (r.name.empty() ? "" : "+") + c.strategy;
   if (r.name.empty()) r.name = "none";
   Emitter e(r.tasks, cm, comm);
+  e.count_gradients(w.segments);
   for (const Segment& s : w.segments) {
     bool done = false;  // no strategy takes the step end: emit_serial() does
     for (const auto& [strategy, knob] : active)

@@ -348,6 +348,46 @@ TEST_CASE("overlap model, calibrated: communication alone leaves the wait for th
   CHECK(checked == 3);
 }
 
+TEST_CASE("calibration: gradient buckets share the step's wait for the slowest rank, a further meeting each") {
+  using collkit::plan::Collective;
+  Calibration c;
+  c.ranks = 2;
+  c.sync_us = 500;
+  c.chunk_sync_us = 20;
+  for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
+    c.collectives.push_back({coll, 2, 1 << 20, 100, Group::Dp});
+  const Contention serial_stream{0, 0, true};
+  // The gradient reductions' waits and how many there are (the dp-reduce stream).
+  auto reductions = [](const StrategyResult& r) {
+    std::pair<double, int> out{0, 0};
+    for (const Task& t : r.tasks)
+      if (t.stream == Stream::DpReduce && t.work_us > 0) out.first += t.wait_us, ++out.second;
+    return out;
+  };
+  int checked = 0;
+  for (int zero : {0, 3}) {
+    Layout l;
+    l.dp = 2;
+    l.zero = zero;
+    l.seq_len = 256;
+    auto r = testing::run("llama3-8b", l, 1);
+    CommModel comm(r->topo, l);
+    comm.set_calibration(&c);
+    // Serial: one reduction of every gradient at the step end, one wait.
+    const std::pair<double, int> serial = reductions(evaluate(r->workload, *r->compute, comm, {}, serial_stream));
+    CHECK(serial.second == 1);
+    CHECK(serial.first == doctest::Approx(500));
+    // In buckets (ZeRO 0: 1 MB; ZeRO 3: one per layer): the one wait shared by bytes, and a further
+    // meeting per bucket beyond the first. Charged in full per bucket it was n x 500 us.
+    std::vector<Choice> knobs = {zero == 3 ? Choice{"fsdp-prefetch", 1} : Choice{"dp-bucket", 1}};
+    const std::pair<double, int> buckets = reductions(evaluate(r->workload, *r->compute, comm, knobs, serial_stream));
+    CHECK(buckets.second > 2);
+    CHECK(buckets.first == doctest::Approx(500 + 20.0 * (buckets.second - 1)).epsilon(1e-6));
+    ++checked;
+  }
+  CHECK(checked == 2);
+}
+
 TEST_CASE("overlap model, calibrated: a further chunk's wait from a serial and a chunked step, at least 0") {
   // Excess (step - compute alone - communication alone): 2000 us over 20 collectives serial (100
   // each); 5000 chunked, 20 collectives in 3 chunks each: 3000 us past the 20 first chunks, over 40
@@ -366,6 +406,46 @@ TEST_CASE("overlap model, calibrated: a further chunk's wait from a serial and a
   const std::string old = R"({"schema": "collkit.overlap-calibration/1", "source": "x", "ranks": 2, "compute_slowdown": 0.1, )"
                           R"("comm_slowdown": 0.1, "sync_us": 0, "gemms": [], "collectives": []})";
   CHECK(parse_calibration(old, "c.json").chunk_sync_us == 0);
+}
+
+TEST_CASE("calibration: the serial step fixes the samples' level, their relative costs kept") {
+  using collkit::plan::Collective;
+  // A level is what the serial step measured over what the samples say it takes; 1 where either is 0.
+  CHECK(level(130, 100) == doctest::Approx(1.3));
+  CHECK(level(0, 100) == 1);
+  CHECK(level(100, 0) == 1);
+  Calibration c;
+  c.ranks = 2;
+  c.gemms = {{{64, 64, 64, 1}, 10}, {{512, 512, 512, 1}, 1000}};
+  c.collectives = {{Collective::AllReduce, 2, 1000, 20, Group::Dp}, {Collective::AllReduce, 2, 3000, 40, Group::Dp}};
+  c.compute_scale = 0.75;
+  c.comm_scale = 1.5;
+  // Every lookup, exact, nearest, per group or group-less, at the level.
+  CHECK(*c.gemm_us({64, 64, 64, 3}) == doctest::Approx(30 * 0.75));
+  CHECK(*c.gemm_us({128, 64, 64, 1}) == doctest::Approx(20 * 0.75));
+  CHECK(*c.comm_us(Collective::AllReduce, Group::Dp, 2, 1000) == doctest::Approx(20 * 1.5));
+  CHECK(*c.comm_us(Collective::AllReduce, Group::Dp, 2, 2000) == doctest::Approx(30 * 1.5));  // through the line
+  CHECK(*c.comm_us(Collective::AllReduce, 2, 3000) == doctest::Approx(40 * 1.5));
+  // Fed to the model: a serial step's compute and collectives move by the levels, the wait does not.
+  Layout l;
+  l.dp = 2;
+  l.seq_len = 64;
+  auto r = testing::run("llama3-8b", l, 1);
+  c.sync_us = 5;
+  CommModel comm(r->topo, l);
+  comm.set_calibration(&c);
+  CHECK(comm.estimate(Group::Dp, Collective::AllReduce, 1000).time_us == doctest::Approx(20 * 1.5 + 5));
+  // Written and read back; files from before the levels were measured keep their samples' own (1).
+  Calibration back = parse_calibration(to_json(c), "c.json");
+  CHECK(back.compute_scale == 0.75);
+  CHECK(back.comm_scale == 1.5);
+  const std::string head = R"({"schema": "collkit.overlap-calibration/1", "source": "x", "ranks": 2, "compute_slowdown": 0.1, )"
+                           R"("comm_slowdown": 0.1, "sync_us": 0, "gemms": [], "collectives": [])";
+  Calibration old = parse_calibration(head + "}", "c.json");
+  CHECK(old.compute_scale == 1);
+  CHECK(old.comm_scale == 1);
+  CHECK(error_of(head + R"(, "compute_scale": 0})") == "cal.json: /compute_scale: must be > 0, got 0");
+  CHECK(error_of(head + R"(, "comm_scale": -1})").find("/comm_scale") != std::string::npos);
 }
 
 TEST_CASE("overlap schedules: a report's rows read back by name and knobs, and predicted again alike") {

@@ -546,35 +546,63 @@ Calibration Executor::calibrate(const std::vector<StrategyResult>& rows, const s
     cal.compute_slowdown = median(compute_slow);
     cal.comm_slowdown = median(comm_slow);
   }
-  // The serial schedule as a step runs it: what its collectives cost beyond their times alone
-  // (each waits for the slowest rank to arrive, and for the thread hand-offs), per collective.
+  // The serial schedule as a step runs it, and the one that cuts its collectives into the most
+  // chunks, each run kLevelRuns times in turn; every figure below is the median over those runs
+  // (on this shared host one run of the same schedule measured its further chunks at 0.57 ms each
+  // where the two runs of it around measured 1.0 and 1.2).
   if (!rows.empty()) {
-    Measured serial = run(rows.front());
     auto collectives = [&](const StrategyResult& row) {
       int n = 0;
       for (const Task& t : row.tasks) n += im.is_comm(t) && im.runs(t);
       return n;
     };
-    const int n = collectives(rows.front());
-    if (n > 0) cal.sync_us = std::max(0.0, serial.exposed_comm_us - serial.comm_alone_us) / n;
-    // The row whose schedule cuts its collectives into the most chunks, run the same way: what its
-    // step costs beyond compute and communication alone, past what its whole collectives (and first
-    // chunks) cost at the serial step's rate, per further chunk, is what each further meeting of
-    // the ranks costs (chunk_sync_us). Every rank picks the same row (rank 0's schedules).
     auto further = [&](const StrategyResult& row) {
       int k = 0;
       for (const Task& t : row.tasks) k += im.is_comm(t) && im.runs(t) && t.chunk > 0;
       return k;
     };
+    const int n = collectives(rows.front());
+    // Every rank picks the same row (rank 0's schedules).
     const StrategyResult* chunked = nullptr;
     for (const StrategyResult& row : rows)
       if (further(row) > (chunked ? further(*chunked) : 0)) chunked = &row;
-    if (chunked && n > 0) {
-      Measured m = run(*chunked);
-      cal.chunk_sync_us =
-          chunk_sync(serial.step_us - serial.compute_alone_us - serial.comm_alone_us, n, m.step_us - m.compute_alone_us - m.comm_alone_us,
-                     collectives(*chunked) - further(*chunked), further(*chunked));
+    // The serial schedule's compute and collectives from the samples just taken, at their own level.
+    double compute_samples = 0, comm_samples = 0;
+    for (const Task& t : rows.front().tasks) {
+      if (!im.runs(t)) continue;
+      if (!im.is_comm(t)) {
+        if (auto g = cal.gemm_us(exec_shape(t.op, t.fraction))) compute_samples += *g;
+      } else if (auto c = cal.comm_us(t.coll, t.group, im.group_size(t.group), t.bytes)) {
+        comm_samples += *c;
+      }
     }
+    std::vector<double> compute_level, comm_level, sync, chunk;
+    constexpr int kLevelRuns = 3;
+    for (int r = 0; r < kLevelRuns; ++r) {
+      Measured serial = run(rows.front());
+      // The level of the samples in a step (Calibration::compute_scale, comm_scale).
+      compute_level.push_back(level(serial.compute_alone_us, compute_samples));
+      comm_level.push_back(level(serial.comm_alone_us, comm_samples));
+      // What its collectives cost beyond compute and collectives alone (each waits for the slowest
+      // rank to arrive, and for the thread hand-offs), per collective: the model charges a serial
+      // step its compute alone, its collectives alone and this, so that it predicts the serial
+      // step as measured. (Taken against the compute durations in the step instead, as before,
+      // it charged twice what ranks outnumbering the cores compute faster while others wait.)
+      const double excess = serial.step_us - serial.compute_alone_us - serial.comm_alone_us;
+      if (n > 0) sync.push_back(std::max(0.0, excess) / n);
+      // The chunked row: what its step costs beyond compute and communication alone, past what its
+      // whole collectives (and first chunks) cost at the serial step's rate, per further chunk, is
+      // what each further meeting of the ranks costs (chunk_sync_us).
+      if (chunked && n > 0) {
+        Measured m = run(*chunked);
+        chunk.push_back(chunk_sync(excess, n, m.step_us - m.compute_alone_us - m.comm_alone_us, collectives(*chunked) - further(*chunked),
+                                   further(*chunked)));
+      }
+    }
+    cal.compute_scale = median(compute_level);
+    cal.comm_scale = median(comm_level);
+    cal.sync_us = median(sync);
+    cal.chunk_sync_us = median(chunk);
   }
   // Rank 0's figures are every rank's: each rank predicts with them, and ranks that predicted
   // from figures of their own would choose different knobs and call different collectives.

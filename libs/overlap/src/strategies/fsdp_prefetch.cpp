@@ -25,7 +25,8 @@ class FsdpPrefetch final : public Strategy {
 
   bool emit(const Segment& s, int depth, Emitter& e) const override {
     if (s.kind == SegmentKind::GradReduce) {
-      for (const auto& c : s.comm) e.in_flight(e.comm_async(s, c, {e.tail()}));
+      // Each layer's reduction pays its share of the step's wait for the slowest rank (Emitter::flush_pending).
+      for (const auto& c : s.comm) e.in_flight(e.comm_async(s, c, {e.tail()}, 1, -1, e.gradient_share(c.group, c.coll, c.bytes)));
       return true;
     }
     if (s.kind != SegmentKind::ParamGather || s.zero_params) return false;

@@ -78,6 +78,18 @@ struct Calibration {
   /// cores a rank waiting at each meeting busy-polls on a core a computing peer needs, and the
   /// peer's compute slows by it. 0 in files from before it was measured.
   double chunk_sync_us = 0;
+  /// The level of the samples in a step. The GEMM samples are medians of calls measured in 0.3 s
+  /// and the collective samples medians of runs back to back: their relative costs (shape against
+  /// shape, size against size) are what the model needs from them, but their level meets the
+  /// host's load of that moment (on the shared 2-core host a calibration's GEMMs once ran 25%
+  /// slower than the same GEMMs in the runs a second later), and a step's total is a sum, which
+  /// the occasional slow collective raises above the sum of medians. So the serial schedule run as
+  /// run runs it (its compute alone and collectives alone, the median of --iters steps) fixes the
+  /// level: compute_scale = its compute alone / the same tasks' time from the GEMM samples,
+  /// comm_scale likewise for its collectives. gemm_us() and comm_us() return the samples' figures
+  /// times these. 1 in files from before they were measured.
+  double compute_scale = 1;
+  double comm_scale = 1;
 
   /// The time of a GEMM shape: the sample of that shape, else the nearest sample (by log-distance
   /// of m, k, n) at its FLOP rate; nullopt without GEMM samples.
@@ -98,6 +110,10 @@ struct Calibration {
 /// each: what its excess holds beyond the whole ones' cost, per further chunk, at least 0. 0 when
 /// there are no further chunks or no serial collectives.
 double chunk_sync(double serial_excess_us, int serial_collectives, double chunked_excess_us, int whole, int further);
+
+/// A level (Calibration::compute_scale, comm_scale): `measured_us` / `from_samples_us`; 1 when
+/// either is not positive (nothing of that kind in the serial schedule).
+double level(double measured_us, double from_samples_us);
 
 std::string to_json(const Calibration& c);
 /// Parses collkit.overlap-calibration/1; InputError "<file>: <pointer>: <what>".
