@@ -14,10 +14,13 @@
 #include "collkit/plan/bounds.h"
 #include "collkit/plan/io.h"
 #include "collkit/plan/simulate.h"
+#include "collkit/plan/synth_info.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/routing.h"
 #include "collkit/topo/synth.h"
 #include "plan/plan_testing.h"
+#include "synth/rate.h"
+#include "synth/routed.h"
 #include "synth/torus.h"
 
 using namespace collkit::plan;
@@ -252,6 +255,11 @@ TEST_CASE("synth torus: trees through the second NIC reach the cut bound on a 3x
     CHECK(synth::torus_rate(t, tt, nics) == doctest::Approx(rate).epsilon(1e-12));
     CHECK(synth::torus_rate(t, tt) == doctest::Approx(25.0 / (p - 1)).epsilon(1e-9));
   }
+  // The optimum over the links routed sends take is the NIC's; over the routes through either
+  // NIC, the GPU link's: what synth-info holds a plan with channel_nics to.
+  CHECK(synth::optimal_rate(synth::routed_links(t, p), p).per_root_gbps == doctest::Approx(25.0 / (p - 1)).epsilon(1e-6));
+  CHECK(synth::optimal_rate(synth::routed_links(t, p, {0, 1}), p).per_root_gbps == doctest::Approx(31.5 / (p - 1)).epsilon(1e-6));
+  CHECK(synth::optimal_rate(synth::routed_links(t, p, {0}), p).per_root_gbps == doctest::Approx(25.0 / (p - 1)).epsilon(1e-6));
   for (Collective coll : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce}) {
     CAPTURE(coll);
     Request req{coll, (std::uint64_t{1} << 30) / 72 * 72, p, 0};
@@ -275,6 +283,9 @@ TEST_CASE("synth torus: trees through the second NIC reach the cut bound on a 3x
 
     // The NIC choice survives the plan file, and the folded simulation is the unfolded one
     // (MaxMin: exactly; Queue's order of service changes with folding, docs/plan.md "Symmetry").
+    SynthInfo si = synth_info(*plan, &t, {});
+    CHECK(si.through_nics);
+    CHECK(si.routed_gbps == doctest::Approx(31.5 / (p - 1)).epsilon(1e-6));
     auto back = from_json(to_json(*plan), "t.json");
     CHECK(back->info().channel_nics == info.channel_nics);
     SimOptions off = maxmin;

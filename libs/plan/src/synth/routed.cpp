@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "collkit/topo/routing.h"
+#include "nic_route.h"
 
 namespace collkit::plan::synth {
 
@@ -28,13 +29,9 @@ void append(std::string& key, const topo::VertexId* v, std::size_t n) {
 
 }  // namespace
 
-topo::Topology routed_links(const topo::Topology& t, int p) {
-  std::vector<topo::VertexId> ends = rank_vertices(t, p);
-  std::vector<char> used(t.num_links(), 0);
-  topo::Router router(t);
-  for (topo::VertexId a : ends)
-    for (const topo::Path& path : router.routes_to(a, ends))
-      for (const topo::Hop& h : path.hops) used[h.link] = 1;
+namespace {
+
+topo::Topology with_links(const topo::Topology& t, const std::vector<char>& used) {
   topo::Topology out;
   out.name = t.name;
   out.source = t.source;
@@ -43,6 +40,34 @@ topo::Topology routed_links(const topo::Topology& t, int p) {
     if (used[l]) out.add_link(t.link(static_cast<topo::LinkId>(l)));
   for (topo::VertexId v : t.rank_vertices()) out.add_rank(v);
   return out;
+}
+
+}  // namespace
+
+topo::Topology routed_links(const topo::Topology& t, int p) {
+  std::vector<topo::VertexId> ends = rank_vertices(t, p);
+  std::vector<char> used(t.num_links(), 0);
+  topo::Router router(t);
+  for (topo::VertexId a : ends)
+    for (const topo::Path& path : router.routes_to(a, ends))
+      for (const topo::Hop& h : path.hops) used[h.link] = 1;
+  return with_links(t, used);
+}
+
+topo::Topology routed_links(const topo::Topology& t, int p, const std::vector<int>& nics) {
+  std::vector<topo::VertexId> ends = rank_vertices(t, p);
+  std::vector<char> used(t.num_links(), 0);
+  topo::RouteCache cache(t);
+  sim::NicRoutes via(t, cache);
+  for (topo::VertexId a : ends)
+    for (topo::VertexId b : ends)
+      for (int nic : nics) {
+        if (a == b) continue;
+        topo::Path path = via.route(a, b, nic);
+        if (path.found)
+          for (const topo::Hop& h : path.hops) used[h.link] = 1;
+      }
+  return with_links(t, used);
 }
 
 RouteWalks::RouteWalks(const topo::Topology& t, int p) {

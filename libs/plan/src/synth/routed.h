@@ -17,6 +17,11 @@ namespace collkit::plan::synth {
 /// of the first p ranks' vertices.
 topo::Topology routed_links(const topo::Topology& t, int p);
 
+/// As routed_links, with the routes between hosts taken through each of the NICs `nics` in turn
+/// (a plan whose channels name their NIC, PlanInfo::channel_nics; sim::NicRoutes): the links some
+/// channel of such a plan may load. A pair with no route through one of them keeps the others'.
+topo::Topology routed_links(const topo::Topology& t, int p, const std::vector<int>& nics);
+
 /// The walks of the routes between every two of the first p ranks' vertices (topo::Router), and
 /// every contiguous part of them: splitting that joins only walks whose join is such a part
 /// (split.h) ends with arcs from rank vertex a to b that are exactly the route from a to b, so

@@ -41,6 +41,9 @@ struct SynthInfo {
   /// over the links sends are routed on (the best routed sends can do), and what the plan's k
   /// trees were packed at; with the time a phase takes at each.
   double optimal_gbps = 0, routed_gbps = 0, packed_gbps = 0;
+  /// Whether routed_gbps is over the routes through each NIC the plan's channels name
+  /// (PlanInfo::channel_nics) rather than the topology's own routes.
+  bool through_nics = false;
   double optimal_us = 0, routed_us = 0, packed_us = 0;
 };
 
