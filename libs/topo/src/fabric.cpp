@@ -207,11 +207,14 @@ void torus(Topology& t, const Spec& s, const std::vector<HostNics>& hosts) {
   if (product != hosts.size())
     throw InputError("fabric torus: dims=" + it->second + " holds " + std::to_string(product) + " hosts, the cluster has " +
                      std::to_string(hosts.size()));
-  // Each router splits the host's injection bandwidth evenly over its 2*ndims torus directions
-  // unless link_gbps says otherwise: injection and torus bandwidth then balance.
+  // Each router splits the host's injection bandwidth evenly over the torus ports it wires (two a
+  // dimension, its + and - neighbours; none in a dimension of 1) unless link_gbps says otherwise:
+  // injection and torus bandwidth then balance.
+  int ports = 0;
+  for (int d : dims) ports += d > 1 ? 2 : 0;
   double inject = 0;
   for (VertexId n : hosts.front().nics) inject += t.vertex(n).port_gbps;
-  double link_gbps = param_real(s, "link_gbps", inject / (2.0 * static_cast<double>(dims.size())), 0.0);
+  double link_gbps = param_real(s, "link_gbps", inject / static_cast<double>(std::max(ports, 1)), 0.0);
   if (!(link_gbps > 0)) throw InputError("fabric torus: link_gbps must be > 0");
   LinkType type = fabric_link_type(t, hosts.front().nics.front());
 
@@ -237,16 +240,20 @@ void torus(Topology& t, const Spec& s, const std::vector<HostNics>& hosts) {
     auto c = coord(h);
     for (std::size_t d = 0; d < dims.size(); ++d) {
       if (dims[d] == 1) continue;
-      // The +1 neighbour only, so each ring edge is made once; a ring of 2 has a single edge.
+      // The +1 neighbour only, so each ring edge is made once. In a ring of 2 the + and - ports
+      // of both reach the same neighbour: one edge carrying both, at twice the rate.
       if (dims[d] == 2 && c[d] == 1) continue;
       auto n = c;
       n[d] = (c[d] + 1) % dims[d];
-      t.add_link({routers[h], routers[index(n)], type, link_gbps, hw::kSwitchLatencyUs, 1});
+      double bw = dims[d] == 2 ? 2 * link_gbps : link_gbps;
+      t.add_link({routers[h], routers[index(n)], type, bw, hw::kSwitchLatencyUs, 1});
     }
   }
   std::string shape;
   for (int d : dims) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-  t.notes.push_back("fabric torus " + shape + ": one router per host, " + fmt_num(link_gbps) + " GB/s per torus link and direction");
+  bool pairs = std::find(dims.begin(), dims.end(), 2) != dims.end();
+  t.notes.push_back("fabric torus " + shape + ": one router per host, " + fmt_num(link_gbps) + " GB/s per torus link and direction" +
+                    (pairs ? " (twice that between the two hosts of a dimension of 2, joined by both ports)" : ""));
 }
 
 }  // namespace

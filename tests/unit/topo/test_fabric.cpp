@@ -102,8 +102,16 @@ TEST_CASE("torus: one router per host, wrap-around links") {
   CHECK(p.bottleneck_gbps == doctest::Approx(25));
   Topology two = mini_cluster(4, "torus:dims=2x2,link_gbps=40");
   CHECK(two.count(LinkType::InfiniBand) == 8 + 4);
+  // In a ring of 2 the + and - ports reach the same neighbour: one edge of both ports' rate.
+  CHECK(Router(two).route(two.at("fabric/router0"), two.at("fabric/router1")).bottleneck_gbps == doctest::Approx(80));
   Topology cube = mini_cluster(8, "torus:dims=2x2x2");
   CHECK(cube.count(LinkType::InfiniBand) == 16 + 12);
+  // Default: 100 GB/s of NICs over 6 ports, two a neighbour.
+  CHECK(Router(cube).route(cube.at("fabric/router0"), cube.at("fabric/router1")).bottleneck_gbps == doctest::Approx(100.0 / 3));
+  // A dimension of 1 wires no port: 4x1 splits the NICs over the 2 ports of its ring of 4.
+  Topology line = mini_cluster(4, "torus:dims=4x1");
+  CHECK(line.count(LinkType::InfiniBand) == 8 + 4);
+  CHECK(Router(line).route(line.at("fabric/router0"), line.at("fabric/router1")).bottleneck_gbps == doctest::Approx(50));
 }
 
 TEST_CASE("fabric specs are checked") {
