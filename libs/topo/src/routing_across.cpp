@@ -147,15 +147,24 @@ bool AcrossHosts::relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link)
 // Completes the search inside host h (h = -1: the fabric, what the tables give when they do not
 // pay) from the labels already seeded in l (widest: l.best), never leaving it.
 void AcrossHosts::search(int h, Local& l, bool widest, double level) const {
+  // The heaps are std::priority_queue's own push_heap / pop_heap on reused vectors: the same
+  // order of visits, without two allocations per search.
   const std::vector<VertexId>& m = h < 0 ? f_.fabric : f_.members[static_cast<std::size_t>(h)];
-  std::vector<char> done(m.size(), 0);
+  std::vector<char>& done = done_;
+  done.assign(m.size(), 0);
   if (widest) {
-    std::priority_queue<Widest> heap;
+    std::vector<Widest>& heap = widest_heap_;
+    heap.clear();
+    auto push = [&](Widest x) {
+      heap.push_back(x);
+      std::push_heap(heap.begin(), heap.end());
+    };
     for (VertexId v : m)
-      if (l.best[f_.pos[v]] > 0) heap.push({l.best[f_.pos[v]], v});
+      if (l.best[f_.pos[v]] > 0) push({l.best[f_.pos[v]], v});
     while (!heap.empty()) {
-      auto [bw, u] = heap.top();
-      heap.pop();
+      auto [bw, u] = heap.front();
+      std::pop_heap(heap.begin(), heap.end());
+      heap.pop_back();
       if (done[f_.pos[u]]) continue;
       done[f_.pos[u]] = 1;
       if (!may_leave(u)) continue;
@@ -164,25 +173,31 @@ void AcrossHosts::search(int h, Local& l, bool widest, double level) const {
         double nb = std::min(bw, t_.link(a.link).bw_gbps);
         if (nb > l.best[f_.pos[a.peer]]) {
           l.best[f_.pos[a.peer]] = nb;
-          heap.push({nb, a.peer});
+          push({nb, a.peer});
         }
       }
     }
     return;
   }
-  ShortestQueue heap;
+  std::vector<LabelItem>& heap = shortest_heap_;
+  heap.clear();
+  auto push = [&](LabelItem x) {
+    heap.push_back(x);
+    std::push_heap(heap.begin(), heap.end(), Later{});
+  };
   for (VertexId v : m)
-    if (l.label[f_.pos[v]].reached()) heap.push({l.label[f_.pos[v]], v});
+    if (l.label[f_.pos[v]].reached()) push({l.label[f_.pos[v]], v});
   while (!heap.empty()) {
-    VertexId u = heap.top().second;
-    heap.pop();
+    VertexId u = heap.front().second;
+    std::pop_heap(heap.begin(), heap.end(), Later{});
+    heap.pop_back();
     if (done[f_.pos[u]]) continue;
     done[f_.pos[u]] = 1;
     if (!may_leave(u)) continue;
     for (const Adjacent& a : t_.adjacent(u)) {
       const Link& l2 = t_.link(a.link);
       if (f_.host[a.peer] != h || done[f_.pos[a.peer]] || !at_least(l2.bw_gbps, level)) continue;
-      if (relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link)) heap.push({l.label[f_.pos[a.peer]], a.peer});
+      if (relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link)) push({l.label[f_.pos[a.peer]], a.peer});
     }
   }
 }
@@ -239,11 +254,9 @@ double AcrossHosts::bottleneck(VertexId dst) {
 }
 
 const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set) {
-  if (far_w_.empty()) far_w_.resize(f_.members.size());
-  auto& cached = far_w_[static_cast<std::size_t>(h)];
-  for (const auto& [s, l] : cached)
-    if (s == set) return l;
-  Local l;
+  auto [it, fresh] = far_w_.try_emplace(far_key(h, set));
+  Local& l = it->second;
+  if (!fresh) return l;
   const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
   l.best.assign(m.size(), 0.0);
   for (VertexId y : m) {
@@ -255,8 +268,7 @@ const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set) {
     }
   }
   search(h, l, true, 0);
-  cached.emplace_back(set, std::move(l));
-  return cached.back().second;
+  return l;
 }
 
 AcrossHosts::Level& AcrossHosts::level(double level) {
@@ -308,11 +320,9 @@ AcrossHosts::Level& AcrossHosts::level(double level) {
 }
 
 const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set) {
-  if (lv.far.empty()) lv.far.resize(f_.members.size());
-  auto& cached = lv.far[static_cast<std::size_t>(h)];
-  for (const auto& [s, l] : cached)
-    if (s == set) return l;
-  Local l;
+  auto [it, fresh] = lv.far.try_emplace(far_key(h, set));
+  Local& l = it->second;
+  if (!fresh) return l;
   const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
   l.label.assign(m.size(), Label{});
   l.parent.assign(m.size(), 0);
@@ -327,8 +337,7 @@ const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set) {
     }
   }
   search(h, l, false, lv.level);
-  cached.emplace_back(set, std::move(l));
-  return cached.back().second;
+  return l;
 }
 
 Path AcrossHosts::path(VertexId dst, double lvl) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -138,7 +139,7 @@ class AcrossHosts {
   struct Level {
     double level;
     Local home, fabric;
-    std::vector<std::vector<std::pair<int, Local>>> far;  // per far host: per entry set
+    std::unordered_map<std::uint64_t, Local> far;  // per (far host, entry set): far_key()
     // Per fabric vertex (by position), its equal-cost predecessors, sorted, once path() has
     // needed them: the same for every destination, and a spine has a port per leaf to scan.
     std::vector<std::vector<std::pair<LinkId, VertexId>>> tied;
@@ -166,7 +167,16 @@ class AcrossHosts {
   bool use_tables_;
   bool widest_done_ = false;
   Local home_w_, fabric_w_;
-  std::vector<std::vector<std::pair<int, Local>>> far_w_;  // per far host: per entry set
+  // Per (far host, entry set), far_key(): a source reaches a few hosts of thousands, so a map
+  // rather than a slot per host (clearing and freeing those took a tenth of its routes).
+  std::unordered_map<std::uint64_t, Local> far_w_;
+  static std::uint64_t far_key(int h, int set) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(h)) << 32) | static_cast<std::uint32_t>(set);
+  }
+  // Scratch of search(), reused: it runs a few times per destination host.
+  mutable std::vector<char> done_;
+  mutable std::vector<std::pair<double, VertexId>> widest_heap_;
+  mutable std::vector<LabelItem> shortest_heap_;
   std::vector<Level> levels_;
 };
 
