@@ -492,9 +492,11 @@ std::vector<const Path*> RouteCache::routes_to(VertexId src, const std::vector<V
     std::sort(missing.begin(), missing.end());
     missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
     std::vector<Path> found = router_.routes_to(src, missing);
-    for (std::size_t i = 0; i < missing.size(); ++i) paths_.emplace(key(src, missing[i]), std::move(found[i]));
+    std::vector<const Path*> kept(missing.size());
+    for (std::size_t i = 0; i < missing.size(); ++i) kept[i] = &paths_.emplace(key(src, missing[i]), std::move(found[i])).first->second;
+    // missing is sorted: each destination searched now finds its route there, not by a second lookup.
     for (std::size_t i = 0; i < dsts.size(); ++i)
-      if (!out[i]) out[i] = &paths_.at(key(src, dsts[i]));
+      if (!out[i]) out[i] = kept[static_cast<std::size_t>(std::lower_bound(missing.begin(), missing.end(), dsts[i]) - missing.begin())];
   }
   return out;
 }

@@ -114,6 +114,36 @@ TEST_CASE("a route cache returns the router's routes and searches each pair once
   CHECK(checked == 3 * dsts.size());
 }
 
+TEST_CASE("a route cache answers destinations out of order, repeated and partly kept") {
+  Topology t = mini_cluster(4, "fat-tree:rails=2,leaf_radix=4");
+  Router r(t);
+  RouteCache cache(t);
+  VertexId src = t.at("n1/gpu0");
+  // Every third vertex kept first; then all of them, backwards, each asked twice.
+  std::vector<VertexId> some, all;
+  for (VertexId v = 0; v < t.num_vertices(); v += 3) some.push_back(v);
+  cache.routes_to(src, some);
+  for (VertexId v = static_cast<VertexId>(t.num_vertices()); v-- > 0;) {
+    all.push_back(v);
+    all.push_back(v);
+  }
+  auto got = cache.routes_to(src, all);
+  REQUIRE(got.size() == all.size());
+  std::size_t checked = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    Path one = r.route(src, all[i]);
+    CAPTURE(t.vertex(all[i]).id);
+    REQUIRE(got[i] != nullptr);
+    CHECK(got[i]->dst == all[i]);
+    CHECK(got[i]->found == one.found);
+    CHECK(got[i]->vertices(t) == one.vertices(t));
+    if (i % 2 == 1) CHECK(got[i] == got[i - 1]);
+    ++checked;
+  }
+  CHECK(checked == 2 * t.num_vertices());
+  CHECK(cache.size() == t.num_vertices());
+}
+
 TEST_CASE("equal-cost paths enumerate the spines of a fat-tree") {
   // 4 hosts x 2 NICs, leaves of radix 4 (2 down, 2 up): rail 0 has 2 leaves, so n0 -> n3 on
   // rail 0 climbs to one of the 2 spines.
