@@ -146,7 +146,7 @@ bool AcrossHosts::relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link)
 
 // Completes the search inside host h (h = -1: the fabric, what the tables give when they do not
 // pay) from the labels already seeded in l (widest: l.best), never leaving it.
-void AcrossHosts::search(int h, Local& l, bool widest, double level) const {
+bool AcrossHosts::search(int h, Local& l, bool widest, double level, VertexId stop) const {
   // The heaps are std::priority_queue's own push_heap / pop_heap on reused vectors: the same
   // order of visits, without two allocations per search.
   const std::vector<VertexId>& m = h < 0 ? f_.fabric : f_.members[static_cast<std::size_t>(h)];
@@ -167,6 +167,7 @@ void AcrossHosts::search(int h, Local& l, bool widest, double level) const {
       heap.pop_back();
       if (done[f_.pos[u]]) continue;
       done[f_.pos[u]] = 1;
+      if (u == stop) return false;
       if (!may_leave(u)) continue;
       for (const Adjacent& a : t_.adjacent(u)) {
         if (f_.host[a.peer] != h || done[f_.pos[a.peer]]) continue;
@@ -177,7 +178,7 @@ void AcrossHosts::search(int h, Local& l, bool widest, double level) const {
         }
       }
     }
-    return;
+    return true;
   }
   std::vector<LabelItem>& heap = shortest_heap_;
   heap.clear();
@@ -193,6 +194,7 @@ void AcrossHosts::search(int h, Local& l, bool widest, double level) const {
     heap.pop_back();
     if (done[f_.pos[u]]) continue;
     done[f_.pos[u]] = 1;
+    if (u == stop) return false;
     if (!may_leave(u)) continue;
     for (const Adjacent& a : t_.adjacent(u)) {
       const Link& l2 = t_.link(a.link);
@@ -200,6 +202,7 @@ void AcrossHosts::search(int h, Local& l, bool widest, double level) const {
       if (relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link)) push({l.label[f_.pos[a.peer]], a.peer});
     }
   }
+  return true;
 }
 
 // Completes a search of the fabric (fabric vertices only) from the labels
@@ -250,13 +253,14 @@ double AcrossHosts::bottleneck(VertexId dst) {
     }
   }
   if (f_.host[dst] < 0) return fabric_w_.best[f_.pos[dst]];
-  return far_widest(f_.host[dst], aff_.set[dst]).best[f_.pos[dst]];
+  return far_widest(f_.host[dst], aff_.set[dst], dst).best[f_.pos[dst]];
 }
 
-const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set) {
+const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set, VertexId dst) {
   auto [it, fresh] = far_w_.try_emplace(far_key(h, set));
   Local& l = it->second;
-  if (!fresh) return l;
+  if (!fresh && (l.complete || l.settled[f_.pos[dst]])) return l;
+  // A new one stops at dst; one stopped before dst is searched again, to the end.
   const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
   l.best.assign(m.size(), 0.0);
   for (VertexId y : m) {
@@ -267,7 +271,8 @@ const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set) {
       b = std::max(b, std::min(from_best(a.peer), t_.link(a.link).bw_gbps));
     }
   }
-  search(h, l, true, 0);
+  l.complete = search(h, l, true, 0, fresh ? dst : kNoStop);
+  if (!l.complete) l.settled = done_;
   return l;
 }
 
@@ -319,10 +324,11 @@ AcrossHosts::Level& AcrossHosts::level(double level) {
   return levels_.back();
 }
 
-const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set) {
+const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set, VertexId dst) {
   auto [it, fresh] = lv.far.try_emplace(far_key(h, set));
   Local& l = it->second;
-  if (!fresh) return l;
+  if (!fresh && (l.complete || l.settled[f_.pos[dst]])) return l;
+  // A new one stops at dst; one stopped before dst is searched again, to the end.
   const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
   l.label.assign(m.size(), Label{});
   l.parent.assign(m.size(), 0);
@@ -336,7 +342,8 @@ const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set) {
       if (lu.reached()) relax(l, y, plus(lu, link), a.peer, a.link);
     }
   }
-  search(h, l, false, lv.level);
+  l.complete = search(h, l, false, lv.level, fresh ? dst : kNoStop);
+  if (!l.complete) l.settled = done_;
   return l;
 }
 
@@ -345,11 +352,12 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
   Path p;
   p.src = src_;
   p.dst = dst;
+  p.hops.reserve(8);  // a route across a fat-tree: one allocation rather than four
   VertexId v = dst;
   std::uint32_t key = 0;
   if (f_.host[dst] >= 0) {
     int h = f_.host[dst];
-    const Local& far = far_shortest(lv, h, aff_.set[dst]);
+    const Local& far = far_shortest(lv, h, aff_.set[dst], dst);
     if (!far.label[f_.pos[dst]].reached()) return p;
     LinkId entry = 0;
     while (f_.host[v] == h) {
@@ -365,25 +373,28 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
   // Back through the fabric: among the predecessors whose label plus the link
   // ties v's (the equal-cost choices), the one the destination's key picks at
   // this depth.
-  if (lv.tied_known.empty()) {
-    lv.tied.resize(f_.fabric.size());
-    lv.tied_known.assign(f_.fabric.size(), 0);
+  if (lv.tied_count.empty()) {
+    lv.tied_first.assign(f_.fabric.size(), 0);
+    lv.tied_count.assign(f_.fabric.size(), Level::kUnknown);
   }
   for (std::uint32_t depth = 0; f_.host[v] < 0 && v != src_; ++depth) {
-    std::vector<std::pair<LinkId, VertexId>>& tied = lv.tied[f_.pos[v]];
-    if (!lv.tied_known[f_.pos[v]]) {
-      lv.tied_known[f_.pos[v]] = 1;
-      const Label& want = lv.fabric.label[f_.pos[v]];
+    std::uint32_t pv = f_.pos[v];
+    if (lv.tied_count[pv] == Level::kUnknown) {
+      auto first = static_cast<std::uint32_t>(lv.tied_pool.size());
+      const Label& want = lv.fabric.label[pv];
       for (const Adjacent& a : t_.adjacent(v)) {
         const Link& l = t_.link(a.link);
         if (!at_least(l.bw_gbps, lvl)) continue;
         Label lu = from_label(lv, a.peer);
-        if (lu.reached() && ties(plus(lu, l), want)) tied.emplace_back(a.link, a.peer);
+        if (lu.reached() && ties(plus(lu, l), want)) lv.tied_pool.emplace_back(a.link, a.peer);
       }
-      std::sort(tied.begin(), tied.end());
+      std::sort(lv.tied_pool.begin() + first, lv.tied_pool.end());
+      lv.tied_first[pv] = first;
+      lv.tied_count[pv] = static_cast<std::uint32_t>(lv.tied_pool.size()) - first;
     }
-    if (tied.empty()) throw Error("routing: no predecessor of " + t_.vertex(v).id + " ties its label (internal error)");
-    auto [link, u] = tied[(key + depth) % tied.size()];
+    std::uint32_t count = lv.tied_count[pv];
+    if (count == 0) throw Error("routing: no predecessor of " + t_.vertex(v).id + " ties its label (internal error)");
+    auto [link, u] = lv.tied_pool[lv.tied_first[pv] + (key + depth) % count];
     p.hops.push_back(hop_from(t_, link, u));
     v = u;
   }
