@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "collkit/topo/routing.h"
@@ -112,6 +113,37 @@ TEST_CASE("a route cache returns the router's routes and searches each pair once
     }
   }
   CHECK(checked == 3 * dsts.size());
+}
+
+TEST_CASE("routes to many vertices of one far host are those found one at a time, hop for hop") {
+  // A far host's search stops at the first destination asked for; the others of that host (and
+  // entry set) are found final, or searched again to the end: the same routes either way.
+  Topology t = mini_cluster(4, "fat-tree:rails=2,leaf_radix=4");
+  std::vector<VertexId> gpus;
+  for (VertexId v = 0; v < t.num_vertices(); ++v)
+    if (t.vertex(v).kind == VertexKind::Gpu) gpus.push_back(v);
+  REQUIRE(gpus.size() >= 8);
+  std::size_t checked = 0;
+  for (bool backwards : {false, true}) {
+    Router batch(t);
+    for (VertexId src : gpus) {
+      std::vector<VertexId> dsts(t.num_vertices());
+      for (VertexId v = 0; v < t.num_vertices(); ++v) dsts[v] = v;  // GPUs, NICs, switches, CPUs
+      if (backwards) std::reverse(dsts.begin(), dsts.end());
+      std::vector<Path> all = batch.routes_to(src, dsts);
+      REQUIRE(all.size() == dsts.size());
+      for (std::size_t i = 0; i < dsts.size(); ++i) {
+        Path one = Router(t).route(src, dsts[i]);
+        CAPTURE(t.vertex(src).id);
+        CAPTURE(t.vertex(dsts[i]).id);
+        CHECK(all[i].found == one.found);
+        CHECK(all[i].vertices(t) == one.vertices(t));
+        CHECK(all[i].latency_us == one.latency_us);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked == 2 * gpus.size() * t.num_vertices());
 }
 
 TEST_CASE("a route cache answers destinations out of order, repeated and partly kept") {
