@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <map>
 #include <string_view>
-#include <unordered_map>
 
 namespace collkit::plan::detail {
 
@@ -50,26 +49,65 @@ struct LinkKey {
   std::uint64_t bw;
   bool operator==(const LinkKey&) const = default;
 };
-struct LinkHash {
-  std::size_t operator()(const LinkKey& k) const {
-    return std::hash<std::uint64_t>()((std::uint64_t{k.a} << 32 | k.b) * 0x9e3779b97f4a7c15ull ^ k.bw);
-  }
-};
 LinkKey key(VertexId a, VertexId b, double bw) { return {std::min(a, b), std::max(a, b), bits(bw)}; }
+
+// How many links each LinkKey has, by open addressing: built once per bound over every link
+// (100 k at 16384 GPUs, where a node-based map's allocations and teardown cost more than the
+// swaps checked against it).
+class LinkCounts {
+ public:
+  explicit LinkCounts(const Topology& t) {
+    std::size_t cap = 64;
+    while (cap < 2 * t.num_links()) cap *= 2;
+    keys_.resize(cap);
+    counts_.assign(cap, 0);
+    for (const topo::Link& l : t.links()) {
+      std::size_t i = slot(key(l.a, l.b, l.bw_gbps));
+      keys_[i] = key(l.a, l.b, l.bw_gbps);
+      ++counts_[i];
+    }
+  }
+  /// Links with this key (0: none).
+  int count(const LinkKey& k) const { return counts_[slot(k)]; }
+
+ private:
+  std::size_t slot(const LinkKey& k) const {
+    std::size_t mask = keys_.size() - 1;
+    auto i =
+        static_cast<std::size_t>(((std::uint64_t{k.a} << 32 | k.b) * 0x9e3779b97f4a7c15ull ^ k.bw) * 0xbf58476d1ce4e5b9ull >> 20) & mask;
+    while (counts_[i] != 0 && !(keys_[i] == k)) i = (i + 1) & mask;
+    return i;
+  }
+  std::vector<LinkKey> keys_;
+  std::vector<int> counts_;  // 0: a free slot
+};
 
 // Whether swapping twin groups `x` and `y` (hosts in order, vertices by position, outside
 // neighbours by the matching link) is an automorphism that keeps kinds and weights.
-bool swap_is_automorphism(const Topology& t, const std::vector<double>& w, const std::vector<Host>& hosts,
-                          const std::vector<int>& x, const std::vector<int>& y,
-                          const std::unordered_map<LinkKey, int, LinkHash>& links) {
+// `host_of`: each vertex's host number (-1: none); `sigma`: scratch of every vertex's image,
+// kNoImage throughout (and left so).
+constexpr VertexId kNoImage = ~VertexId{0};
+
+bool swap_is_automorphism(const Topology& t, const std::vector<double>& w, const std::vector<Host>& hosts, const std::vector<int>& x,
+                          const std::vector<int>& y, const LinkCounts& links, const std::vector<int>& host_of,
+                          std::vector<VertexId>& sigma) {
   if (x.size() != y.size()) return false;
-  std::unordered_map<VertexId, VertexId> sigma;
+  std::vector<VertexId> touched;  // the vertices sigma maps, to reset it
+  struct Reset {
+    std::vector<VertexId>& sigma;
+    std::vector<VertexId>& touched;
+    ~Reset() {
+      for (VertexId v : touched) sigma[v] = kNoImage;
+    }
+  } reset{sigma, touched};
   auto pair_up = [&](VertexId a, VertexId b) {
-    if (a == b) return !sigma.count(a) || sigma[a] == a;
-    auto ia = sigma.find(a), ib = sigma.find(b);
-    if (ia != sigma.end() || ib != sigma.end()) return ia != sigma.end() && ib != sigma.end() && ia->second == b && ib->second == a;
+    if (a == b) return sigma[a] == kNoImage || sigma[a] == a;
+    VertexId ia = sigma[a], ib = sigma[b];
+    if (ia != kNoImage || ib != kNoImage) return ia != kNoImage && ib != kNoImage && ia == b && ib == a;
     sigma[a] = b;
     sigma[b] = a;
+    touched.push_back(a);
+    touched.push_back(b);
     return true;
   };
   std::vector<std::pair<std::uint64_t, VertexId>> out_a, out_b;
@@ -84,9 +122,9 @@ bool swap_is_automorphism(const Topology& t, const std::vector<double>& w, const
       out_a.clear();
       out_b.clear();
       for (const topo::Adjacent& a : t.adjacent(va))
-        if (t.vertex(a.peer).host != ha.name) out_a.push_back({bits(t.link(a.link).bw_gbps), a.peer});
+        if (host_of[a.peer] != x[i]) out_a.push_back({bits(t.link(a.link).bw_gbps), a.peer});
       for (const topo::Adjacent& a : t.adjacent(vb))
-        if (t.vertex(a.peer).host != hb.name) out_b.push_back({bits(t.link(a.link).bw_gbps), a.peer});
+        if (host_of[a.peer] != y[i]) out_b.push_back({bits(t.link(a.link).bw_gbps), a.peer});
       if (out_a.size() != out_b.size()) return false;
       std::stable_sort(out_a.begin(), out_a.end(), [](auto& p, auto& q) { return p.first < q.first; });
       std::stable_sort(out_b.begin(), out_b.end(), [](auto& p, auto& q) { return p.first < q.first; });
@@ -94,16 +132,14 @@ bool swap_is_automorphism(const Topology& t, const std::vector<double>& w, const
         if (out_a[j].first != out_b[j].first || !pair_up(out_a[j].second, out_b[j].second)) return false;
     }
   }
-  auto image = [&](VertexId v) {
-    auto it = sigma.find(v);
-    return it == sigma.end() ? v : it->second;
-  };
-  for (const auto& [v, u] : sigma) {
+  auto image = [&](VertexId v) { return sigma[v] == kNoImage ? v : sigma[v]; };
+  for (VertexId v : touched) {
+    VertexId u = sigma[v];
     if (t.vertex(v).kind != t.vertex(u).kind || w[v] != w[u]) return false;
     for (const topo::Adjacent& a : t.adjacent(v)) {
       double bw = t.link(a.link).bw_gbps;
-      auto here = links.find(key(v, a.peer, bw)), there = links.find(key(u, image(a.peer), bw));
-      if (there == links.end() || there->second != here->second) return false;
+      // The image link must exist as often (count 0: not at all).
+      if (links.count(key(u, image(a.peer), bw)) != links.count(key(v, a.peer, bw))) return false;
     }
   }
   return true;
@@ -145,8 +181,11 @@ std::vector<char> mirrored_hosts(const Topology& t, const std::vector<double>& w
   // Groups of one shape (outside neighbours named by kind only): a group mirrored onto an
   // earlier unmarked group of its shape by a checked swap is skipped whole.
   if (groups.size() < 2) return marked;
-  std::unordered_map<LinkKey, int, LinkHash> links;
-  for (const topo::Link& l : t.links()) ++links[key(l.a, l.b, l.bw_gbps)];
+  LinkCounts links(t);
+  std::vector<int> host_of(n, -1);
+  for (std::size_t h = 0; h < hosts.size(); ++h)
+    for (VertexId v : hosts[h].vertices) host_of[v] = static_cast<int>(h);
+  std::vector<VertexId> sigma(n, kNoImage);
   std::map<std::vector<std::uint64_t>, std::vector<std::size_t>> by_shape;  // shape -> unmarked groups
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const Host& first = hosts[static_cast<std::size_t>(groups[g].front())];
@@ -158,7 +197,7 @@ std::vector<char> mirrored_hosts(const Topology& t, const std::vector<double>& w
     // them all is quadratic in hosts for nothing. Skipping is optional, so the bound stays exact.
     bool mirrored = false;
     for (std::size_t i = 0; i < std::min(kept.size(), kMirrorTries) && !mirrored; ++i)
-      mirrored = swap_is_automorphism(t, w, hosts, groups[kept[i]], groups[g], links);
+      mirrored = swap_is_automorphism(t, w, hosts, groups[kept[i]], groups[g], links, host_of, sigma);
     if (mirrored)
       for (int h : groups[g]) mark(h);
     else

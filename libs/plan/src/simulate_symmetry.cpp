@@ -107,6 +107,43 @@ class PairIndex {
   int shift_ = 64;
 };
 
+// Rank pairs (sender, receiver code) seen, by sender: a short list scanned while it is short (a
+// rank talks to a few peers; hashing every pair of the closure below missed the cache once per
+// pair, 300 k pairs per plan at 16k ranks), a PairIndex for a sender past that.
+class PairSet {
+ public:
+  explicit PairSet(int p) : by_sender_(static_cast<std::size_t>(p)) {}
+  // Adds (a, b) unless there; true when it was added.
+  bool insert(int a, int b) {
+    std::vector<int>& v = by_sender_[static_cast<std::size_t>(a)];
+    if (v.size() < kShort) {
+      if (std::find(v.begin(), v.end(), b) != v.end()) return false;
+      v.push_back(b);
+      if (v.size() == kShort)
+        for (int x : v) many_.emplace(PairIndex::key(a, x), 0);
+      return true;
+    }
+    if (!many_.emplace(PairIndex::key(a, b), 0)) return false;
+    v.push_back(b);
+    return true;
+  }
+  // Every pair, ascending (as std::sort orders pairs).
+  std::vector<std::pair<int, int>> sorted() {
+    std::vector<std::pair<int, int>> out;
+    for (std::size_t a = 0; a < by_sender_.size(); ++a) {
+      std::vector<int>& v = by_sender_[a];
+      std::sort(v.begin(), v.end());
+      for (int b : v) out.emplace_back(static_cast<int>(a), b);
+    }
+    return out;
+  }
+
+ private:
+  static constexpr std::size_t kShort = 32;
+  std::vector<std::vector<int>> by_sender_;
+  PairIndex many_;
+};
+
 // The resources of a transfer, as the simulator names them (simulate.cpp): the link directions of
 // its route, or a vertex's local copies (2 * links + vertex) between ranks on one vertex.
 template <class F>
@@ -318,7 +355,7 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
     if (find(t) == t) rep_rank[t / static_cast<std::uint32_t>(nch)] = 1;
   std::vector<std::pair<int, int>> pairs;
   {
-    PairIndex seen;
+    PairSet seen(p);
     std::vector<std::pair<int, int>> frontier;
     for (int r = 0; r < p; ++r) {
       if (!rep_rank[up(r)]) continue;
@@ -329,20 +366,20 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
           continue;
         if (op.peer < 0 || op.peer >= p) return std::nullopt;
         int to = with_nic(op.peer, channel_nic(info, op.channel));
-        if (seen.emplace(PairIndex::key(r, to), 0)) frontier.emplace_back(r, to);
+        if (seen.insert(r, to)) frontier.emplace_back(r, to);
       }
     }
+    // The closure under the generators: every pair seen is a pair of the plan's orbits.
     while (!frontier.empty()) {
       auto [a, b] = frontier.back();
       frontier.pop_back();
-      pairs.emplace_back(a, b);
       for (const Gen& g : gens) {
         int ga = g.rank[up(a)], gb = with_nic(g.rank[up(receiver_of(b))], nic_of(b));
-        if (seen.emplace(PairIndex::key(ga, gb), 0)) frontier.emplace_back(ga, gb);
+        if (seen.insert(ga, gb)) frontier.emplace_back(ga, gb);
       }
     }
+    pairs = seen.sorted();
   }
-  std::sort(pairs.begin(), pairs.end());
   if (shared && !shared->serves(cache)) throw std::logic_error("fold: a fold cache for other routes");
   FoldCache::Impl::Entry* entry = nullptr;
   std::optional<Routes> own;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <queue>
+#include <string_view>
 
 #include "collkit/topo/routing.h"
 
@@ -14,38 +15,71 @@ namespace {
 constexpr double kRelTol = 1e-9;  // as routing's: bandwidths this close are equal
 bool at_least(double bw, double threshold) { return bw >= threshold * (1 - kRelTol); }
 
+// Per-vertex state of nearest(), reset after each call through `touched`: 20 k GPUs and CPUs
+// each search their own host, and maps of the vertices seen cost more than the searches.
+struct NearScratch {
+  explicit NearScratch(std::size_t n) : best(n, 0.0), seen(n, 0), done(n, 0), hops(n, -1) {}
+  std::vector<double> best;  // valid where seen
+  std::vector<char> seen, done;
+  std::vector<int> hops;  // -1: not reached by the hop search
+  std::vector<VertexId> touched;
+  void touch(VertexId v) {
+    if (!seen[v] && hops[v] < 0 && !done[v]) touched.push_back(v);
+  }
+  void reset() {
+    for (VertexId v : touched) {
+      best[v] = 0.0;
+      seen[v] = done[v] = 0;
+      hops[v] = -1;
+    }
+    touched.clear();
+  }
+};
+
 // The nearest of `nics` to v inside v's host: widest bottleneck first, then
-// fewest hops; GPUs other than v do not forward (routing.h's rules).
-std::vector<VertexId> nearest(const Topology& t, VertexId v, const std::vector<char>& is_nic) {
-  const std::string& host = t.vertex(v).host;
-  auto inside = [&](VertexId w) { return t.vertex(w).host == host; };
+// fewest hops; GPUs other than v do not forward (routing.h's rules). `host_of`: a
+// dense number per host (-1: none).
+std::vector<VertexId> nearest(const Topology& t, VertexId v, const std::vector<char>& is_nic, const std::vector<int>& host_of,
+                              NearScratch& s) {
+  int host = host_of[v];
+  auto inside = [&](VertexId w) { return host_of[w] == host; };
   auto may_leave = [&](VertexId u) { return u == v || forwards(t.vertex(u).kind); };
-  std::map<VertexId, double> best{{v, std::numeric_limits<double>::infinity()}};
+  std::vector<VertexId> reached;  // the vertices given a bandwidth, v first
+  auto set_best = [&](VertexId w, double bw) {
+    s.touch(w);
+    if (!s.seen[w]) reached.push_back(w);
+    s.seen[w] = 1;
+    s.best[w] = bw;
+  };
+  set_best(v, std::numeric_limits<double>::infinity());
   std::priority_queue<std::pair<double, VertexId>> heap;
-  heap.push({best[v], v});
-  std::map<VertexId, char> done;
+  heap.push({s.best[v], v});
   while (!heap.empty()) {
     auto [bw, u] = heap.top();
     heap.pop();
-    if (done[u]) continue;
-    done[u] = 1;
+    if (s.done[u]) continue;
+    s.touch(u);
+    s.done[u] = 1;
     if (!may_leave(u) || (u != v && is_nic[u])) continue;  // a NIC ends a route to the NICs
     for (const Adjacent& a : t.adjacent(u)) {
       if (!inside(a.peer)) continue;
       double nb = std::min(bw, t.link(a.link).bw_gbps);
-      auto it = best.find(a.peer);
-      if (it == best.end() || nb > it->second) {
-        best[a.peer] = nb;
+      if (!s.seen[a.peer] || nb > s.best[a.peer]) {
+        set_best(a.peer, nb);
         heap.push({nb, a.peer});
       }
     }
   }
   double widest = 0;
-  for (auto& [w, bw] : best)
-    if (w != v && is_nic[w]) widest = std::max(widest, bw);
-  if (!(widest > 0)) return {};
+  for (VertexId w : reached)
+    if (w != v && is_nic[w]) widest = std::max(widest, s.best[w]);
+  if (!(widest > 0)) {
+    s.reset();
+    return {};
+  }
   // Fewest hops over links at least that wide.
-  std::map<VertexId, int> hops{{v, 0}};
+  s.touch(v);
+  s.hops[v] = 0;
   std::vector<VertexId> layer{v};
   std::vector<VertexId> found;
   while (!layer.empty() && found.empty()) {
@@ -53,14 +87,16 @@ std::vector<VertexId> nearest(const Topology& t, VertexId v, const std::vector<c
     for (VertexId u : layer) {
       if (!may_leave(u) || (u != v && is_nic[u])) continue;
       for (const Adjacent& a : t.adjacent(u)) {
-        if (!inside(a.peer) || hops.count(a.peer) || !at_least(t.link(a.link).bw_gbps, widest)) continue;
-        hops[a.peer] = hops[u] + 1;
+        if (!inside(a.peer) || s.hops[a.peer] >= 0 || !at_least(t.link(a.link).bw_gbps, widest)) continue;
+        s.touch(a.peer);
+        s.hops[a.peer] = s.hops[u] + 1;
         next.push_back(a.peer);
-        if (is_nic[a.peer] && at_least(best[a.peer], widest)) found.push_back(a.peer);
+        if (is_nic[a.peer] && at_least(s.seen[a.peer] ? s.best[a.peer] : 0.0, widest)) found.push_back(a.peer);
       }
     }
     layer = std::move(next);
   }
+  s.reset();
   std::sort(found.begin(), found.end(), [&](VertexId a, VertexId b) {
     int ia = t.vertex(a).index, ib = t.vertex(b).index;
     return ia != ib ? ia < ib : a < b;
@@ -91,10 +127,17 @@ NicAffinity nic_affinity(const Topology& t) {
   // Per host, the members of each group of vertices with the same nearest NICs,
   // in device order.
   std::map<std::pair<std::string, std::vector<VertexId>>, std::vector<VertexId>> groups;
+  std::vector<int> host_of(n, -1);
+  {
+    std::map<std::string_view, int> number;
+    for (VertexId v = 0; v < n; ++v)
+      if (!t.vertex(v).host.empty()) host_of[v] = number.emplace(t.vertex(v).host, static_cast<int>(number.size())).first->second;
+  }
+  NearScratch scratch(n);
   for (VertexId v = 0; v < n; ++v) {
     const Vertex& x = t.vertex(v);
     if ((x.kind != VertexKind::Gpu && x.kind != VertexKind::Cpu) || x.host.empty()) continue;
-    std::vector<VertexId> near = nearest(t, v, is_nic);
+    std::vector<VertexId> near = nearest(t, v, is_nic, host_of, scratch);
     if (!near.empty()) groups[{x.host, std::move(near)}].push_back(v);
   }
   std::map<std::vector<VertexId>, int> ids;

@@ -5,6 +5,8 @@
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <limits>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "collkit/core/error.h"
@@ -13,16 +15,22 @@ namespace collkit::topo {
 
 std::vector<HostGroup> ranks_by_host(const Topology& t) {
   std::vector<HostGroup> out;
-  std::map<std::string, std::size_t, std::less<>> at;
-  for (const auto& h : t.hosts()) {
-    at[h] = out.size();
+  // Hashed by views of strings that stay put (the host names below, the topology's own) rather
+  // than an ordered map of copies: hier and the ring layouts ask for this per plan, 16384 ranks
+  // looked up among 2048 names each time.
+  const std::vector<std::string> names = t.hosts();
+  std::unordered_map<std::string_view, std::size_t> at;
+  at.reserve(names.size());
+  for (const std::string& h : names) {
+    at.emplace(h, out.size());
     out.push_back({h, {}});
   }
   for (Rank r = 0; r < t.num_ranks(); ++r) {
-    auto it = at.find(t.host_of(r));
+    const std::string& h = t.host_of(r);
+    auto it = at.find(h);
     if (it == at.end()) {  // a rank on a fabric vertex: its own group
-      at[t.host_of(r)] = out.size();
-      out.push_back({t.host_of(r), {r}});
+      at.emplace(h, out.size());
+      out.push_back({h, {r}});
     } else {
       out[it->second].ranks.push_back(r);
     }

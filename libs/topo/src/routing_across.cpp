@@ -146,45 +146,63 @@ bool AcrossHosts::relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link)
 
 // Completes the search inside host h (h = -1: the fabric, what the tables give when they do not
 // pay) from the labels already seeded in l (widest: l.best), never leaving it.
-void AcrossHosts::search(int h, Local& l, bool widest, double level) const {
+bool AcrossHosts::search(int h, Local& l, bool widest, double level, VertexId stop) const {
+  // The heaps are std::priority_queue's own push_heap / pop_heap on reused vectors: the same
+  // order of visits, without two allocations per search.
   const std::vector<VertexId>& m = h < 0 ? f_.fabric : f_.members[static_cast<std::size_t>(h)];
-  std::vector<char> done(m.size(), 0);
+  std::vector<char>& done = done_;
+  done.assign(m.size(), 0);
   if (widest) {
-    std::priority_queue<Widest> heap;
+    std::vector<Widest>& heap = widest_heap_;
+    heap.clear();
+    auto push = [&](Widest x) {
+      heap.push_back(x);
+      std::push_heap(heap.begin(), heap.end());
+    };
     for (VertexId v : m)
-      if (l.best[f_.pos[v]] > 0) heap.push({l.best[f_.pos[v]], v});
+      if (l.best[f_.pos[v]] > 0) push({l.best[f_.pos[v]], v});
     while (!heap.empty()) {
-      auto [bw, u] = heap.top();
-      heap.pop();
+      auto [bw, u] = heap.front();
+      std::pop_heap(heap.begin(), heap.end());
+      heap.pop_back();
       if (done[f_.pos[u]]) continue;
       done[f_.pos[u]] = 1;
+      if (u == stop) return false;
       if (!may_leave(u)) continue;
       for (const Adjacent& a : t_.adjacent(u)) {
         if (f_.host[a.peer] != h || done[f_.pos[a.peer]]) continue;
         double nb = std::min(bw, t_.link(a.link).bw_gbps);
         if (nb > l.best[f_.pos[a.peer]]) {
           l.best[f_.pos[a.peer]] = nb;
-          heap.push({nb, a.peer});
+          push({nb, a.peer});
         }
       }
     }
-    return;
+    return true;
   }
-  ShortestQueue heap;
+  std::vector<LabelItem>& heap = shortest_heap_;
+  heap.clear();
+  auto push = [&](LabelItem x) {
+    heap.push_back(x);
+    std::push_heap(heap.begin(), heap.end(), Later{});
+  };
   for (VertexId v : m)
-    if (l.label[f_.pos[v]].reached()) heap.push({l.label[f_.pos[v]], v});
+    if (l.label[f_.pos[v]].reached()) push({l.label[f_.pos[v]], v});
   while (!heap.empty()) {
-    VertexId u = heap.top().second;
-    heap.pop();
+    VertexId u = heap.front().second;
+    std::pop_heap(heap.begin(), heap.end(), Later{});
+    heap.pop_back();
     if (done[f_.pos[u]]) continue;
     done[f_.pos[u]] = 1;
+    if (u == stop) return false;
     if (!may_leave(u)) continue;
     for (const Adjacent& a : t_.adjacent(u)) {
       const Link& l2 = t_.link(a.link);
       if (f_.host[a.peer] != h || done[f_.pos[a.peer]] || !at_least(l2.bw_gbps, level)) continue;
-      if (relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link)) heap.push({l.label[f_.pos[a.peer]], a.peer});
+      if (relax(l, a.peer, plus(l.label[f_.pos[u]], l2), u, a.link)) push({l.label[f_.pos[a.peer]], a.peer});
     }
   }
+  return true;
 }
 
 // Completes a search of the fabric (fabric vertices only) from the labels
@@ -235,15 +253,14 @@ double AcrossHosts::bottleneck(VertexId dst) {
     }
   }
   if (f_.host[dst] < 0) return fabric_w_.best[f_.pos[dst]];
-  return far_widest(f_.host[dst], aff_.set[dst]).best[f_.pos[dst]];
+  return far_widest(f_.host[dst], aff_.set[dst], dst).best[f_.pos[dst]];
 }
 
-const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set) {
-  if (far_w_.empty()) far_w_.resize(f_.members.size());
-  auto& cached = far_w_[static_cast<std::size_t>(h)];
-  for (const auto& [s, l] : cached)
-    if (s == set) return l;
-  Local l;
+const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set, VertexId dst) {
+  auto [it, fresh] = far_w_.try_emplace(far_key(h, set));
+  Local& l = it->second;
+  if (!fresh && (l.complete || l.settled[f_.pos[dst]])) return l;
+  // A new one stops at dst; one stopped before dst is searched again, to the end.
   const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
   l.best.assign(m.size(), 0.0);
   for (VertexId y : m) {
@@ -254,9 +271,9 @@ const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set) {
       b = std::max(b, std::min(from_best(a.peer), t_.link(a.link).bw_gbps));
     }
   }
-  search(h, l, true, 0);
-  cached.emplace_back(set, std::move(l));
-  return cached.back().second;
+  l.complete = search(h, l, true, 0, fresh ? dst : kNoStop);
+  if (!l.complete) l.settled = done_;
+  return l;
 }
 
 AcrossHosts::Level& AcrossHosts::level(double level) {
@@ -307,12 +324,11 @@ AcrossHosts::Level& AcrossHosts::level(double level) {
   return levels_.back();
 }
 
-const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set) {
-  if (lv.far.empty()) lv.far.resize(f_.members.size());
-  auto& cached = lv.far[static_cast<std::size_t>(h)];
-  for (const auto& [s, l] : cached)
-    if (s == set) return l;
-  Local l;
+const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set, VertexId dst) {
+  auto [it, fresh] = lv.far.try_emplace(far_key(h, set));
+  Local& l = it->second;
+  if (!fresh && (l.complete || l.settled[f_.pos[dst]])) return l;
+  // A new one stops at dst; one stopped before dst is searched again, to the end.
   const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
   l.label.assign(m.size(), Label{});
   l.parent.assign(m.size(), 0);
@@ -326,9 +342,9 @@ const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set) {
       if (lu.reached()) relax(l, y, plus(lu, link), a.peer, a.link);
     }
   }
-  search(h, l, false, lv.level);
-  cached.emplace_back(set, std::move(l));
-  return cached.back().second;
+  l.complete = search(h, l, false, lv.level, fresh ? dst : kNoStop);
+  if (!l.complete) l.settled = done_;
+  return l;
 }
 
 Path AcrossHosts::path(VertexId dst, double lvl) {
@@ -336,11 +352,12 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
   Path p;
   p.src = src_;
   p.dst = dst;
+  p.hops.reserve(8);  // a route across a fat-tree: one allocation rather than four
   VertexId v = dst;
   std::uint32_t key = 0;
   if (f_.host[dst] >= 0) {
     int h = f_.host[dst];
-    const Local& far = far_shortest(lv, h, aff_.set[dst]);
+    const Local& far = far_shortest(lv, h, aff_.set[dst], dst);
     if (!far.label[f_.pos[dst]].reached()) return p;
     LinkId entry = 0;
     while (f_.host[v] == h) {
@@ -356,25 +373,28 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
   // Back through the fabric: among the predecessors whose label plus the link
   // ties v's (the equal-cost choices), the one the destination's key picks at
   // this depth.
-  if (lv.tied_known.empty()) {
-    lv.tied.resize(f_.fabric.size());
-    lv.tied_known.assign(f_.fabric.size(), 0);
+  if (lv.tied_count.empty()) {
+    lv.tied_first.assign(f_.fabric.size(), 0);
+    lv.tied_count.assign(f_.fabric.size(), Level::kUnknown);
   }
   for (std::uint32_t depth = 0; f_.host[v] < 0 && v != src_; ++depth) {
-    std::vector<std::pair<LinkId, VertexId>>& tied = lv.tied[f_.pos[v]];
-    if (!lv.tied_known[f_.pos[v]]) {
-      lv.tied_known[f_.pos[v]] = 1;
-      const Label& want = lv.fabric.label[f_.pos[v]];
+    std::uint32_t pv = f_.pos[v];
+    if (lv.tied_count[pv] == Level::kUnknown) {
+      auto first = static_cast<std::uint32_t>(lv.tied_pool.size());
+      const Label& want = lv.fabric.label[pv];
       for (const Adjacent& a : t_.adjacent(v)) {
         const Link& l = t_.link(a.link);
         if (!at_least(l.bw_gbps, lvl)) continue;
         Label lu = from_label(lv, a.peer);
-        if (lu.reached() && ties(plus(lu, l), want)) tied.emplace_back(a.link, a.peer);
+        if (lu.reached() && ties(plus(lu, l), want)) lv.tied_pool.emplace_back(a.link, a.peer);
       }
-      std::sort(tied.begin(), tied.end());
+      std::sort(lv.tied_pool.begin() + first, lv.tied_pool.end());
+      lv.tied_first[pv] = first;
+      lv.tied_count[pv] = static_cast<std::uint32_t>(lv.tied_pool.size()) - first;
     }
-    if (tied.empty()) throw Error("routing: no predecessor of " + t_.vertex(v).id + " ties its label (internal error)");
-    auto [link, u] = tied[(key + depth) % tied.size()];
+    std::uint32_t count = lv.tied_count[pv];
+    if (count == 0) throw Error("routing: no predecessor of " + t_.vertex(v).id + " ties its label (internal error)");
+    auto [link, u] = lv.tied_pool[lv.tied_first[pv] + (key + depth) % count];
     p.hops.push_back(hop_from(t_, link, u));
     v = u;
   }

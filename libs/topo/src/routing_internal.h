@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -134,15 +135,25 @@ class AcrossHosts {
     std::vector<Label> label;
     std::vector<VertexId> parent;
     std::vector<LinkId> parent_link;
+    // A far host's search stops once the destination it was made for is settled (its label and
+    // parents are final then: the rest of the search never changes them). complete: it ran to
+    // the end; else only the vertices marked in `settled` are final.
+    bool complete = true;
+    std::vector<char> settled;
   };
+  static constexpr VertexId kNoStop = ~VertexId{0};
   struct Level {
     double level;
     Local home, fabric;
-    std::vector<std::vector<std::pair<int, Local>>> far;  // per far host: per entry set
+    std::unordered_map<std::uint64_t, Local> far;  // per (far host, entry set): far_key()
     // Per fabric vertex (by position), its equal-cost predecessors, sorted, once path() has
     // needed them: the same for every destination, and a spine has a port per leaf to scan.
-    std::vector<std::vector<std::pair<LinkId, VertexId>>> tied;
-    std::vector<char> tied_known;
+    // Flat: fabric vertex (by position) -> [tied_first, tied_first + tied_count) of tied_pool,
+    // tied_count kUnknown until needed (a vector per fabric vertex and source cost more to make
+    // and free than the few it holds).
+    static constexpr std::uint32_t kUnknown = ~std::uint32_t{0};
+    std::vector<std::uint32_t> tied_first, tied_count;
+    std::vector<std::pair<LinkId, VertexId>> tied_pool;
   };
   bool may_leave(VertexId u) const { return u == src_ || f_.fwd[u]; }
   // May the route leave the home host from x (to the fabric or straight into another host)?
@@ -150,10 +161,12 @@ class AcrossHosts {
   // May it enter host h at y coming from outside, for a destination of entry set `set`?
   bool entry_ok(VertexId y, int set) const;
   bool relax(Local& l, VertexId v, Label nl, VertexId u, LinkId link) const;
-  void search(int h, Local& l, bool widest, double level) const;  // h = -1: the fabric
+  // h = -1: the fabric. Stops once `stop` is settled (false), else searches to the end (true).
+  bool search(int h, Local& l, bool widest, double level, VertexId stop = kNoStop) const;
   Level& level(double level);
-  const Local& far_widest(int h, int set);
-  const Local& far_shortest(Level& lv, int h, int set);
+  // Host h's labels from entry set `set`, final at least at dst (a vertex of h).
+  const Local& far_widest(int h, int set, VertexId dst);
+  const Local& far_shortest(Level& lv, int h, int set, VertexId dst);
   // The label of u as a predecessor of a vertex outside the home host (unreached if none).
   Label from_label(const Level& lv, VertexId u) const;
   double from_best(VertexId u) const;
@@ -166,7 +179,16 @@ class AcrossHosts {
   bool use_tables_;
   bool widest_done_ = false;
   Local home_w_, fabric_w_;
-  std::vector<std::vector<std::pair<int, Local>>> far_w_;  // per far host: per entry set
+  // Per (far host, entry set), far_key(): a source reaches a few hosts of thousands, so a map
+  // rather than a slot per host (clearing and freeing those took a tenth of its routes).
+  std::unordered_map<std::uint64_t, Local> far_w_;
+  static std::uint64_t far_key(int h, int set) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(h)) << 32) | static_cast<std::uint32_t>(set);
+  }
+  // Scratch of search(), reused: it runs a few times per destination host.
+  mutable std::vector<char> done_;
+  mutable std::vector<std::pair<double, VertexId>> widest_heap_;
+  mutable std::vector<LabelItem> shortest_heap_;
   std::vector<Level> levels_;
 };
 

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "collkit/topo/routing.h"
@@ -112,6 +113,67 @@ TEST_CASE("a route cache returns the router's routes and searches each pair once
     }
   }
   CHECK(checked == 3 * dsts.size());
+}
+
+TEST_CASE("routes to many vertices of one far host are those found one at a time, hop for hop") {
+  // A far host's search stops at the first destination asked for; the others of that host (and
+  // entry set) are found final, or searched again to the end: the same routes either way.
+  Topology t = mini_cluster(4, "fat-tree:rails=2,leaf_radix=4");
+  std::vector<VertexId> gpus;
+  for (VertexId v = 0; v < t.num_vertices(); ++v)
+    if (t.vertex(v).kind == VertexKind::Gpu) gpus.push_back(v);
+  REQUIRE(gpus.size() >= 8);
+  std::size_t checked = 0;
+  for (bool backwards : {false, true}) {
+    Router batch(t);
+    for (VertexId src : gpus) {
+      std::vector<VertexId> dsts(t.num_vertices());
+      for (VertexId v = 0; v < t.num_vertices(); ++v) dsts[v] = v;  // GPUs, NICs, switches, CPUs
+      if (backwards) std::reverse(dsts.begin(), dsts.end());
+      std::vector<Path> all = batch.routes_to(src, dsts);
+      REQUIRE(all.size() == dsts.size());
+      for (std::size_t i = 0; i < dsts.size(); ++i) {
+        Path one = Router(t).route(src, dsts[i]);
+        CAPTURE(t.vertex(src).id);
+        CAPTURE(t.vertex(dsts[i]).id);
+        CHECK(all[i].found == one.found);
+        CHECK(all[i].vertices(t) == one.vertices(t));
+        CHECK(all[i].latency_us == one.latency_us);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked == 2 * gpus.size() * t.num_vertices());
+}
+
+TEST_CASE("a route cache answers destinations out of order, repeated and partly kept") {
+  Topology t = mini_cluster(4, "fat-tree:rails=2,leaf_radix=4");
+  Router r(t);
+  RouteCache cache(t);
+  VertexId src = t.at("n1/gpu0");
+  // Every third vertex kept first; then all of them, backwards, each asked twice.
+  std::vector<VertexId> some, all;
+  for (VertexId v = 0; v < t.num_vertices(); v += 3) some.push_back(v);
+  cache.routes_to(src, some);
+  for (VertexId v = static_cast<VertexId>(t.num_vertices()); v-- > 0;) {
+    all.push_back(v);
+    all.push_back(v);
+  }
+  auto got = cache.routes_to(src, all);
+  REQUIRE(got.size() == all.size());
+  std::size_t checked = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    Path one = r.route(src, all[i]);
+    CAPTURE(t.vertex(all[i]).id);
+    REQUIRE(got[i] != nullptr);
+    CHECK(got[i]->dst == all[i]);
+    CHECK(got[i]->found == one.found);
+    CHECK(got[i]->vertices(t) == one.vertices(t));
+    if (i % 2 == 1) CHECK(got[i] == got[i - 1]);
+    ++checked;
+  }
+  CHECK(checked == 2 * t.num_vertices());
+  CHECK(cache.size() == t.num_vertices());
 }
 
 TEST_CASE("equal-cost paths enumerate the spines of a fat-tree") {

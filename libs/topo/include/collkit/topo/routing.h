@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -121,9 +122,19 @@ class RouteCache {
 
  private:
   static std::uint64_t key(VertexId a, VertexId b) { return (std::uint64_t{a} << 32) | b; }
+  // The slot of `key` in keys_: where it is, or the free slot where it would go.
+  std::size_t slot(std::uint64_t key) const;
+  void grow();
   Router router_;
   const Topology* t_;
-  std::unordered_map<std::uint64_t, Path> paths_;  // node-based: pointers to values are stable
+  // The routes in a deque (pointers to its elements stay valid as it grows), indexed by key
+  // through open addressing: hundreds of thousands of routes at 16k ranks, where a node-based
+  // map's allocations, rehashes and divisions were a tenth of finding them.
+  std::deque<Path> paths_;
+  std::vector<std::uint64_t> keys_;   // kFree: an empty slot
+  std::vector<std::uint32_t> index_;  // into paths_
+  int shift_ = 64;
+  static constexpr std::uint64_t kFree = ~std::uint64_t{0};  // no vertex is 2^32 - 1
 };
 
 /// True for kinds that forward traffic (everything but Gpu).
