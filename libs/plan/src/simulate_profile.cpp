@@ -29,6 +29,8 @@ void append(std::vector<S>& out, double a, double b, double rate) {
 }  // namespace
 
 std::size_t Profile::first_after(double t) const {
+  // Mostly the first segment still held, or none: no search.
+  if (head_ == seg_.size() || seg_[head_].end > t + tol(t)) return head_;
   auto it = std::upper_bound(seg_.begin() + static_cast<std::ptrdiff_t>(head_), seg_.end(), t + tol(t),
                              [](double x, const Segment& s) { return x < s.end; });
   return static_cast<std::size_t>(it - seg_.begin());
