@@ -500,18 +500,18 @@ RootedShape rooted_shape(int n, int copies, int fanout) {
 // proportion to its own bandwidth; the excess over it is counted over the arcs as Broadcast sends
 // them and reversed (Reduce), squared, and outweighs the excess over one arc's share (Queue).
 // Deterministic (a fixed seed). The order found is kept only where `rate` (the trees'
-// routed_tree_rate) is no lower than at first. Memoised per (topology, p, root, fan-out, `variant`).
+// routed_tree_rate; the trees differ only in the hosts' arcs, so with or without `chain` alike) is
+// no lower than at first. Memoised per (topology, p, root, fan-out).
 using OrderRate = std::function<double(const std::vector<int>& order)>;
-std::vector<int> rooted_order(const Topology& t, const HostGrid& g, int re, int lr, const RootedShape& shape, int variant,
-                              const OrderRate& rate) {
+std::vector<int> rooted_order(const Topology& t, const HostGrid& g, int re, int lr, const RootedShape& shape, const OrderRate& rate) {
   int H = g.num_hosts(), n = H - 1, gl = g.local;
   std::vector<int> order(at(n));
   for (int x = 0; x < n; ++x) order[at(x)] = mod(re + 1 + x, H);
   if (n < 3) return order;
   static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, int, int, int, int>, std::vector<int>> memo;
+  static std::map<std::tuple<std::uint64_t, int, int, int, int>, std::vector<int>> memo;
   auto key = std::make_tuple(t.fingerprint(), g.num_hosts() * gl, g.rank[at(re * gl + lr)], shape.copies,
-                             static_cast<int>(shape.parent.front().size()), variant);
+                             static_cast<int>(shape.parent.front().size()));
   {
     std::lock_guard lock(mu);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
@@ -587,7 +587,7 @@ std::vector<int> rooted_order(const Topology& t, const HostGrid& g, int re, int 
       return sum;
     };
     long budget = std::min<long>(2000L * n, 4'000'000L), gained = 0;
-    for (long step = 0; step < budget && step - gained < 100L * n; ++step) {
+    for (long step = 0; step < budget && step - gained < 1000L * n; ++step) {
       int x = static_cast<int>(rng() % static_cast<std::uint32_t>(n));
       int y = static_cast<int>(rng() % static_cast<std::uint32_t>((n + 1) / 2)) * 2 + x % 2;
       if (y >= n || y == x) continue;
@@ -695,8 +695,7 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
         }
     return trees;
   };
-  return build(
-      rooted_order(t, g, re, lr, shape, chain ? 1 : 0, [&](const std::vector<int>& order) { return routed_tree_rate(t, build(order)); }));
+  return build(rooted_order(t, g, re, lr, shape, [&](const std::vector<int>& order) { return routed_tree_rate(t, build(order)); }));
 }
 
 double routed_tree_rate(const topo::Topology& t, const std::vector<std::vector<int>>& trees) {
