@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <set>
 
 #include "collkit/core/error.h"
@@ -11,6 +12,7 @@
 #include "collkit/plan/bounds.h"
 #include "collkit/plan/simulate.h"
 #include "collkit/plan/verify.h"
+#include "collkit/topo/routing.h"
 #include "collkit/topo/synth.h"
 #include "synth/rate.h"
 #include "synth/routed.h"
@@ -211,5 +213,66 @@ TEST_CASE("synth rooted: where the rails fall short of the root's routed optimum
     CHECK(algorithm("synth").supports(req, &v100, &why));
     checked += 3;
   }
+  CHECK(checked == 6);
+}
+
+namespace {
+// The rate per root of `trees` with every arc reversed (Reduce's sends: child to parent, over the
+// route that way): trees over the least bandwidth per reversed arc crossing a link direction.
+double reversed_tree_rate(const topo::Topology& t, const std::vector<std::vector<int>>& trees) {
+  topo::Router router(t);
+  std::vector<double> load(2 * t.num_links(), 0);
+  for (const std::vector<int>& parent : trees)
+    for (std::size_t c = 0; c < parent.size(); ++c)
+      if (parent[c] >= 0) {
+        topo::Path path = router.route_ranks(static_cast<topo::Rank>(c), static_cast<topo::Rank>(parent[c]));
+        REQUIRE(path.found);
+        for (const topo::Hop& h : path.hops) load[h.channel()] += 1;
+      }
+  double rate = std::numeric_limits<double>::infinity();
+  for (std::size_t r = 0; r < load.size(); ++r)
+    if (load[r] > 0) rate = std::min(rate, t.link(static_cast<topo::LinkId>(r / 2)).bw_gbps / load[r]);
+  return rate * static_cast<double>(trees.size());
+}
+}  // namespace
+
+TEST_CASE("synth rooted: four leaves a rail, the trees keep every uplink within its share both ways") {
+  // Issue #11: 16 x dgx-h100 on a rail-optimised fat-tree of 8-port leaves (4 hosts a leaf, 4
+  // spines, 4 leaves a rail). D-mod-k takes a route up the spine of the destination's port, so the
+  // heaps over the hosts in order from the root's sent three arcs (Broadcast) and four reversed
+  // (Reduce) up one uplink where a NIC carries two: 2/3 and 1/2 of the NICs' rate. The hosts'
+  // order keeps each uplink within two both ways: the rate of the root's host's NICs, both ways,
+  // with the heaps' shape (every host inner in one copy at most, 1 + ceil(log2 15) hosts deep).
+  topo::Topology t = topo::synth({"dgx-h100", 16, "fat-tree:rails=8,oversub=1,leaf_radix=8"});
+  int p = static_cast<int>(t.num_ranks()), g = 8, hosts = 16;
+  REQUIRE(p == 128);
+  topo::Topology routed = synth::routed_links(t, p);
+  int checked = 0;
+  for (int root : {0, 5 * 8 + 3, p - 1})
+    for (bool chain : {true, false}) {
+      CAPTURE(root);
+      CAPTURE(chain);
+      std::string why;
+      auto trees = synth::rooted_trees(t, p, root, 2, &why, chain);
+      REQUIRE_MESSAGE(trees, why);
+      double best = synth::broadcast_rate(routed, p, root).per_root_gbps;
+      CHECK(synth::routed_tree_rate(t, *trees) == doctest::Approx(best).epsilon(1e-6));
+      CHECK(reversed_tree_rate(t, *trees) == doctest::Approx(best).epsilon(1e-6));
+      std::vector<std::set<int>> sends_in(at(hosts));
+      int deepest = 0, per_copy = static_cast<int>(trees->size()) / 2;
+      for (std::size_t tr = 0; tr < trees->size(); ++tr) {
+        const std::vector<int>& parent = (*trees)[tr];
+        for (int r = 0; r < p; ++r) {
+          if (parent[at(r)] >= 0 && parent[at(r)] / g != r / g) sends_in[at(parent[at(r)] / g)].insert(static_cast<int>(tr) / per_copy);
+          int hops = 0;
+          for (int x = r; parent[at(x)] >= 0; x = parent[at(x)]) hops += parent[at(x)] / g != x / g;
+          deepest = std::max(deepest, hops);
+        }
+      }
+      for (int h = 0; h < hosts; ++h)
+        if (h != root / g) CHECK(sends_in[at(h)].size() <= 1);
+      CHECK(deepest <= 1 + 4);
+      ++checked;
+    }
   CHECK(checked == 6);
 }

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <limits>
 #include <mutex>
+#include <random>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -465,6 +466,165 @@ std::optional<HostGrid> equal_hosts(const topo::Topology& t, int p, std::string*
   return out;
 }
 
+namespace {
+
+// rooted_trees' inter-host trees on places x = 0 .. n - 1 of the hosts' order: per copy, every
+// place's parent place (-1: the root's host).
+struct RootedShape {
+  int copies = 1;
+  std::vector<std::vector<int>> parent;
+};
+
+RootedShape rooted_shape(int n, int copies, int fanout) {
+  RootedShape s;
+  s.copies = copies;
+  s.parent.assign(at(copies), std::vector<int>(at(n), -1));
+  for (int c = 0; c < copies; ++c) {
+    std::vector<int> x_at;  // heap place -> place in the order
+    for (int pass = 0; pass < copies; ++pass)
+      for (int x = 0; x < n; ++x)
+        if (copies == 1 || (x % 2 == c) == (pass == 0)) x_at.push_back(x);
+    for (int place = 1; place < n; ++place) s.parent[at(c)][at(x_at[at(place)])] = x_at[at((place - 1) / fanout)];
+  }
+  return s;
+}
+
+// The order of the n = H - 1 hosts other than the root's (host elements) at rooted_shape's
+// places. At first the x-th host after the root's, as always; where the arcs of the rail of the
+// root's local index then load some link direction beyond its share (issue #11: on a fat-tree of
+// four leaves a rail, D-mod-k sends arcs from one leaf to hosts of one port index up one uplink,
+// three of them, four reversed, where a NIC carries two), hosts are swapped between places of one
+// parity (so that the trees' shape, and which hosts are inner in which copy, stay as they are)
+// while the excess does not grow, until a budget of swaps is spent or none has helped for a while.
+// A link direction's share: `copies` arcs at the least bandwidth the arcs' routes reach, in
+// proportion to its own bandwidth; the excess over it is counted over the arcs as Broadcast sends
+// them and reversed (Reduce), squared, and outweighs the excess over one arc's share (Queue).
+// Deterministic (a fixed seed). The order found is kept only where `rate` (the trees'
+// routed_tree_rate; the trees differ only in the hosts' arcs, so with or without `chain` alike) is
+// no lower than at first. Memoised per (topology, p, root, fan-out).
+using OrderRate = std::function<double(const std::vector<int>& order)>;
+std::vector<int> rooted_order(const Topology& t, const HostGrid& g, int re, int lr, const RootedShape& shape, const OrderRate& rate) {
+  int H = g.num_hosts(), n = H - 1, gl = g.local;
+  std::vector<int> order(at(n));
+  for (int x = 0; x < n; ++x) order[at(x)] = mod(re + 1 + x, H);
+  if (n < 3) return order;
+  static std::mutex mu;
+  static std::map<std::tuple<std::uint64_t, int, int, int, int>, std::vector<int>> memo;
+  auto key = std::make_tuple(t.fingerprint(), g.num_hosts() * gl, g.rank[at(re * gl + lr)], shape.copies,
+                             static_cast<int>(shape.parent.front().size()));
+  {
+    std::lock_guard lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  // Routes between the rail's ranks (link directions: channels), per source host.
+  std::vector<VertexId> vertex(at(H));
+  for (int e = 0; e < H; ++e) vertex[at(e)] = t.rank_vertex(static_cast<topo::Rank>(g.rank[at(e * gl + lr)]));
+  topo::Router router(t);
+  std::vector<std::vector<std::vector<std::uint32_t>>> route(at(H));
+  double narrowest = std::numeric_limits<double>::infinity();
+  bool unrouted = false;
+  auto channels = [&](int a, int b) -> const std::vector<std::uint32_t>& {
+    if (route[at(a)].empty()) {
+      route[at(a)].resize(at(H));
+      std::vector<topo::Path> paths = router.routes_to(vertex[at(a)], vertex);
+      for (int e = 0; e < H; ++e) {
+        if (e == a) continue;
+        if (!paths[at(e)].found) unrouted = true;
+        narrowest = std::min(narrowest, paths[at(e)].bottleneck_gbps);
+        for (const topo::Hop& h : paths[at(e)].hops) route[at(a)][at(e)].push_back(static_cast<std::uint32_t>(h.channel()));
+      }
+    }
+    return route[at(a)][at(b)];
+  };
+  // Arcs by place (from, to; from -1: the root's host), and each place's arcs.
+  std::vector<std::pair<int, int>> arcs;
+  std::vector<std::vector<int>> arcs_at(at(n));
+  for (int c = 0; c < shape.copies; ++c)
+    for (int x = 0; x < n; ++x) {
+      int up = shape.parent[at(c)][at(x)];
+      int id = static_cast<int>(arcs.size());
+      arcs.emplace_back(up, x);
+      arcs_at[at(x)].push_back(id);
+      if (up >= 0) arcs_at[at(up)].push_back(id);
+    }
+  auto host = [&](int x) { return x < 0 ? re : order[at(x)]; };
+  for (int e = 0; e < H; ++e) channels(e, e == 0 ? 1 : 0);  // every route, and the narrowest
+  if (unrouted || !(narrowest > 0)) return order;
+  std::size_t nch = 2 * t.num_links();
+  std::vector<double> share(nch);
+  for (std::size_t ch = 0; ch < nch; ++ch) share[ch] = shape.copies * t.link(static_cast<topo::LinkId>(ch / 2)).bw_gbps / narrowest;
+  // load[0]: the arcs as sent, load[1]: reversed.
+  std::vector<double> load[2] = {std::vector<double>(nch, 0), std::vector<double>(nch, 0)};
+  auto hard = [&](int dir, std::uint32_t ch) {
+    double over = load[dir][ch] - share[ch];
+    return over > 1e-9 ? over * over : 0.0;
+  };
+  // Then, less weighty, beyond one arc's share: under the Queue link model (first come, first
+  // served) two streams from different senders on one fabric link take turns unevenly.
+  auto excess = [&](int dir, std::uint32_t ch) {
+    double over = load[dir][ch] - share[ch] / shape.copies;
+    return 16 * hard(dir, ch) + (over > 1e-9 ? over * over : 0.0);
+  };
+  auto apply = [&](int id, double w, std::vector<std::uint32_t>* touched) {
+    int a = host(arcs[at(id)].first), b = host(arcs[at(id)].second);
+    for (int dir = 0; dir < 2; ++dir)
+      for (std::uint32_t ch : dir == 0 ? channels(a, b) : channels(b, a)) {
+        load[dir][ch] += w;
+        if (touched) touched->push_back(ch);
+      }
+  };
+  for (std::size_t id = 0; id < arcs.size(); ++id) apply(static_cast<int>(id), 1, nullptr);
+  double over = 0;
+  for (int dir = 0; dir < 2; ++dir)
+    for (std::size_t ch = 0; ch < nch; ++ch) over += hard(dir, static_cast<std::uint32_t>(ch));
+  if (over > 0) {
+    std::mt19937 rng(20261205u);
+    std::vector<int> ids;
+    std::vector<std::uint32_t> touched;
+    auto local_cost = [&] {
+      double sum = 0;
+      for (std::uint32_t ch : touched) sum += excess(0, ch) + excess(1, ch);
+      return sum;
+    };
+    long budget = std::min<long>(2000L * n, 4'000'000L), gained = 0;
+    for (long step = 0; step < budget && step - gained < 1000L * n; ++step) {
+      int x = static_cast<int>(rng() % static_cast<std::uint32_t>(n));
+      int y = static_cast<int>(rng() % static_cast<std::uint32_t>((n + 1) / 2)) * 2 + x % 2;
+      if (y >= n || y == x) continue;
+      ids = arcs_at[at(x)];
+      ids.insert(ids.end(), arcs_at[at(y)].begin(), arcs_at[at(y)].end());
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      // The excess over the link directions the arcs take before and after the swap.
+      touched.clear();
+      for (int id : ids) apply(id, 0, &touched);
+      std::swap(order[at(x)], order[at(y)]);
+      for (int id : ids) apply(id, 0, &touched);
+      std::swap(order[at(x)], order[at(y)]);
+      std::sort(touched.begin(), touched.end());
+      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+      double before = local_cost();
+      for (int id : ids) apply(id, -1, nullptr);
+      std::swap(order[at(x)], order[at(y)]);
+      for (int id : ids) apply(id, 1, nullptr);
+      double after = local_cost();
+      if (after < before - 1e-12) gained = step;
+      if (after > before + 1e-12) {
+        for (int id : ids) apply(id, -1, nullptr);
+        std::swap(order[at(x)], order[at(y)]);
+        for (int id : ids) apply(id, 1, nullptr);
+      }
+    }
+  }
+  std::vector<int> plain(at(n));
+  for (int x = 0; x < n; ++x) plain[at(x)] = mod(re + 1 + x, H);
+  if (order != plain && rate(plain) > rate(order) * (1 + 1e-9)) order = plain;
+  std::lock_guard lock(mu);
+  return memo.emplace(key, std::move(order)).first->second;
+}
+
+}  // namespace
+
 std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& t, int p, int root, int fanout, std::string* why,
                                                           bool chain) {
   if (fanout != 1 && fanout != 2) {
@@ -483,55 +643,59 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
   auto rank = [&](int e, int l) { return g.rank[at(e * gl + l)]; };
   int copies = fanout == 2 && n > 2 ? 2 : 1;
   // Per copy, every host element's parent element in the rail's tree (-1 at the root's host):
-  // the x-th host after the root's (x = 0 .. n - 1) at a heap place. A chain: place x. Two
-  // copies: copy c's heap takes first the hosts of x's parity c, then the others, so its inner
-  // places (the first ceil((n - 1) / 2), never more than the floor(n / 2) odd x) hold hosts of
-  // one parity, each host inner in one copy at most. (The mirror image of one heap, as before,
-  // has the same loads, but under the Queue link model 32 and 64 hosts took 1.19 and 1.16 x the
-  // bound against 1.06 and 1.10 this way, at 128 chunks: docs/synth.md.)
-  std::vector<std::vector<int>> inter(at(copies), std::vector<int>(at(H), -1));
-  for (int c = 0; c < copies; ++c) {
-    std::vector<int> host_at;
-    for (int pass = 0; pass < copies; ++pass)
-      for (int x = 0; x < n; ++x)
-        if (copies == 1 || (x % 2 == c) == (pass == 0)) host_at.push_back(mod(re + 1 + x, H));
-    for (int place = 0; place < n; ++place) inter[at(c)][at(host_at[at(place)])] = place == 0 ? re : host_at[at((place - 1) / fanout)];
-  }
-  std::vector<std::vector<int>> trees;
-  int relays = chain ? 1 : std::max(1, gl - 1);
-  for (int c = 0; c < copies; ++c)
-    for (int j = 0; j < gl; ++j)
-      for (int i = 0; i < relays; ++i) {
-        std::vector<int> parent(at(p), -1);
-        int leader = rank(re, j);
-        if (gl > 1 && chain && j == lr) {
-          // The root's own piece down a chain of the others on its host, from the root.
-          int prev = root;
-          for (int x = 1; x < gl; ++x) {
-            int r = rank(re, mod(lr + x, gl));
-            parent[at(r)] = prev;
-            prev = r;
-          }
-        } else if (gl > 1) {
-          // On the root's host: rank j (or, for the root's own piece, the i-th other rank, its
-          // relay) from the root, the others from it.
-          int via = j != lr ? j : (i < lr ? i : i + 1);
-          int hub = rank(re, via);
-          parent[at(hub)] = root;
-          for (int l = 0; l < gl; ++l)
-            if (l != lr && l != via) parent[at(rank(re, l))] = hub;
-        }
-        for (int e = 0; e < H; ++e) {
-          if (e == re) continue;
-          int up = inter[at(c)][at(e)];
-          int rail = rank(e, j);
-          parent[at(rail)] = up == re ? leader : rank(up, j);
-          for (int l = 0; l < gl; ++l)
-            if (l != j) parent[at(rank(e, l))] = rail;
-        }
-        trees.push_back(std::move(parent));
+  // the host at place x of `order` (x = 0 .. n - 1; at first the x-th host after the root's) at a
+  // heap place. A chain: place x. Two copies: copy c's heap takes first the places x of parity
+  // c, then the others, so its inner places (the first ceil((n - 1) / 2), never more than the
+  // floor(n / 2) odd x) hold hosts of one parity, each host inner in one copy at most. (The mirror
+  // image of one heap, as before, has the same loads, but under the Queue link model 32 and 64
+  // hosts took 1.19 and 1.16 x the bound against 1.06 and 1.10 this way, at 128 chunks:
+  // docs/synth.md.) The hosts' order then keeps arcs that share a fabric link apart
+  // (rooted_order).
+  RootedShape shape = rooted_shape(n, copies, fanout);
+  auto build = [&](const std::vector<int>& order) {
+    std::vector<std::vector<int>> inter(at(copies), std::vector<int>(at(H), -1));
+    for (int c = 0; c < copies; ++c)
+      for (int x = 0; x < n; ++x) {
+        int up = shape.parent[at(c)][at(x)];
+        inter[at(c)][at(order[at(x)])] = up < 0 ? re : order[at(up)];
       }
-  return trees;
+    std::vector<std::vector<int>> trees;
+    int relays = chain ? 1 : std::max(1, gl - 1);
+    for (int c = 0; c < copies; ++c)
+      for (int j = 0; j < gl; ++j)
+        for (int i = 0; i < relays; ++i) {
+          std::vector<int> parent(at(p), -1);
+          int leader = rank(re, j);
+          if (gl > 1 && chain && j == lr) {
+            // The root's own piece down a chain of the others on its host, from the root.
+            int prev = root;
+            for (int x = 1; x < gl; ++x) {
+              int r = rank(re, mod(lr + x, gl));
+              parent[at(r)] = prev;
+              prev = r;
+            }
+          } else if (gl > 1) {
+            // On the root's host: rank j (or, for the root's own piece, the i-th other rank, its
+            // relay) from the root, the others from it.
+            int via = j != lr ? j : (i < lr ? i : i + 1);
+            int hub = rank(re, via);
+            parent[at(hub)] = root;
+            for (int l = 0; l < gl; ++l)
+              if (l != lr && l != via) parent[at(rank(re, l))] = hub;
+          }
+          for (int e = 0; e < H; ++e) {
+            if (e == re) continue;
+            int up = inter[at(c)][at(e)];
+            int rail = rank(e, j);
+            parent[at(rail)] = up == re ? leader : rank(up, j);
+            for (int l = 0; l < gl; ++l)
+              if (l != j) parent[at(rank(e, l))] = rail;
+          }
+          trees.push_back(std::move(parent));
+        }
+    return trees;
+  };
+  return build(rooted_order(t, g, re, lr, shape, [&](const std::vector<int>& order) { return routed_tree_rate(t, build(order)); }));
 }
 
 double routed_tree_rate(const topo::Topology& t, const std::vector<std::vector<int>>& trees) {
