@@ -1,6 +1,6 @@
 set terminal pngcairo size 1100,700 font 'sans,10' noenhanced
 set output 'scale.png'
-set label 99 'collkit f63d1027ea07, 2026-12-05 08:55 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
+set label 99 'collkit 4441492e8467, 2026-12-05 14:46 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
 set terminal pngcairo size 1100,900 font 'sans,10' noenhanced
 set output 'scale.png'
 set multiplot layout 2,1
