@@ -292,22 +292,36 @@ bool fabric_link(const topo::Topology& t, std::size_t dir) {
   return t.vertex(l.a).host.empty() && t.vertex(l.b).host.empty();
 }
 
+// The torus ports a link between routers stands for: its bandwidth over the slowest such link's
+// (a dimension of 2 joins its pair by both ports, at twice the rate: coll-topo's torus).
+int ports(const topo::Topology& t, topo::LinkId link) {
+  double slowest = 0;
+  for (const topo::Link& l : t.links())
+    if (t.vertex(l.a).host.empty() && t.vertex(l.b).host.empty()) slowest = slowest == 0 ? l.bw_gbps : std::min(slowest, l.bw_gbps);
+  return static_cast<int>(std::lround(t.link(link).bw_gbps / slowest));
+}
+
+// The most channels a port of a router link direction carries (crossings over its ports, rounded up).
 int busiest_fabric(const topo::Topology& t, const std::map<std::size_t, int>& count) {
   int most = 0;
   for (auto [dir, n] : count)
-    if (fabric_link(t, dir)) most = std::max(most, n);
+    if (fabric_link(t, dir)) {
+      int k = ports(t, static_cast<topo::LinkId>(dir / 2));
+      most = std::max(most, (n + k - 1) / k);
+    }
   return most;
 }
 
 // What a torus forces: a ring leaves every host's router once per channel, through one of its
-// links to other routers, so some direction out of the router with the fewest carries at least
-// ceil(channels / directions). The torus links all have one bandwidth, so crossings compare.
+// ports to other routers, so some port out of the router with the fewest carries at least
+// ceil(channels / ports). The ports all have one bandwidth, so crossings per port compare.
 int even_share(const topo::Topology& t, int channels) {
   int fewest = 1 << 30;
   for (topo::VertexId v = 0; v < t.num_vertices(); ++v) {
     if (!t.vertex(v).host.empty()) continue;
     int out = 0;
-    for (const topo::Adjacent& adj : t.adjacent(v)) out += t.vertex(adj.peer).host.empty();
+    for (const topo::Adjacent& adj : t.adjacent(v))
+      if (t.vertex(adj.peer).host.empty()) out += ports(t, adj.link);
     fewest = std::min(fewest, out);
   }
   return (channels + fewest - 1) / fewest;
