@@ -12,11 +12,11 @@
 #include "simulate_symmetry.h"
 
 #include <algorithm>
-#include <bit>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
 
+#include "collkit/core/flat_index.h"
 #include "collkit/topo/routing.h"
 #include "nic_route.h"
 
@@ -55,56 +55,12 @@ bool is_permutation(const Map& m) {
   return true;
 }
 
-constexpr std::uint32_t kUnset = 0xffffffffu;
+constexpr std::uint32_t kUnset = FlatIndex::kNone;
 
-// Rank pair (a << 32 | b) -> index, by open addressing: the closure and the checks below look
-// pairs up millions of times at 16k ranks, where std::unordered_map pays a cache miss per node.
-class PairIndex {
- public:
-  static std::uint64_t key(int a, int b) { return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b); }
-
-  // Adds key -> value unless key is there; true when it was added.
-  bool emplace(std::uint64_t key, std::uint32_t value) {
-    if (2 * (used_ + 1) > keys_.size()) grow();
-    std::size_t i = slot(key);
-    if (keys_[i] == key) return false;
-    keys_[i] = key;
-    values_[i] = value;
-    ++used_;
-    return true;
-  }
-  std::uint32_t find(std::uint64_t key) const {
-    if (keys_.empty()) return kUnset;
-    std::size_t i = slot(key);
-    return keys_[i] == key ? values_[i] : kUnset;
-  }
-
- private:
-  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // no rank is 2^32 - 1
-  // Fibonacci hashing takes the product's top bits: its middle bits (as taken before) hardly
-  // depend on the sender's rank, and linear probing then ran long clusters (most of a fold).
-  std::size_t slot(std::uint64_t key) const {
-    std::size_t mask = keys_.size() - 1, i = static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ull) >> shift_);
-    while (keys_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask;
-    return i;
-  }
-  void grow() {
-    std::vector<std::uint64_t> keys = std::move(keys_);
-    std::vector<std::uint32_t> values = std::move(values_);
-    keys_.assign(std::max<std::size_t>(64, 2 * keys.size()), kEmpty);
-    values_.assign(keys_.size(), 0);
-    shift_ = 64 - std::countr_zero(keys_.size());
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] != kEmpty) {
-        std::size_t j = slot(keys[i]);
-        keys_[j] = keys[i];
-        values_[j] = values[i];
-      }
-  }
-  std::vector<std::uint64_t> keys_;
-  std::vector<std::uint32_t> values_;
-  std::size_t used_ = 0;
-  int shift_ = 64;
+// Rank pair (a << 32 | b) -> index: the closure and the checks below look pairs up millions of
+// times at 16k ranks, where std::unordered_map pays a cache miss per node.
+struct PairIndex : FlatIndex {
+  static std::uint64_t key(int a, int b) { return pair(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b)); }
 };
 
 // Rank pairs (sender, receiver code) seen, by sender: a short list scanned while it is short (a

@@ -1,7 +1,6 @@
 #include "collkit/topo/routing.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -479,38 +478,14 @@ std::vector<Path> Router::equal_cost_paths(VertexId src, VertexId dst, std::size
   return out;
 }
 
-std::size_t RouteCache::slot(std::uint64_t k) const {
-  std::size_t mask = keys_.size() - 1, i = static_cast<std::size_t>((k * 0x9e3779b97f4a7c15ull) >> shift_);
-  while (keys_[i] != kFree && keys_[i] != k) i = (i + 1) & mask;
-  return i;
-}
-
-void RouteCache::grow() {
-  std::vector<std::uint64_t> keys = std::move(keys_);
-  std::vector<std::uint32_t> index = std::move(index_);
-  keys_.assign(std::max<std::size_t>(1024, 2 * keys.size()), kFree);
-  index_.assign(keys_.size(), 0);
-  shift_ = 64 - std::countr_zero(keys_.size());
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    if (keys[i] != kFree) {
-      std::size_t j = slot(keys[i]);
-      keys_[j] = keys[i];
-      index_[j] = index[i];
-    }
-}
-
 std::vector<const Path*> RouteCache::routes_to(VertexId src, const std::vector<VertexId>& dsts) {
   // One lookup per destination kept (the planner asks for the same routes once per candidate
   // simulated), a second only for those searched now.
   std::vector<const Path*> out(dsts.size(), nullptr);
   std::vector<VertexId> missing;
   for (std::size_t i = 0; i < dsts.size(); ++i) {
-    if (keys_.empty()) {
-      missing.push_back(dsts[i]);
-      continue;
-    }
-    std::size_t j = slot(key(src, dsts[i]));
-    if (keys_[j] != kFree) out[i] = &paths_[index_[j]];
+    std::uint32_t j = index_.find(FlatIndex::pair(src, dsts[i]));
+    if (j != FlatIndex::kNone) out[i] = &paths_[j];
     else missing.push_back(dsts[i]);
   }
   if (!missing.empty()) {
@@ -519,10 +494,7 @@ std::vector<const Path*> RouteCache::routes_to(VertexId src, const std::vector<V
     std::vector<Path> found = router_.routes_to(src, missing);
     std::vector<const Path*> kept(missing.size());
     for (std::size_t i = 0; i < missing.size(); ++i) {
-      if (2 * (paths_.size() + 1) > keys_.size()) grow();
-      std::size_t j = slot(key(src, missing[i]));
-      keys_[j] = key(src, missing[i]);
-      index_[j] = static_cast<std::uint32_t>(paths_.size());
+      index_.emplace(FlatIndex::pair(src, missing[i]), static_cast<std::uint32_t>(paths_.size()));
       paths_.push_back(std::move(found[i]));
       kept[i] = &paths_.back();
     }

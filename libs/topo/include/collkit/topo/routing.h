@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collkit/core/flat_index.h"
 #include "collkit/topo/affinity.h"
 #include "collkit/topo/topology.h"
 
@@ -121,20 +122,13 @@ class RouteCache {
   std::size_t size() const { return paths_.size(); }
 
  private:
-  static std::uint64_t key(VertexId a, VertexId b) { return (std::uint64_t{a} << 32) | b; }
-  // The slot of `key` in keys_: where it is, or the free slot where it would go.
-  std::size_t slot(std::uint64_t key) const;
-  void grow();
   Router router_;
   const Topology* t_;
-  // The routes in a deque (pointers to its elements stay valid as it grows), indexed by key
-  // through open addressing: hundreds of thousands of routes at 16k ranks, where a node-based
-  // map's allocations, rehashes and divisions were a tenth of finding them.
+  // The routes in a deque (pointers to its elements stay valid as it grows), indexed by vertex
+  // pair: hundreds of thousands of routes at 16k ranks, where a node-based map's allocations,
+  // rehashes and divisions were a tenth of finding them.
   std::deque<Path> paths_;
-  std::vector<std::uint64_t> keys_;   // kFree: an empty slot
-  std::vector<std::uint32_t> index_;  // into paths_
-  int shift_ = 64;
-  static constexpr std::uint64_t kFree = ~std::uint64_t{0};  // no vertex is 2^32 - 1
+  FlatIndex index_;  // (src, dst) -> into paths_
 };
 
 /// True for kinds that forward traffic (everything but Gpu).
