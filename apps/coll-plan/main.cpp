@@ -267,6 +267,11 @@ int run_export(const Options& o) {
   mo.max_steps = o.max_steps;
   mo.max_channels = o.max_channels;
   std::string xml = collkit::naming_file(o.plan_file, [&] { return plan::to_msccl_xml(*p, mo); });
+  for (plan::ChannelPath c : p->info().channel_paths)
+    if (c != plan::ChannelPath::Route) {
+      std::cerr << "note: the plan's channel_paths (sends staged through host memory) are dropped: MSCCL takes its own path\n";
+      break;
+    }
   if (o.output.empty() || o.output == "-") std::cout << xml;
   else collkit::write_file_atomic(o.output, xml);
   collkit::app::wrote(o.output, "MSCCL XML");

@@ -34,6 +34,14 @@ std::optional<Collective> parse_collective(std::string_view text) {
   return std::nullopt;
 }
 
+std::string_view to_string(ChannelPath path) { return path == ChannelPath::Host ? "host" : "route"; }
+
+std::optional<ChannelPath> parse_channel_path(std::string_view text) {
+  if (text == "route") return ChannelPath::Route;
+  if (text == "host") return ChannelPath::Host;
+  return std::nullopt;
+}
+
 std::uint64_t input_bytes(const Request& r) {
   return r.coll == Collective::AllGather ? r.bytes / static_cast<std::uint64_t>(r.nranks) : r.bytes;
 }

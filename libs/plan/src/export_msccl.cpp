@@ -298,6 +298,10 @@ std::string to_msccl_xml(const Plan& plan, const MscclOptions& opt) {
   std::string made = provenance_json().dump();
   for (std::size_t at = 0; (at = made.find("--", at)) != std::string::npos; at += 7) made.replace(at + 1, 1, "\\u002d");
   doc.append_child(pugi::node_comment).set_value((" collkit provenance " + made + " ").c_str());
+  // Paths are not part of MSCCL's format: the runtime sends every step over its own transport.
+  if (std::any_of(info.channel_paths.begin(), info.channel_paths.end(), [](ChannelPath c) { return c != ChannelPath::Route; }))
+    doc.append_child(pugi::node_comment)
+        .set_value(" collkit: the plan's channel_paths (sends staged through host memory) are dropped: MSCCL takes its own path ");
   pugi::xml_node algo = doc.append_child("algo");
   std::string name = opt.name.empty() ? info.algorithm + "-" + std::string(to_string(info.req.coll)) + "-" + std::to_string(p) : opt.name;
   algo.append_attribute("name") = name.substr(0, 63).c_str();

@@ -120,6 +120,11 @@ std::string to_json(const Plan& plan) {
   if (i.predicted_us > 0) j["predicted_us"] = i.predicted_us;
   if (i.bound_us > 0) j["bound_us"] = i.bound_us;
   if (!i.channel_nics.empty()) j["channel_nics"] = i.channel_nics;
+  if (!i.channel_paths.empty()) {
+    json paths = json::array();
+    for (ChannelPath c : i.channel_paths) paths.push_back(std::string(to_string(c)));
+    j["channel_paths"] = std::move(paths);
+  }
   std::string out = j.dump(2);
   if (!plan.is_explicit()) return append_provenance(out + "\n", 2);
   // Programs one op per line: big explicit plans stay readable and diffable.
@@ -141,7 +146,8 @@ std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file
   Cursor root(file, doc);
   root.expect_schema("plan", kPlanSchemaMajor);
   root.expect_keys({"schema", "collective", "bytes", "nranks", "root", "elem_bytes", "algorithm", "made_by", "params", "chunks",
-                    "scratch_bytes", "channels", "topology", "predicted_us", "bound_us", "channel_nics", "programs", "provenance"});
+                    "scratch_bytes", "channels", "topology", "predicted_us", "bound_us", "channel_nics", "channel_paths", "programs",
+                    "provenance"});
   PlanInfo info;
   auto coll = root.at("collective");
   auto c = parse_collective(coll.string());
@@ -204,6 +210,16 @@ std::unique_ptr<Plan> from_json(const std::string& text, const std::string& file
       if (v.integer() < -1 || v.integer() > kMaxChannelNic)
         v.fail("a NIC number is -1 (the route's) or 0 to " + std::to_string(kMaxChannelNic) + ", got " + std::to_string(v.integer()));
       info.channel_nics.push_back(static_cast<std::int16_t>(v.integer()));
+    }
+  }
+  if (auto n = root.find("channel_paths")) {
+    n->expect_array();
+    if (n->size() < 1 || n->size() > kMaxPlanChannels) n->fail("must hold 1 to " + std::to_string(kMaxPlanChannels) + " paths");
+    for (std::size_t k = 0; k < n->size(); ++k) {
+      Cursor v = (*n)[k];
+      std::optional<ChannelPath> path = parse_channel_path(v.string());
+      if (!path) v.fail("a channel path is \"route\" or \"host\", got \"" + v.string() + "\"");
+      info.channel_paths.push_back(*path);
     }
   }
 

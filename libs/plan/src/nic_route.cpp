@@ -51,4 +51,82 @@ topo::Path NicRoutes::route(topo::VertexId src, topo::VertexId dst, int nic, std
   return out;
 }
 
+namespace {
+
+bool host_link(topo::LinkType type) { return type == topo::LinkType::Pcie || type == topo::LinkType::Smp; }
+bool is_cpu(const topo::Topology& t, topo::VertexId v, topo::VertexId) { return t.vertex(v).kind == topo::VertexKind::Cpu; }
+bool is_target(const topo::Topology&, topo::VertexId v, topo::VertexId target) { return v == target; }
+
+}  // namespace
+
+bool HostRoutes::leg(topo::VertexId from, bool (*want)(const topo::Topology&, topo::VertexId, topo::VertexId), topo::VertexId target,
+                     topo::Path& out) const {
+  if (want(t_, from, target)) return true;
+  const std::string& host = t_.vertex(from).host;
+  std::vector<topo::Hop> via(t_.num_vertices(), topo::Hop{0, false});
+  std::vector<char> seen(t_.num_vertices(), 0);
+  std::vector<topo::VertexId> frontier{from};
+  seen[from] = 1;
+  while (!frontier.empty()) {
+    std::vector<topo::VertexId> next;
+    for (topo::VertexId u : frontier) {
+      // Transit only through CPUs and PCIe switches: a GPU or NIC passes nothing on.
+      topo::VertexKind kind = t_.vertex(u).kind;
+      if (u != from && kind != topo::VertexKind::Cpu && kind != topo::VertexKind::PciSwitch) continue;
+      for (const topo::Adjacent& a : t_.adjacent(u)) {
+        const topo::Link& l = t_.link(a.link);
+        if (seen[a.peer] || !host_link(l.type) || t_.vertex(a.peer).host != host) continue;
+        seen[a.peer] = 1;
+        via[a.peer] = topo::Hop{a.link, l.a == u};
+        next.push_back(a.peer);
+      }
+    }
+    std::sort(next.begin(), next.end());
+    for (topo::VertexId v : next) {
+      if (!want(t_, v, target)) continue;
+      std::vector<topo::Hop> hops;
+      for (topo::VertexId x = v; x != from;) {
+        const topo::Hop& h = via[x];
+        hops.push_back(h);
+        const topo::Link& l = t_.link(h.link);
+        x = h.forward ? l.a : l.b;
+      }
+      for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
+        const topo::Link& l = t_.link(it->link);
+        out.latency_us += l.latency_us;
+        out.bottleneck_gbps = out.hops.empty() ? l.bw_gbps : std::min(out.bottleneck_gbps, l.bw_gbps);
+        out.hops.push_back(*it);
+      }
+      out.dst = v;
+      return true;
+    }
+    frontier = std::move(next);
+  }
+  return false;
+}
+
+topo::Path HostRoutes::route(topo::VertexId src, topo::VertexId dst, std::string* why) const {
+  topo::Path out;
+  out.src = src;
+  out.dst = dst;
+  const std::string &hs = t_.vertex(src).host, &hd = t_.vertex(dst).host;
+  if (hs.empty() || hs != hd) {
+    if (why) *why = "\"" + t_.vertex(src).id + "\" and \"" + t_.vertex(dst).id + "\" are not on one host";
+    return out;
+  }
+  if (!leg(src, is_cpu, src, out)) {
+    if (why) *why = "no CPU reachable over PCIe from \"" + t_.vertex(src).id + "\"";
+    return out;
+  }
+  topo::VertexId cpu = out.hops.empty() ? src : out.dst;
+  if (!leg(cpu, is_target, dst, out)) {
+    if (why) *why = "no PCIe path from \"" + t_.vertex(cpu).id + "\" to \"" + t_.vertex(dst).id + "\"";
+    return out;
+  }
+  out.src = src;
+  out.dst = dst;
+  out.found = true;
+  return out;
+}
+
 }  // namespace collkit::plan::sim

@@ -29,4 +29,27 @@ class NicRoutes {
   std::unordered_map<std::string, std::vector<topo::VertexId>> nics_;  // host -> its NICs out of it
 };
 
+/// Sends staged through host memory (plan.h, PlanInfo::channel_paths; docs/plan.md
+/// "channel_paths"): from the sender's vertex over PCIe to its nearest CPU (fewest hops, then the
+/// lowest vertex id), then from that CPU over PCIe and socket links to the receiver: the path of
+/// a copy into a pinned host buffer and a copy out of it. Only PCIe and SMP links of the sender's
+/// host are taken, and no GPU or NIC is passed through.
+class HostRoutes {
+ public:
+  explicit HostRoutes(const topo::Topology& t) : t_(t) {}
+  /// found false, with `why`, when the two are on different hosts or no such path joins them.
+  topo::Path route(topo::VertexId src, topo::VertexId dst, std::string* why = nullptr) const;
+
+ private:
+  /// The fewest-hop path over host links from `from` to the first vertex `want` accepts (BFS in
+  /// vertex-id order among equals); empty hops and false when none.
+  bool leg(topo::VertexId from, bool (*want)(const topo::Topology&, topo::VertexId, topo::VertexId), topo::VertexId target,
+           topo::Path& out) const;
+  const topo::Topology& t_;
+};
+
+/// A channel's route code in the simulator: the NIC it names (>= 0), -1 for the route's own, or
+/// kHostPath for a send staged through host memory.
+inline constexpr int kHostPath = -2;
+
 }  // namespace collkit::plan::sim

@@ -187,7 +187,7 @@ class Simulator {
         }
         if (op.type != OpType::Send) continue;
         topo::VertexId dst = topo_.rank_vertex(static_cast<topo::Rank>(op.peer));
-        int nic = channel_nic(plan_.info(), op.channel);
+        int nic = route_code(plan_.info(), op.channel);
         if (route_cached == kNone || dst != route_dst || nic != route_nic) {
           route_cached = route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), dst, r, op.peer, nic);
           route_dst = dst;
@@ -312,7 +312,7 @@ class Simulator {
         }
         if (sending)
           ops_[g].route = route_id(topo_.rank_vertex(static_cast<topo::Rank>(r)), topo_.rank_vertex(static_cast<topo::Rank>(op.peer)), r,
-                                   op.peer, channel_nic(plan_.info(), op.channel));
+                                   op.peer, route_code(plan_.info(), op.channel));
       }
     }
     rank_begin_.push_back(static_cast<std::uint32_t>(ops_.size()));
@@ -349,7 +349,12 @@ class Simulator {
   int peer_of(std::uint32_t g) const { return fold_ ? peer_[g] : rank_of(ops_[g].match); }
 
   // ---- routes: one routes_from() per distinct source vertex, only for pairs that talk --------
-  // A send on a channel that names a NIC (PlanInfo::channel_nics) takes the route through it.
+  // A send on a channel that names a NIC (PlanInfo::channel_nics) takes the route through it;
+  // one on a channel staged through host memory (PlanInfo::channel_paths) the PCIe path.
+  static int route_code(const PlanInfo& info, int channel) {
+    return channel_path(info, channel) == ChannelPath::Host ? sim::kHostPath : channel_nic(info, channel);
+  }
+
   struct RouteNeed {
     topo::VertexId src, dst;
     int rank_a, rank_b;
@@ -358,7 +363,7 @@ class Simulator {
 
   std::uint32_t route_id(topo::VertexId src, topo::VertexId dst, int ra, int rb, int nic = -1) {
     std::uint64_t key = (std::uint64_t{src} << 32) | dst;
-    auto& index = nic < 0 ? route_index_ : nic_route_index_[nic];
+    auto& index = nic == -1 ? route_index_ : nic_route_index_[nic];
     auto [it, fresh] = index.emplace(key, static_cast<std::uint32_t>(needs_.size()));
     if (fresh) needs_.push_back({src, dst, ra, rb, nic});
     return it->second;
@@ -398,14 +403,18 @@ class Simulator {
     std::deque<topo::Path> through;
     if (!nic_route_index_.empty()) {
       sim::NicRoutes nr(topo_, routes_);
+      sim::HostRoutes hr(topo_);
       for (std::uint32_t k = 0; k < needs_.size(); ++k) {
         const RouteNeed& need = needs_[k];
-        if (need.nic < 0 || need.src == need.dst) continue;
+        if (need.nic == -1 || need.src == need.dst) continue;
         std::string why;
-        through.push_back(nr.route(need.src, need.dst, need.nic, &why));
+        bool host = need.nic == sim::kHostPath;
+        through.push_back(host ? hr.route(need.src, need.dst, &why) : nr.route(need.src, need.dst, need.nic, &why));
         if (!through.back().found)
           throw InputError("simulate: no route from rank " + std::to_string(need.rank_a) + " to rank " + std::to_string(need.rank_b) +
-                           " through NIC " + std::to_string(need.nic) + " (channel_nics): " + why);
+                           (host ? std::string(" staged through host memory (channel_paths): ")
+                                 : " through NIC " + std::to_string(need.nic) + " (channel_nics): ") +
+                           why);
         paths[k] = &through.back();
       }
     }

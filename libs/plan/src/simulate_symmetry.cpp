@@ -281,6 +281,10 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
   }
   // Sends take the NIC their channel names: a generator must keep it.
   const PlanInfo& info = plan.info();
+  // Sends staged through host memory (channel_paths) take routes the fold's check does not
+  // compute: such plans are simulated unfolded (synth's host share is only laid out on one host).
+  for (ChannelPath c : info.channel_paths)
+    if (c != ChannelPath::Route) return std::nullopt;
   for (const Gen& g : gens)
     for (int c = 0; c < nch && !info.channel_nics.empty(); ++c)
       if (channel_nic(info, c) != channel_nic(info, g.channel[up(c)])) return std::nullopt;

@@ -86,6 +86,8 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
     s.chunks = st.m;
     s.root = st.root;
     s.allreduce = st.allreduce;
+    s.host_chunks = st.host;
+    s.host_gbps = st.host > 0 ? algo::param_positive(info, "host_gbps", 0) : 0;
     s.trees = static_cast<int>(st.trees.size());
     measure_trees(st.trees, s);
   }
@@ -145,6 +147,13 @@ std::string describe_synth_info(const SynthInfo& s) {
     o += fmt::format("  trees: k = {} {} ({} in all); depth deepest {}, mean {:.2f}; fan-out most {}, mean {:.2f}\n", s.trees_per_root,
                      whose, s.trees, s.depth_max, s.depth_mean, s.fanout_max, s.fanout_mean);
     o += fmt::format("  pipeline: {} chunks per tree\n", s.chunks);
+    if (s.host_chunks > 0) {
+      int slice = s.trees_per_root * s.chunks + s.host_chunks;
+      o += fmt::format(
+          "  host share: {} of a root's {} chunks ({:.1f}%) sent straight to every rank staged through host memory "
+          "(channel_paths host)\n",
+          s.host_chunks, slice, 100.0 * s.host_chunks / slice);
+    }
   }
   if (!s.on_topology) return o;
   o += fmt::format("on {}: simulated {} us  bound {} us  gap {:.1f}%\n", s.sim_topo_name, us(s.time_us), us(s.bound.time_us()),
@@ -168,6 +177,13 @@ std::string describe_synth_info(const SynthInfo& s) {
   line("optimal over every link:", s.optimal_gbps, s.optimal_us);
   line(s.through_nics ? "optimal over routes via its NICs:" : "optimal over the routed links:", s.routed_gbps, s.routed_us);
   line(fmt::format("packed, k = {}:", s.trees_per_root).c_str(), s.packed_gbps, s.packed_us);
+  if (s.host_chunks > 0 && s.host_gbps > 0) {
+    // The trees and the host stars side by side, each at its own rate (their links apart).
+    double bytes = phase_bytes(s), both = s.packed_gbps + s.host_gbps;
+    line("host paths (stars via host memory):", s.host_gbps, time_at(bytes, s.host_gbps));
+    line("packed + host paths:", both, time_at(bytes, both));
+    line("routed links + host paths:", s.routed_gbps + s.host_gbps, time_at(bytes, s.routed_gbps + s.host_gbps));
+  }
   return o;
 }
 

@@ -88,7 +88,7 @@ TEST_CASE("malformed plan files get one precise line each") {
   CHECK(err(with(good, "\"nranks\": 4", "\"nranks\": 0")) == "p.json: /nranks: must be between 1 and 16777216, got 0");
   CHECK(err(with(good, "\"channels\": 1", "\"channel\": 1")) ==
         "p.json: /: unknown field \"channel\" (expected schema, collective, bytes, nranks, root, elem_bytes, algorithm, made_by, params, "
-        "chunks, scratch_bytes, channels, topology, predicted_us, bound_us, channel_nics, programs, provenance)");
+        "chunks, scratch_bytes, channels, topology, predicted_us, bound_us, channel_nics, channel_paths, programs, provenance)");
   CHECK(err(with(good, "\"input\": 4", "\"input\": 0")) == "p.json: /chunks/input: must be >= 1, got 0");
 
   // A root past int once narrowed to a rank: 4294967297 verified as root 1.

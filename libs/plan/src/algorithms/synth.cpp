@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -32,6 +33,7 @@
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/simulate.h"
 #include "common.h"
+#include "nic_route.h"
 #include "synth/rate.h"
 #include "synth/relay.h"
 #include "synth/routed.h"
@@ -301,9 +303,9 @@ struct Shape {
 
 constexpr std::string_view kRsAg = "rs-ag", kReduceBcast = "reduce-bcast";
 
-Shape shape(const Request& req, std::string_view allreduce, int allreduce_root, int k, int m) {
+Shape shape(const Request& req, std::string_view allreduce, int allreduce_root, int k, int m, int host = 0) {
   Shape s;
-  auto unit = static_cast<std::uint32_t>(k * m), whole = static_cast<std::uint32_t>(req.nranks * k * m);
+  auto unit = static_cast<std::uint32_t>(k * m + host), whole = static_cast<std::uint32_t>(req.nranks) * unit;
   s.up = facts(req.coll).reduces;
   s.down = req.coll != Collective::ReduceScatter && req.coll != Collective::Reduce;
   if (facts(req.coll).has_root) s.root = req.root;
@@ -332,7 +334,14 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
                      std::string(kReduceBcast));
   int root_param = param_int(info, "root", 0);
   if (root_param < 0 || root_param >= p) throw InputError("synth: plan parameter root " + std::to_string(root_param) + " is not a rank");
-  sh = shape(req, allreduce, root_param, std::max(st.k, 1), std::max(st.m, 1));
+  st.host = param_int(info, "host_chunks", 0);
+  if (st.host < 0 || st.host > 65535)
+    throw InputError("synth: plan parameter host_chunks " + std::to_string(st.host) + " is not 0 to 65535");
+  sh = shape(req, allreduce, root_param, std::max(st.k, 1), std::max(st.m, 1), st.host);
+  if (st.host > 0 && (sh.root >= 0 || info.params.count("sym_grid") > 0 || info.params.count("sym_torus") > 0))
+    throw InputError(
+        "synth: plan parameter host_chunks: the host share is for every rank's packed trees (AllGather, ReduceScatter, "
+        "AllReduce as rs-ag)");
   if (st.k < 1 || st.m < 1 || info.in_chunks != sh.in_chunks || info.out_chunks != sh.out_chunks)
     throw InputError("synth: plan parameters channels=" + std::to_string(st.k) + ", pipeline=" + std::to_string(st.m) + " do not match " +
                      std::to_string(info.in_chunks) + " input chunks");
@@ -474,7 +483,7 @@ class SynthAlgorithm final : public Algorithm {
     int p = req.nranks;
     Shape sh;
     SynthTrees st = read_params(info, sh);
-    int k = st.k, m = st.m;
+    int k = st.k, m = st.m, host = st.host;
     std::vector<Op> ops;
     if (p == 1) {
       ops.push_back(copy(in(0), out(0), info.out_chunks, 0));
@@ -488,7 +497,7 @@ class SynthAlgorithm final : public Algorithm {
     std::size_t ntrees = sym || tor ? static_cast<std::size_t>(p * k) : trees.size();
     int slots = sym ? sym->most_children : tor ? tor->most_children : fanout(trees);
     int tree_channels = static_cast<int>(ntrees) * slots;
-    auto um = static_cast<std::uint32_t>(m), unit = static_cast<std::uint32_t>(k * m);
+    auto um = static_cast<std::uint32_t>(m), unit = static_cast<std::uint32_t>(k * m + host);
     auto root_of = [&](std::size_t t) { return sh.root >= 0 ? sh.root : static_cast<int>(t) / k; };
     if (req.coll == Collective::AllGather)
       ops.push_back(copy(in(0), out(static_cast<std::uint32_t>(rank) * unit), unit, static_cast<std::uint16_t>(rank * k * slots)));
@@ -559,6 +568,7 @@ class SynthAlgorithm final : public Algorithm {
         down(ops, place, top && !sh.up ? in(mine(t, i)) : out(theirs(t, i)), top, after);
       }
     }
+    if (host > 0) host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels);
     return ops;
   }
 
@@ -575,7 +585,7 @@ class SynthAlgorithm final : public Algorithm {
   /// The plan for `allreduce` (rs-ag: every rank's trees; reduce-bcast: `root`'s trees; for other
   /// collectives the request says which).
   PlanInfo lay(const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce, int allreduce_root,
-               Arcs arcs = Arcs::Routed) const {
+               Arcs arcs = Arcs::Routed, int host = 0) const {
     PlanInfo info;
     info.req = req;
     int p = req.nranks;
@@ -605,10 +615,20 @@ class SynthAlgorithm final : public Algorithm {
       info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
     }
     std::int64_t channels = p > 1 ? phases * roots * k * slots + (req.coll == Collective::Broadcast) : 1;
+    if (host > 0 && p > 1 && probe.root < 0) {
+      // The host share's stars: p (p - 1) channels a phase after the trees', staged through host memory.
+      info.params["host_chunks"] = std::to_string(host);
+      info.params["host_gbps"] = fmt::format("{:.9g}", host_star_rate(t, p));
+      info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
+      channels += phases * p * (p - 1);
+      info.channel_paths.resize(static_cast<std::size_t>(std::min<std::int64_t>(channels, 65535)), ChannelPath::Host);
+    } else {
+      host = 0;
+    }
     if (channels > 65535)
       throw InputError("synth: " + trees_of + " need " + std::to_string(channels) + " channels, more than a plan holds (65535)");
     info.channels = static_cast<std::uint16_t>(channels);
-    Shape sh = shape(req, allreduce, allreduce_root, static_cast<int>(k), m);
+    Shape sh = shape(req, allreduce, allreduce_root, static_cast<int>(k), m, host);
     info.in_chunks = sh.in_chunks;
     info.out_chunks = sh.out_chunks;
     if (sh.scratch_chunks > 0 && p > 1) {
@@ -901,7 +921,63 @@ class SynthAlgorithm final : public Algorithm {
       }
     offer_relay(best, req, t, opt, allreduce, allreduce_root);
     offer_torus(best, req, t, opt, allreduce, allreduce_root);
+    if (!relay_optimal) offer_host_share(best, req, t, opt, allreduce, allreduce_root);
     return best.take();
+  }
+
+  /// Blink's PCIe path beside NVLink (docs/synth.md "The PCIe path"): on one host, where sends
+  /// staged through host memory reach every rank (sim::HostRoutes), a share of each root's slice
+  /// goes that way (host_share) and the rest down its routed trees. The share is the host stars'
+  /// rate over the trees' and the stars' together (the two load different links where the trees
+  /// keep to NVLink), in whole chunks beside the trees' k m: the nearest, and half of it (where
+  /// trees and stars share PCIe links, as on DGX-1), each laid out at 16 and 64 chunks a tree and
+  /// kept if it simulates faster.
+  void offer_host_share(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                        int allreduce_root) const {
+    int p = req.nranks;
+    if (p < 2 || p > kMaxAutoRanks || shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || !symmetric_request(req.coll)) return;
+    double star = host_star_rate(t, p);
+    if (star <= 0) return;
+    for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{kDefaultPipeline, kDeepPipeline}) {
+      std::int64_t k = opt.channels > 0 ? opt.channels : default_trees(synth::routed_links(t, p), p);
+      double trees = synthesise(t, p, k, -1, Arcs::Routed).packed_gbps;
+      if (trees <= 0) continue;
+      double km = static_cast<double>(k * m), nearest = km * star / trees;
+      std::set<int> shares;
+      for (double h : {nearest, nearest / 2, std::ceil(nearest)})
+        if (std::lround(h) > 0) shares.insert(static_cast<int>(std::lround(h)));
+      for (int h : shares) {
+        AlgoOptions with = opt;
+        with.pipeline = m;
+        with.channels = static_cast<int>(k);
+        best.offer(lay(req, t, with, allreduce, allreduce_root, Arcs::Routed, h));
+      }
+    }
+  }
+
+  /// Per root, the rate stars staged through host memory from every rank to every other (all at
+  /// once) reach: the least bandwidth over stars crossing of a link direction; 0 where the ranks
+  /// are not all on one host or some pair has no such path.
+  static double host_star_rate(const topo::Topology& t, int p) {
+    sim::HostRoutes hr(t);
+    std::map<std::size_t, int> crossing;
+    for (int a = 0; a < p; ++a)
+      for (int b = 0; b < p; ++b) {
+        if (a == b) continue;
+        topo::VertexId va = t.rank_vertex(static_cast<topo::Rank>(a)), vb = t.rank_vertex(static_cast<topo::Rank>(b));
+        if (va == vb) return 0;
+        topo::Path path = hr.route(va, vb);
+        if (!path.found) return 0;
+        for (const topo::Hop& h : path.hops) ++crossing[h.channel()];
+      }
+    double rate = 0;
+    bool first = true;
+    for (const auto& [dir, n] : crossing) {
+      double r = t.link(static_cast<topo::LinkId>(dir / 2)).bw_gbps / n;
+      rate = first ? r : std::min(rate, r);
+      first = false;
+    }
+    return rate;
   }
 
   /// On a torus (synth/torus.h), the translated trees of both kinds at 1, 16 and 64 chunks (or
@@ -1080,6 +1156,42 @@ class SynthAlgorithm final : public Algorithm {
       }
     }
     return best;
+  }
+
+  /// The host share (param host_chunks, docs/synth.md "The PCIe path"): chunks [km, km + host) of
+  /// root r's slice go from r straight to every other rank (AllGather; ReduceScatter: from every
+  /// rank straight to r, r adding them up; AllReduce: the one then the other), each pair on a
+  /// channel of its own from `base` on (p (p - 1) a phase) whose sends the plan stages through host
+  /// memory (channel_paths "host"): a star, as its arcs all load the PCIe links alike.
+  static void host_share(std::vector<Op>& ops, const Shape& sh, int rank, int p, int km, int host, int base) {
+    auto unit = static_cast<std::uint32_t>(km + host);
+    std::vector<std::uint32_t> done(static_cast<std::size_t>(p * host), kNoDep);
+    auto star = [&](int r, int phase) {
+      Tree place{rank == r ? -1 : r, {}, base + (phase * p + r) * (p - 1), 0};
+      if (rank == r)
+        for (int c = 0; c < p; ++c)
+          if (c != r) place.children.push_back(c);
+      place.up_ch = place.first + (rank < r ? rank : rank - 1);
+      return place;
+    };
+    for (int r = 0; r < p && sh.up; ++r) {
+      Tree place = star(r, 0);
+      bool top = rank == r;
+      for (int j = 0; j < host; ++j) {
+        auto mine = static_cast<std::uint32_t>(km + j), theirs = static_cast<std::uint32_t>(r) * unit + mine;
+        ChunkRef acc = !top ? scratch(theirs) : sh.down ? out(theirs) : out(mine);
+        done[static_cast<std::size_t>(r * host + j)] = up(ops, place, in(theirs), acc);
+      }
+    }
+    for (int r = 0; r < p && sh.down; ++r) {
+      Tree place = star(r, sh.up ? 1 : 0);
+      bool top = rank == r;
+      for (int j = 0; j < host; ++j) {
+        auto mine = static_cast<std::uint32_t>(km + j), theirs = static_cast<std::uint32_t>(r) * unit + mine;
+        std::uint32_t after = top ? done[static_cast<std::size_t>(r * host + j)] : kNoDep;
+        down(ops, place, top && !sh.up ? in(mine) : out(theirs), top, after);
+      }
+    }
   }
 
   /// One chunk down the tree: received from the parent into `at` (not at the root), then sent on

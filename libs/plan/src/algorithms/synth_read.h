@@ -15,6 +15,9 @@ struct SynthTrees {
   int m = 1;              ///< chunks per tree (param pipeline)
   std::string allreduce;  ///< AllReduce: "rs-ag" or "reduce-bcast"; empty otherwise
   int root = -1;          ///< the one root of every tree; -1: k trees per rank
+  /// Chunks of each root's slice sent straight to every other rank staged through host memory
+  /// (param host_chunks; channel_paths "host"), after its k m tree chunks: Blink's PCIe share.
+  int host = 0;
   /// Per tree (by root rank, k each), every rank's parent rank, -1 at the root; none on one rank.
   std::vector<std::vector<int>> trees;
 };

@@ -52,6 +52,11 @@ inline constexpr int kMaxPlanRanks = 1 << 24;
 inline constexpr std::uint64_t kMaxPlanBytes = 0x7fffffffffffffffull;  ///< a JSON integer (int64)
 inline constexpr int kMaxPlanChannels = 0xffff;                        ///< Op::channel is 16 bits
 inline constexpr int kMaxChannelNic = 126;                             ///< PlanInfo::channel_nics: NIC numbers 0 .. this (-1: the route's)
+/// PlanInfo::channel_paths: a channel's sends take the topology's route ("route") or are staged
+/// through host memory over PCIe ("host").
+enum class ChannelPath : std::uint8_t { Route, Host };
+std::string_view to_string(ChannelPath path);
+std::optional<ChannelPath> parse_channel_path(std::string_view text);
 inline constexpr std::uint64_t kMaxPlanChunks = 0xffffffffull;         ///< chunk indices are 32 bits
 
 /// Checks a request (1 <= ranks <= kMaxPlanRanks, bytes <= kMaxPlanBytes, root in range, every

@@ -96,7 +96,21 @@ struct PlanInfo {
   /// about paths, not data: the simulator follows it, verify and coll-run ignore it (MPI and
   /// NCCL choose their own NICs), exports drop it.
   std::vector<std::int16_t> channel_nics;
+  /// Which path each channel's sends take (docs/plan.md, "channel_paths"): channel c takes entry
+  /// channel_paths[c % size]; Route (as for every channel when empty) is the topology's route
+  /// (topo/routing.h, channel_nics), Host stages the send through host memory: from the sender
+  /// over PCIe to its nearest CPU (then over the socket link to another), and from there over
+  /// PCIe to the receiver, never over NVLink or xGMI (Blink's PCIe path beside NVLink). A hint
+  /// about paths, not data: the simulator follows it, verify and coll-run's MPI backend ignore it,
+  /// exports drop it.
+  std::vector<ChannelPath> channel_paths;
 };
+
+/// The path channel c's sends take (PlanInfo::channel_paths).
+inline ChannelPath channel_path(const PlanInfo& info, int channel) {
+  return info.channel_paths.empty() ? ChannelPath::Route
+                                    : info.channel_paths[static_cast<std::size_t>(channel) % info.channel_paths.size()];
+}
 
 /// The NIC channel c's sends between hosts take (PlanInfo::channel_nics), -1 for the route's.
 inline int channel_nic(const PlanInfo& info, int channel) {

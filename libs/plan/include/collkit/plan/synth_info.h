@@ -45,6 +45,11 @@ struct SynthInfo {
   /// (PlanInfo::channel_nics) rather than the topology's own routes.
   bool through_nics = false;
   double optimal_us = 0, routed_us = 0, packed_us = 0;
+  /// The host share (param host_chunks, docs/synth.md "The PCIe path"): chunks of each root's
+  /// slice sent straight to every rank staged through host memory beside its k m tree chunks,
+  /// and the rate per root those stars reach (param host_gbps; 0: none).
+  int host_chunks = 0;
+  double host_gbps = 0;
 };
 
 /// Reads a synthesised plan's parameters (checked as its programs check them) and, with a

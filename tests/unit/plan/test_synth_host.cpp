@@ -1,0 +1,194 @@
+// The PCIe path beside NVLink (plan.h, PlanInfo::channel_paths; docs/synth.md "The PCIe path"):
+// sends staged through host memory, routed by the simulator over PCIe and the CPU, and synth's
+// host share that reaches a bound the NVLink routes alone cannot.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "collkit/core/error.h"
+#include "collkit/plan/algorithm.h"
+#include "collkit/plan/bounds.h"
+#include "collkit/plan/export.h"
+#include "collkit/plan/io.h"
+#include "collkit/plan/simulate.h"
+#include "collkit/plan/synth_info.h"
+#include "collkit/plan/verify.h"
+#include "collkit/topo/routing.h"
+#include "nic_route.h"
+#include "plan/plan_testing.h"
+#include "plan/sim_topologies.h"
+
+using namespace collkit::plan;
+using collkit::plan::testing::make_vertex;
+namespace topo = collkit::topo;
+
+namespace {
+
+/// One host "h": 4 GPUs on an NVSwitch by NVLink of 40 GB/s, each GPU also on a PCIe switch of
+/// its own (31.5 GB/s), the four switches on one CPU (63 GB/s each). The NVSwitch alone gives a
+/// root 40 / 3 = 13.33 GB/s; the cut bound counts the PCIe links too: (40 + 31.5) / 3 = 23.83;
+/// host stars reach 31.5 / 3 = 10.5 (each GPU's PCIe link carries its 3 sends).
+topo::Topology nvlink_and_pcie() {
+  topo::Topology t;
+  t.name = "nvlink-and-pcie";
+  topo::VertexId nvs = t.add_vertex(make_vertex("h/nvswitch", topo::VertexKind::NvSwitch, "h"));
+  topo::VertexId cpu = t.add_vertex(make_vertex("h/cpu0", topo::VertexKind::Cpu, "h"));
+  auto link = [&](topo::VertexId a, topo::VertexId b, topo::LinkType type, double bw) {
+    topo::Link l;
+    l.a = a;
+    l.b = b;
+    l.type = type;
+    l.bw_gbps = bw;
+    l.latency_us = 0.1;
+    t.add_link(l);
+  };
+  for (int i = 0; i < 4; ++i) {
+    topo::VertexId g = t.add_vertex(make_vertex("h/gpu" + std::to_string(i), topo::VertexKind::Gpu, "h"));
+    topo::VertexId sw = t.add_vertex(make_vertex("h/pcisw" + std::to_string(i), topo::VertexKind::PciSwitch, "h"));
+    link(g, nvs, topo::LinkType::NvLink, 40);
+    link(g, sw, topo::LinkType::Pcie, 31.5);
+    link(sw, cpu, topo::LinkType::Pcie, 63);
+    t.add_rank(g);
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("channel_paths: a host path goes over PCIe through the sender's nearest CPU") {
+  topo::Topology t = nvlink_and_pcie();
+  sim::HostRoutes hr(t);
+  topo::VertexId a = t.rank_vertex(0), b = t.rank_vertex(1);
+  std::string why;
+  topo::Path path = hr.route(a, b, &why);
+  REQUIRE(path.found);
+  std::vector<std::string> ids;
+  for (topo::VertexId v : path.vertices(t)) ids.push_back(t.vertex(v).id);
+  CHECK(ids == std::vector<std::string>{"h/gpu0", "h/pcisw0", "h/cpu0", "h/pcisw1", "h/gpu1"});
+  CHECK(path.bottleneck_gbps == doctest::Approx(31.5));
+  CHECK(path.latency_us == doctest::Approx(0.4));
+  // The topology's own route takes the NVSwitch.
+  topo::RouteCache cache(t);
+  CHECK(cache.routes_to(a, {b}).front()->hops.size() == 2);
+  // Between hosts there is none.
+  topo::Topology two = testing::two_hosts(2, 10, 1, 5, 1);
+  topo::Path across = sim::HostRoutes(two).route(two.rank_vertex(0), two.rank_vertex(2), &why);
+  CHECK_FALSE(across.found);
+  CHECK(why == "\"a/g0\" and \"b/g0\" are not on one host");
+}
+
+TEST_CASE("channel_paths: a host channel's sends are simulated over the PCIe path") {
+  topo::Topology t = nvlink_and_pcie();
+  // One message of 31.5 MB from rank 0 to rank 1: 1000 us at 31.5 GB/s over PCIe, 787.5 us at
+  // 40 GB/s over NVLink (plus the links' latency).
+  Request req{Collective::Broadcast, 31'500'000, 2, 0};
+  auto plan = generate("direct", req, &t, {});
+  SimOptions opt;
+  opt.per_message_us = 0;
+  double nvlink = simulate(*plan, t, opt).time_us;
+  PlanInfo info = plan->info();
+  info.channel_paths = {ChannelPath::Host};
+  double host = simulate(GeneratedPlan(info, algorithm("direct")), t, opt).time_us;
+  CHECK(nvlink == doctest::Approx(787.5 + 0.2).epsilon(1e-9));
+  CHECK(host == doctest::Approx(1000 + 0.4).epsilon(1e-9));
+  // Across hosts a host channel has no path: refused naming the pair.
+  topo::Topology two = testing::two_hosts(1, 10, 1, 5, 1);
+  Request across{Collective::AllGather, 1 << 20, 2, 0};
+  PlanInfo ring = generate("ring", across, &two, {})->info();
+  ring.channel_paths = {ChannelPath::Host};
+  CHECK_THROWS_WITH_AS(simulate(GeneratedPlan(ring, algorithm("ring")), two),
+                       "simulate: no route from rank 0 to rank 1 staged through host memory (channel_paths): \"a/g0\" and \"b/g0\" are "
+                       "not on one host",
+                       collkit::InputError);
+}
+
+TEST_CASE("channel_paths: read, written and refused where the plan is read") {
+  topo::Topology t = nvlink_and_pcie();
+  Request req{Collective::AllGather, 4 << 12, 4, 0};
+  auto plan = generate("ring", req, &t, {});
+  PlanInfo info = plan->info();
+  info.channel_paths = {ChannelPath::Route, ChannelPath::Host};
+  GeneratedPlan with(info, algorithm("ring"));
+  auto back = from_json(to_json(with), "p.json");
+  CHECK(back->info().channel_paths == info.channel_paths);
+  CHECK(to_json(with).find("\"channel_paths\": [\n    \"route\",\n    \"host\"\n  ]") != std::string::npos);
+  // Absent: not written.
+  CHECK(to_json(*plan).find("channel_paths") == std::string::npos);
+  std::string text = to_json(*plan);
+  auto at_key = text.find("\"channels\"");
+  REQUIRE(at_key != std::string::npos);
+  auto edited = [&](const std::string& value) {
+    std::string e = text;
+    e.insert(at_key, "\"channel_paths\": " + value + ",\n  ");
+    return e;
+  };
+  CHECK_THROWS_WITH_AS(from_json(edited("[\"route\", \"nvlink\"]"), "bad.json"),
+                       "bad.json: /channel_paths/1: a channel path is \"route\" or \"host\", got \"nvlink\"", collkit::InputError);
+  int checked = 0;
+  for (const char* bad : {"[]", "[1]", "\"host\"", "[\"Host\"]"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(from_json(edited(bad), "bad.json"), collkit::InputError);
+    ++checked;
+  }
+  CHECK(checked == 4);
+  // Paths are not data: the plan verifies as it did; the MSCCL export drops them, saying so.
+  CHECK(verify(with).ok);
+  CHECK(to_msccl_xml(with, {}).find("<!-- collkit: the plan's channel_paths (sends staged through host memory) are dropped") !=
+        std::string::npos);
+  CHECK(to_msccl_xml(*plan, {}).find("channel_paths") == std::string::npos);
+}
+
+TEST_CASE("synth host share: the PCIe path takes synth to a bound NVLink alone cannot reach") {
+  topo::Topology t = nvlink_and_pcie();
+  int plans = 0;
+  for (Collective coll : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce}) {
+    CAPTURE(coll);
+    Request req{coll, std::uint64_t{1} << 30, 4, 0};
+    auto plan = generate("synth", req, &t, {});
+    const PlanInfo& info = plan->info();
+    REQUIRE(info.params.count("host_chunks"));
+    CHECK(std::count(info.channel_paths.begin(), info.channel_paths.end(), ChannelPath::Host) ==
+          (coll == Collective::AllReduce ? 2 : 1) * 4 * 3);
+    double bound = lower_bound(req, t).time_us();
+    if (coll == Collective::AllReduce) bound = lower_bound(req, t).rs_ag_us;
+    SimOptions maxmin;
+    maxmin.model = LinkModel::MaxMin;
+    double queue = simulate(*plan, t).time_us, fair = simulate(*plan, t, maxmin).time_us;
+    MESSAGE(to_string(coll) << ": " << queue / bound << " x the bound (MaxMin " << fair / bound << "), host chunks "
+                            << info.params.at("host_chunks"));
+    // Routes alone reach 13.33 of the bound's 23.83 GB/s a root: 1.79 x the bound at best.
+    CHECK(fair >= bound * (1 - 1e-6));
+    CHECK(fair <= bound * 1.01);
+    CHECK(queue <= bound * 1.02);
+    SynthInfo si = synth_info(*plan, &t, {});
+    CHECK(si.routed_gbps == doctest::Approx(40.0 / 3).epsilon(1e-6));
+    CHECK(si.optimal_gbps == doctest::Approx(71.5 / 3).epsilon(1e-6));
+    CHECK(si.host_gbps == doctest::Approx(10.5).epsilon(1e-6));
+    CHECK(si.host_chunks > 0);
+    CHECK(describe_synth_info(si).find("host share: ") != std::string::npos);
+    // Paths are not data: the plan verifies; it survives its file; the MSCCL export says it drops them.
+    CHECK(verify(*plan).ok);
+    auto back = from_json(to_json(*plan), "s.json");
+    CHECK(back->info().channel_paths == info.channel_paths);
+    CHECK(simulate(*back, t).time_us == doctest::Approx(queue).epsilon(1e-12));
+    ++plans;
+  }
+  CHECK(plans == 3);
+}
+
+TEST_CASE("synth host share: a plan of one root's trees refuses host_chunks in one line") {
+  topo::Topology t = nvlink_and_pcie();
+  Request req{Collective::Broadcast, 1 << 20, 4, 0};
+  PlanInfo info = generate("synth", req, &t, {})->info();
+  info.params["host_chunks"] = "2";
+  CHECK_THROWS_WITH_AS(GeneratedPlan(info, algorithm("synth")).program(0),
+                       "synth: plan parameter host_chunks: the host share is for every rank's packed trees (AllGather, ReduceScatter, "
+                       "AllReduce as rs-ag)",
+                       collkit::InputError);
+  info.params["host_chunks"] = "-1";
+  CHECK_THROWS_WITH_AS(GeneratedPlan(info, algorithm("synth")).program(0), "synth: plan parameter host_chunks -1 is not 0 to 65535",
+                       collkit::InputError);
+}
