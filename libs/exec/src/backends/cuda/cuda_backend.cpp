@@ -4,7 +4,10 @@
 // (cudaMemcpyPeerAsync), a receive-and-reduce the reduction kernel reading the sender's bytes in
 // place where the GPUs reach each other's memory (else through a staging buffer), local copies and
 // reductions are copies and kernels on the rank's GPU. One stream per GPU keeps the order without
-// events; between GPUs, each transfer orders the two streams both ways with an event each. The
+// events; between GPUs, each transfer orders the two streams both ways with an event each. A
+// transfer on a channel the plan stages through host memory (PlanInfo::channel_paths "host")
+// between two GPUs is two copies instead: device to a pinned host buffer of the sender's GPU on
+// its stream, then host to device on the receiver's (its PCIe path, not NVLink). The
 // channels' concurrency is given up: this backend checks plans and times them on one GPU, it does
 // not compete with NCCL. It has no native collective.
 
@@ -109,8 +112,8 @@ class CudaBackend final : public Backend {
     std::uint64_t total = 0;
     for (int r = 0; r < nranks_; ++r)
       total += rank_bytes(s, r) + detail::send_copies(g, s.job.req, r, s.in_place == InPlaceMode::Staged).bytes;
-    for (int d = 0; d < devices_; ++d) total += staging_bytes(g, d);
-    return total;
+    for (int d = 0; d < devices_; ++d) total += staging_bytes(g, s.plan->info(), d);
+    return total;  // the pinned host buffers (host_bytes) are host memory, not counted here
   }
 
   void setup(const Setup& s) override {
@@ -133,7 +136,9 @@ class CudaBackend final : public Backend {
       b.copies = detail::send_copies(schedule_, req, r, s.in_place == InPlaceMode::Staged);
       b.bounce = zeroed(d, b.copies.bytes);
     }
-    for (int d = 0; d < devices_; ++d) staging_.push_back(zeroed(d, staging_bytes(schedule_, d)));
+    for (int d = 0; d < devices_; ++d) staging_.push_back(zeroed(d, staging_bytes(schedule_, s.plan->info(), d)));
+    pinned_.clear();
+    for (int d = 0; d < devices_; ++d) pinned_.emplace_back(host_bytes(schedule_, d));
     synchronize();
   }
 
@@ -274,6 +279,15 @@ class CudaBackend final : public Backend {
   void transfer(int from, const std::byte* src, int to, const detail::ExecOp& ro, std::byte* dst, const std::byte* local) {
     int df = device_of(from), dt = device_of(to);
     cudaStream_t sf = streams_[static_cast<std::size_t>(df)], stt = streams_[static_cast<std::size_t>(dt)];
+    // Staged through host memory (channel_paths): the first copy, device to the sender GPU's pinned
+    // buffer, on its stream. The buffer is free: the sender's stream waited (below) for the
+    // receiver's copy out of it at the last such transfer.
+    bool host = df != dt && plan::channel_path(setup_.plan->info(), ro.channel) == plan::ChannelPath::Host;
+    std::byte* bounce = host ? pinned_[static_cast<std::size_t>(df)].data() : nullptr;
+    if (host) {
+      set_device(df);
+      cuda::check(cudaMemcpyAsync(bounce, src, ro.bytes, cudaMemcpyDeviceToHost, sf), "cudaMemcpyAsync");
+    }
     if (df != dt) {  // the receiver's GPU waits for the sender's to reach this point
       set_device(df);
       cuda::check(cudaEventRecord(events_[static_cast<std::size_t>(df)], sf), "cudaEventRecord");
@@ -281,7 +295,12 @@ class CudaBackend final : public Backend {
       cuda::check(cudaStreamWaitEvent(stt, events_[static_cast<std::size_t>(df)], 0), "cudaStreamWaitEvent");
     }
     set_device(dt);
-    if (ro.type == OpType::Recv) {
+    if (host) {
+      // The second copy, host to device; a receive-and-reduce adds from the staging buffer.
+      std::byte* to_at = ro.type == OpType::Recv ? dst : staging_[static_cast<std::size_t>(dt)].data();
+      cuda::check(cudaMemcpyAsync(to_at, bounce, ro.bytes, cudaMemcpyHostToDevice, stt), "cudaMemcpyAsync");
+      if (ro.type != OpType::Recv) reduce(to, dst, local, to_at, ro.bytes);
+    } else if (ro.type == OpType::Recv) {
       cuda::check(cudaMemcpyPeerAsync(dst, dt, src, df, ro.bytes, stt), "cudaMemcpyPeerAsync");
     } else if (reaches(dt, df)) {
       reduce(to, dst, local, src, ro.bytes);
@@ -303,12 +322,31 @@ class CudaBackend final : public Backend {
            s.plan->info().scratch_bytes + (s.in_place == InPlaceMode::Staged ? plan::input_bytes(req) : 0);
   }
 
-  // Staging on GPU d: for overlapping local copies and for receive-and-reduce from a GPU it cannot read.
-  std::uint64_t staging_bytes(const detail::GlobalSchedule& g, int d) const {
+  // Staging on GPU d: for overlapping local copies and for receive-and-reduce from a GPU it cannot
+  // read or through host memory (channel_paths).
+  std::uint64_t staging_bytes(const detail::GlobalSchedule& g, const plan::PlanInfo& info, int d) const {
     std::uint64_t most = 0;
     for (int r = d; r < nranks_; r += devices_)
+      for (const detail::ExecOp& o : g.programs[static_cast<std::size_t>(r)].ops) {
+        bool other = device_of(o.peer) != d;
+        bool host = other && plan::channel_path(info, o.channel) == plan::ChannelPath::Host;
+        if (o.type == OpType::Copy || (o.type == OpType::RecvReduce && (host || !reaches(d, device_of(o.peer)))))
+          most = std::max(most, o.bytes);
+      }
+    return most;
+  }
+
+  // The pinned host buffer of GPU d: the largest transfer from it on a channel staged through host
+  // memory (PlanInfo::channel_paths), 0 where the plan stages none.
+  std::uint64_t host_bytes(const detail::GlobalSchedule& g, int d) const {
+    std::uint64_t most = 0;
+    const plan::PlanInfo& info = setup_.plan->info();
+    if (info.channel_paths.empty()) return 0;
+    for (int r = 0; r < nranks_; ++r)
       for (const detail::ExecOp& o : g.programs[static_cast<std::size_t>(r)].ops)
-        if (o.type == OpType::Copy || (o.type == OpType::RecvReduce && !reaches(d, device_of(o.peer)))) most = std::max(most, o.bytes);
+        if ((o.type == OpType::Recv || o.type == OpType::RecvReduce) && device_of(o.peer) == d && device_of(r) != d &&
+            plan::channel_path(info, o.channel) == plan::ChannelPath::Host)
+          most = std::max(most, o.bytes);
     return most;
   }
 
@@ -322,6 +360,7 @@ class CudaBackend final : public Backend {
   detail::GlobalSchedule schedule_;
   std::vector<RankBuffers> ranks_;
   std::vector<cuda::DeviceBuffer> staging_;
+  std::vector<cuda::PinnedBuffer> pinned_;
 };
 
 }  // namespace

@@ -73,4 +73,33 @@ void DeviceBuffer::release() noexcept {
   bytes_ = 0;
 }
 
+PinnedBuffer::PinnedBuffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  void* p = nullptr;
+  check(cudaMallocHost(&p, bytes), ("cudaMallocHost of " + std::to_string(bytes) + " bytes").c_str());
+  data_ = static_cast<std::byte*>(p);
+}
+
+PinnedBuffer::~PinnedBuffer() { release(); }
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  if (this != &o) {
+    release();
+    data_ = std::exchange(o.data_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+void PinnedBuffer::release() noexcept {
+  if (!data_) return;
+  // cudaFreeHost synchronises; errors here have nowhere to go but away (a destructor).
+  (void)cudaFreeHost(data_);
+  (void)cudaGetLastError();
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
 }  // namespace collkit::exec::cuda

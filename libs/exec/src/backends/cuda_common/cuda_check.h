@@ -45,6 +45,27 @@ class DeviceBuffer {
   int device_ = 0;
 };
 
+/// Page-locked host memory (cudaMallocHost), freed on destruction: the bounce buffer of sends a
+/// plan stages through host memory (PlanInfo::channel_paths).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& o) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  std::byte* data() const { return data_; }
+  std::size_t size() const { return bytes_; }
+
+ private:
+  void release() noexcept;
+  std::byte* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 /// Sets the calling thread's device (cudaSetDevice), checked.
 void use_device(int device);
 
