@@ -692,18 +692,24 @@ class SynthAlgorithm final : public Algorithm {
         rate = r;
       }
     }
+    PlanInfo info = lay_root_trees(req, *trees, opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline, rate);
+    info.params["rails_fanout"] = std::to_string(fan);
+    return info;
+  }
+
+  /// A Broadcast or Reduce plan down (up) the root's `trees`, m chunks a tree, packed at `rate`.
+  static PlanInfo lay_root_trees(const Request& req, const std::vector<std::vector<int>>& trees, int m, double rate) {
     PlanInfo info;
     info.req = req;
-    int k = static_cast<int>(trees->size()), m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
-    std::int64_t channels = static_cast<std::int64_t>(k) * fanout(*trees) + (req.coll == Collective::Broadcast);
+    int k = static_cast<int>(trees.size());
+    std::int64_t channels = static_cast<std::int64_t>(k) * fanout(trees) + (req.coll == Collective::Broadcast);
     if (channels > 65535)
       throw InputError("synth: " + std::to_string(k) + " trees from the root need " + std::to_string(channels) +
                        " channels, more than a plan holds (65535)");
     info.params["channels"] = std::to_string(k);
     info.params["pipeline"] = std::to_string(m);
-    info.params["rails_fanout"] = std::to_string(fan);
     info.params["packed_gbps"] = fmt::format("{:.9g}", rate);
-    info.params["trees"] = format_trees(*trees);
+    info.params["trees"] = format_trees(trees);
     info.channels = static_cast<std::uint16_t>(channels);
     Shape sh = shape(req, kRsAg, -1, k, m);
     info.in_chunks = sh.in_chunks;
@@ -1055,6 +1061,68 @@ class SynthAlgorithm final : public Algorithm {
     return true;
   }
 
+  /// Broadcast and Reduce where every host holds one rank and the relay chains have cycles (the
+  /// tori of one GPU a host): the root's chains round 1 or 2 Hamiltonian cycles, each way round
+  /// each (synth::ring_trees), with the chains of a cycle through the host's second NIC or not
+  /// (channel_nics), at 64, 256 and 1024 chunks a chain (or --pipeline), the fastest as simulated
+  /// offered. Two cycles' four chains through both NICs carry the root's PCIe rate (3x3 torus:
+  /// 31.5 GB/s out of the root, 7.9 a chain on 12.5 GB/s torus links, 15.75 into each NIC) where
+  /// packed trees over the routes keep to one NIC (25 GB/s: 1.26 x the bound at best).
+  void offer_root_chains(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
+    int p = req.nranks;
+    if (opt.channels > 0 || !one_rank_a_host(t, p)) return;
+    topo::RouteCache cache(t);
+    sim::NicRoutes via(t, cache);
+    bool second_nic = via.nic_of(t.rank_vertex(static_cast<topo::Rank>(req.root)), 1) != nullptr;
+    for (int cycles : {1, 2}) {
+      const Synthesised& rings = synthesise(t, p, 2 * cycles, -1, Arcs::Rings);
+      if (rings.trees.size() != static_cast<std::size_t>(2 * cycles * p)) continue;
+      auto first = rings.trees.begin() + static_cast<std::ptrdiff_t>(2 * cycles * req.root);
+      std::vector<std::vector<int>> trees(first, first + 2 * cycles);
+      double rate = synth::routed_tree_rate(t, trees);
+      // Chain j goes round cycle j / 2; NIC choices: the routes' own, or one cycle's (or one
+      // way's) chains through NIC 1.
+      std::vector<std::vector<std::int16_t>> choices{{}};
+      if (second_nic) {
+        std::vector<std::int16_t> by_cycle, by_way;
+        for (int j = 0; j < 2 * cycles; ++j) {
+          by_cycle.push_back(static_cast<std::int16_t>((j / 2) % 2 == 1 ? 1 : -1));
+          by_way.push_back(static_cast<std::int16_t>(j % 2 == 1 ? 1 : -1));
+        }
+        if (cycles > 1) choices.push_back(by_cycle);
+        choices.push_back(by_way);
+      }
+      // The chains' rate over the routes their NICs give (each arc one share of every link it
+      // crosses, as routed_tree_rate counts).
+      auto rate_via = [&](const std::vector<std::int16_t>& nics) {
+        if (nics.empty()) return rate;
+        std::vector<double> load(2 * t.num_links(), 0);
+        for (std::size_t j = 0; j < trees.size(); ++j)
+          for (int c = 0; c < p; ++c) {
+            int parent = trees[j][static_cast<std::size_t>(c)];
+            if (parent < 0) continue;
+            topo::Path path = via.route(t.rank_vertex(static_cast<topo::Rank>(parent)), t.rank_vertex(static_cast<topo::Rank>(c)), nics[j]);
+            if (!path.found) return 0.0;
+            for (const topo::Hop& h : path.hops) load[h.channel()] += 1;
+          }
+        double least = std::numeric_limits<double>::infinity();
+        for (std::size_t r = 0; r < load.size(); ++r)
+          if (load[r] > 0) least = std::min(least, t.link(static_cast<topo::LinkId>(r / 2)).bw_gbps / load[r]);
+        return least * static_cast<double>(trees.size());
+      };
+      for (const std::vector<std::int16_t>& nics : choices)
+        for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{64, 256, 1024}) {
+          if (req.bytes / static_cast<std::uint64_t>(2 * cycles * m) < kMinRootedChunk && m > 64) continue;
+          double packed = rate_via(nics);
+          if (packed <= 0) continue;
+          PlanInfo info = lay_root_trees(req, trees, m, packed);
+          info.params["arcs"] = "rings";
+          info.channel_nics = nics;  // a chain's channel is its tree's (fan-out 1)
+          best.offer(std::move(info));
+        }
+    }
+  }
+
   /// One root's trees, k of 1, 2, 4 and p - 1 and m of 16, 64 and 128 (those the options leave
   /// open) the fastest as simulated at the request's size. Rate alone misleads here: on a switch
   /// one chain already has the root's whole rate (every rank forwards each byte once), but its
@@ -1126,6 +1194,7 @@ class SynthAlgorithm final : public Algorithm {
         synth::equal_hosts(t, req.nranks, &why);
         return why;
       }());
+    offer_root_chains(best, req, t, opt);
     for (int k : ks)
       for (int m : ms)
         // p - 1 trees also split over any walks (param arcs=walks): their arcs are not all the
