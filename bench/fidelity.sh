@@ -12,9 +12,10 @@
 # its R; the report gives each row's spread (slowest / fastest of its R): rows whose own noise passes
 # the goal are visible, and the noise floor (a single run against the median) stands beside the model's error.
 # rows.csv: every row, measured (the median and each repeat; block medians, then the means) and predicted before and after calibration.
-# COLLKIT_BENCH_ALGOS, COLLKIT_BENCH_COLLS (comma lists) and COLLKIT_BENCH_MAX_SIZE (default 64M) shorten a run.
+# COLLKIT_BENCH_ALGOS, COLLKIT_BENCH_COLLS (comma lists) and COLLKIT_BENCH_MAX_SIZE (default 64M) shorten a run;
+# COLLKIT_BENCH_REPEATS sets the repeats as --repeats does.
 set -euo pipefail
-repeats=3
+repeats=${COLLKIT_BENCH_REPEATS:-3}
 if [[ ${1:-} == --repeats ]]; then
   [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "fidelity.sh: --repeats needs a count of 1 or more, not '${2:-}'" >&2; exit 2; }
   repeats=$2
