@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The simulator's fidelity against measurements already recorded (results/fidelity.md and
-# results/fidelity_rows.csv, written by bench/fidelity.sh on an idle machine), with this build's
+# The simulator's fidelity against measurements already recorded (by default the idle run at
+# 8e4c6dd, results/fidelity_idle_8e4c6dd.md and its rows, written by bench/fidelity.sh on an idle
+# machine; results/fidelity.md and results/fidelity_rows.csv are the latest run), with this build's
 # model and fit: a model change judged without measuring again on a loaded machine. coll-run runs
 # every row once (-n 1) only to get the plans it makes here; their times are replaced by the
 # recorded ones. fidelity_replay fits the recorded calibration report again (shared-memory classes,
@@ -11,8 +12,8 @@
 # Usage: bench/fidelity_replay.sh [build/bin] [fidelity.md] [fidelity_rows.csv]
 set -euo pipefail
 bin=${1:-build/bin}
-md=${2:-results/fidelity.md}
-csv=${3:-results/fidelity_rows.csv}
+md=${2:-results/fidelity_idle_8e4c6dd.md}
+csv=${3:-results/fidelity_idle_8e4c6dd_rows.csv}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -162,11 +162,11 @@ sec_mpi() {
 # 4. Fidelity (bench/fidelity.sh; --quick: ring and rhd, AllReduce and AllGather, up to 1 MiB).
 sec_fidelity() {
   if [ $quick = 1 ]; then
-    export COLLKIT_BENCH_ALGOS=ring,rhd COLLKIT_BENCH_COLLS=allreduce,allgather COLLKIT_BENCH_MAX_SIZE=1M
-    log_cmd "export COLLKIT_BENCH_ALGOS=ring,rhd COLLKIT_BENCH_COLLS=allreduce,allgather COLLKIT_BENCH_MAX_SIZE=1M"
+    export COLLKIT_BENCH_ALGOS=ring,rhd COLLKIT_BENCH_COLLS=allreduce,allgather COLLKIT_BENCH_MAX_SIZE=1M COLLKIT_BENCH_REPEATS=1
+    log_cmd "export COLLKIT_BENCH_ALGOS=ring,rhd COLLKIT_BENCH_COLLS=allreduce,allgather COLLKIT_BENCH_MAX_SIZE=1M COLLKIT_BENCH_REPEATS=1"
   fi
   x bash "$root/bench/fidelity.sh" "$bin" "$out/fidelity.md" "$work/fidelity_rows.csv"
-  unset COLLKIT_BENCH_ALGOS COLLKIT_BENCH_COLLS COLLKIT_BENCH_MAX_SIZE
+  unset COLLKIT_BENCH_ALGOS COLLKIT_BENCH_COLLS COLLKIT_BENCH_MAX_SIZE COLLKIT_BENCH_REPEATS
   python3 "$report" fidelity --out "$out" --work "$work" --cmds "$cmds"
 }
 

@@ -64,6 +64,7 @@ struct Options {
   int rank_count = 1;
   std::string max_memory;  // verify: "" = what the host has available
   std::string results_file;  // compare
+  std::string measured = "mean";         // compare: coll-run's mean or block-median
   std::vector<std::string> shell_topos;  // shell
   bool strict = false;
   std::string history;
@@ -298,8 +299,13 @@ int run_synth_info(const Options& o) {
 int run_compare(const Options& o) {
   std::optional<topo::Topology> t;
   if (!o.topo_file.empty()) t = topo::load(o.topo_file);
-  exec::Fidelity f = exec::compare_results(o.results_file, collkit::read_file(o.results_file), t ? &*t : nullptr, sim_options(o));
-  std::cout << fmt::format("# {}: measured out-of-place time vs {}; error = (predicted - measured) / measured\n", o.results_file,
+  if (o.measured != "mean" && o.measured != "block-median")
+    throw collkit::InputError("unknown --measured \"" + o.measured + "\" (expected mean or block-median)");
+  const bool block_median = o.measured == "block-median";
+  exec::Fidelity f = exec::compare_results(o.results_file, collkit::read_file(o.results_file), t ? &*t : nullptr, sim_options(o),
+                                           block_median ? exec::Measured::BlockMedian : exec::Measured::Mean);
+  std::cout << fmt::format("# {}: measured out-of-place time ({}) vs {}; error = (predicted - measured) / measured\n", o.results_file,
+                           block_median ? "median of the timed blocks" : "mean per iteration",
                            t ? "simulated on " + t->name : std::string("the prediction recorded with the run"));
   std::cout << fmt::format("# {:>13}  {:>10}  {:>9}  {:>10}  {:>13}  {:>14}  {:>8}\n", "collective", "algorithm", "type", "size",
                            "measured(us)", "predicted(us)", "error%");
@@ -400,6 +406,10 @@ int main(int argc, char** argv) {
   auto* cmp = app.add_subcommand("compare", "the simulator's predictions against what coll-run measured: error per row, median and worst");
   cmp->add_option("--results", o.results_file, "coll-run's collkit.results/1 file (coll-run --json)")->required();
   cmp->add_option("--topo", o.topo_file, "simulate every row's plan on this topology (default: the prediction recorded with the run)");
+  cmp->add_option("--measured", o.measured,
+                  "mean (coll-run's time_us, default) or block-median (block_median_us: the median of the timed blocks, "
+                  "what an undisturbed run takes)");
+
   add_sim_knobs(cmp);
 
   auto* show = app.add_subcommand("show", "a readable per-rank, per-step listing of a plan");

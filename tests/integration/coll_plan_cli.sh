@@ -214,6 +214,8 @@ expect_fail 3 "coll-plan: error: $TMP/none.json: cannot open: No such file or di
 expect_fail 3 "coll-plan: error: $TMP/none.json: cannot open: No such file or directory" "$plan" compare --results "$TMP/none.json"
 expect_fail 2 "coll-plan: error: $TMP/ring8.json: /schema: expected \"collkit.results/1\", got \"collkit.plan/1\"" \
   "$plan" compare --results "$TMP/ring8.json"
+expect_fail 2 "coll-plan: error: unknown --measured \"best\" (expected mean or block-median)" \
+  "$plan" compare --results "$TMP/ring8.json" --measured best
 expect_fail 2 "coll-plan: error: verify: channel 0 of this plan runs about 960 ops, which would take about 39 kB, more than the limit of 10 kB; verify the same algorithm on fewer ranks" \
   "$plan" verify "$TMP/ring8.json" --max-memory 10K
 expect_fail 2 "coll-plan: error: --max-memory must be more than 0 bytes" "$plan" verify "$TMP/ring8.json" --max-memory 0

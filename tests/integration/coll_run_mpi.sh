@@ -41,6 +41,11 @@ expect_eq "$(json_get "$TMP/all4.json" 'sum(r["native_out_of_place"]["wrong"] + 
   bad "compare: $(tail -2 "$TMP/cmp4.txt")"
 "$COLLKIT_BIN/coll-plan" compare --results "$TMP/all4.json" --topo "$TMP/t4.json" >"$TMP/cmp4t.txt" &&
   expect_eq "$(tail -1 "$TMP/cmp4t.txt" | sed 's/ (.*left out)//')" "$(tail -1 "$TMP/cmp4.txt" | sed 's/ (.*left out)//')" "compare re-simulated on the run's topology"
+# Every measured placement also records the median of its timed blocks, and compare judges by it on request.
+expect_eq "$(json_get "$TMP/all4.json" 'all(r[p]["block_median_us"] > 0 for t in j["tables"] for r in t["rows"] for p in ("out_of_place", "in_place") if r.get(p))')" \
+  True "np 4 every placement's block median"
+"$COLLKIT_BIN/coll-plan" compare --measured block-median --results "$TMP/all4.json" >"$TMP/cmp4b.txt" &&
+  grep -q "^# .*(median of the timed blocks)" "$TMP/cmp4b.txt" && ok "compare by the block median" || bad "compare --measured block-median: $(tail -2 "$TMP/cmp4b.txt")"
 
 # --json -: the JSON alone on stdout (one document, parseable), the tables on stderr.
 mpi 2 "$run" --coll allreduce --algo ring -b 1K -e 4K -n 1 -w 0 --no-discover --json - >"$TMP/stdout.json" 2>"$TMP/stderr.txt" &&

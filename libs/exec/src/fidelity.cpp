@@ -23,7 +23,8 @@ void summarise(Fidelity& f) {
   f.worst_abs_error_percent = n == 0 ? 0 : errors[f.worst_row];
 }
 
-Fidelity compare_results(const std::string& file, const std::string& text, const topo::Topology* topo, const plan::SimOptions& sim) {
+Fidelity compare_results(const std::string& file, const std::string& text, const topo::Topology* topo, const plan::SimOptions& sim,
+                         Measured which) {
   nlohmann::json doc = json::parse(file, text);
   json::Cursor root(file, doc);
   root.expect_schema("results", 1);
@@ -48,7 +49,9 @@ Fidelity compare_results(const std::string& file, const std::string& text, const
         ++f.skipped;
         continue;
       }
-      out.measured_us = measured.at("time_us").non_negative_number();
+      if (which == Measured::BlockMedian && !measured.find("block_median_us"))
+        measured.fail("has no block_median_us (measured by a coll-run before it was recorded): compare its mean, --measured mean");
+      out.measured_us = measured.at(which == Measured::BlockMedian ? "block_median_us" : "time_us").non_negative_number();
       if (topo) {
         json::Cursor plan_json = row.at("plan");
         auto plan = plan::from_json(plan_json.value().dump(), file + " " + plan_json.pointer());

@@ -17,6 +17,14 @@ namespace {
 
 using plan::Collective;
 
+// The median of `v` (the mean of the middle two when even); 0 when empty.
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 std::vector<std::uint64_t> sizes(const RunOptions& opt, const Planner& planner) {
   if (!opt.sizes_given && planner.file_plan_bytes() != 0) return {planner.file_plan_bytes()};
   if (opt.min_bytes == 0) throw InputError("-b: the smallest size must be at least 1 byte");
@@ -110,6 +118,7 @@ std::pair<Timing, Timing> measure(Backend& b, World& world, const RunOptions& op
     b.synchronize();
   }
   double seconds[2] = {0, 0};
+  std::vector<double> block_seconds[2];  // per block, this rank's time per iteration
   int blocks = std::min(opt.iters, kTimedBlocks);
   for (int k = 0; k < blocks; ++k) {
     int iters = opt.iters / blocks + (k < opt.iters % blocks ? 1 : 0);
@@ -120,12 +129,17 @@ std::pair<Timing, Timing> measure(Backend& b, World& world, const RunOptions& op
       for (int i = 0; i < iters; ++i) b.run(who[s], p);
       b.synchronize();
       seconds[s] += World::now() - t0;
+      if (iters > 0) block_seconds[s].push_back((World::now() - t0) / iters);
     }
   }
   Timing t[2];
   for (std::size_t s = 0; s < who.size(); ++s) {
     t[s].ran = true;
     t[s].time_us = world.max(seconds[s] / std::max(opt.iters, 1), opt.timeout_s) * 1e6;
+    // Each block's slowest rank, then the median over the blocks.
+    std::vector<double> slowest;
+    for (double x : block_seconds[s]) slowest.push_back(world.max(x, opt.timeout_s) * 1e6);
+    t[s].block_median_us = median_of(slowest);
     t[s].algbw_gbps = plan::algbw_gbps(job.req.bytes, t[s].time_us);
     t[s].busbw_gbps = t[s].algbw_gbps * plan::busbw_factor(job.req.coll, job.req.nranks);
     for (int c = 0; c < opt.check; ++c) {

@@ -64,6 +64,7 @@ std::uint64_t wrong_total(const Table& t, bool native) {
 json timing_json(const Timing& t) {
   if (!t.ran) return nullptr;
   json j = {{"time_us", t.time_us}, {"algbw_gbps", t.algbw_gbps}, {"busbw_gbps", t.busbw_gbps}};
+  if (t.block_median_us > 0) j["block_median_us"] = t.block_median_us;
   if (t.checked) j["wrong"] = t.wrong;
   return j;
 }

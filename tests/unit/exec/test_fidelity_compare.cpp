@@ -71,3 +71,23 @@ TEST_CASE("compare: bad results files are refused with the file and field") {
                       nullptr),
       "r.json: /tables/0/rows/0: missing field \"algorithm\"", collkit::InputError);
 }
+
+TEST_CASE("compare: judged by the block median when asked, and refused where a row has none") {
+  auto plan = collkit::plan::generate("ring", {collkit::plan::Collective::AllReduce, 1024, 4, 0}, nullptr);
+  std::string plan_json = collkit::plan::to_json(*plan);
+  std::string with = R"({"schema": "collkit.results/1", "tables": [{"collective": "allreduce", "rows": [
+      {"bytes": 1024, "algorithm": "ring", "out_of_place": {"time_us": 16.0, "block_median_us": 10.0}, "predicted_us": 12.0, "plan": )" +
+                     plan_json + "}]}]}";
+  auto mean = compare_results("r.json", with, nullptr);
+  REQUIRE(mean.rows.size() == 1);
+  CHECK(mean.rows[0].measured_us == doctest::Approx(16));
+  CHECK(mean.rows[0].error_percent() == doctest::Approx(-25));
+  auto block = compare_results("r.json", with, nullptr, {}, collkit::exec::Measured::BlockMedian);
+  REQUIRE(block.rows.size() == 1);
+  CHECK(block.rows[0].measured_us == doctest::Approx(10));
+  CHECK(block.rows[0].error_percent() == doctest::Approx(20));
+  CHECK_THROWS_WITH_AS(compare_results("r.json", results(plan_json), nullptr, {}, collkit::exec::Measured::BlockMedian),
+                       "r.json: /tables/0/rows/0/out_of_place: has no block_median_us (measured by a coll-run before it was "
+                       "recorded): compare its mean, --measured mean",
+                       collkit::InputError);
+}

@@ -17,7 +17,7 @@ struct FidelityRow {
   std::string algorithm;
   std::string type;  ///< the datatype measured
   std::uint64_t bytes = 0;
-  double measured_us = 0;   ///< out-of-place time as coll-run reported it
+  double measured_us = 0;   ///< out-of-place time as coll-run reported it (its mean or block median)
   double predicted_us = 0;  ///< recorded with the run, or simulated again on the topology given
   /// (predicted - measured) / measured, in percent: negative when the model is optimistic
   double error_percent() const { return measured_us > 0 ? (predicted_us - measured_us) / measured_us * 100.0 : 0; }
@@ -31,11 +31,19 @@ struct Fidelity {
   std::size_t worst_row = 0;  ///< index into rows of the worst |error|
 };
 
+/// Which measured time a row is judged by: coll-run's `time_us` (the slowest rank's mean per
+/// iteration) or `block_median_us` (the median over the timed blocks: what an undisturbed run
+/// takes, as the simulator predicts; docs/run.md).
+enum class Measured { Mean, BlockMedian };
+
 /// Reads a collkit.results/1 text (`file` names it in errors). With a topology, every row's plan
 /// (stored in the row) is simulated on it with `sim` (a calibrated topology, a different link
 /// model); without one the prediction recorded at run time is used. InputError naming the file
 /// and field for anything malformed, and when no row has both a measurement and a prediction.
-Fidelity compare_results(const std::string& file, const std::string& text, const topo::Topology* topo, const plan::SimOptions& sim = {});
+/// With Measured::BlockMedian a measured row without `block_median_us` (an older coll-run's) is an
+/// InputError naming it.
+Fidelity compare_results(const std::string& file, const std::string& text, const topo::Topology* topo, const plan::SimOptions& sim = {},
+                         Measured measured = Measured::Mean);
 
 /// |error| figures of a set of rows (used by compare_results; rows must be non-empty).
 void summarise(Fidelity& f);

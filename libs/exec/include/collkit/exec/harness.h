@@ -46,6 +46,11 @@ struct RunOptions {
 struct Timing {
   bool ran = false;
   double time_us = 0, algbw_gbps = 0, busbw_gbps = 0;
+  /// The median over the timed blocks of the slowest rank's time per iteration in each block
+  /// (time_us is their mean over all iterations, as nccl-tests reports): a block that other work
+  /// on the host preempted moves the mean, not this. What the simulator predicts is one
+  /// undisturbed collective; `coll-plan compare --measured block-median` and calibrate's fit use it.
+  double block_median_us = 0;
   std::uint64_t wrong = 0;
   bool checked = false;
 };
