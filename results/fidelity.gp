@@ -1,6 +1,6 @@
 set terminal pngcairo size 1100,700 font 'sans,10' noenhanced
 set output 'fidelity.png'
-set label 99 'collkit 2db1a5e746b6, 2026-12-05 17:03 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
+set label 99 'collkit 5352c8371c66, 2026-12-05 17:35 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
 set title 'Predicted against measured time, mpirun -np 4 on this host'
 set logscale xy
 set xlabel 'measured us'
