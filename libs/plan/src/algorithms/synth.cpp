@@ -1074,7 +1074,10 @@ class SynthAlgorithm final : public Algorithm {
     topo::RouteCache cache(t);
     sim::NicRoutes via(t, cache);
     bool second_nic = via.nic_of(t.rank_vertex(static_cast<topo::Rank>(req.root)), 1) != nullptr;
-    for (int cycles : {1, 2}) {
+    // Beyond kMaxRanks (the packing's limit) two cycles' chains, one cycle's through NIC 1, at
+    // 256 and 1024 chunks only: each simulation there is of p x 4 x m sends.
+    bool wide = p > kMaxRanks;
+    for (int cycles : wide ? std::vector<int>{2} : std::vector<int>{1, 2}) {
       const Synthesised& rings = synthesise(t, p, 2 * cycles, -1, Arcs::Rings);
       if (rings.trees.size() != static_cast<std::size_t>(2 * cycles * p)) continue;
       auto first = rings.trees.begin() + static_cast<std::ptrdiff_t>(2 * cycles * req.root);
@@ -1090,8 +1093,9 @@ class SynthAlgorithm final : public Algorithm {
           by_way.push_back(static_cast<std::int16_t>(j % 2 == 1 ? 1 : -1));
         }
         if (cycles > 1) choices.push_back(by_cycle);
-        choices.push_back(by_way);
+        if (!wide) choices.push_back(by_way);
       }
+      if (wide && choices.size() > 1) choices.erase(choices.begin());  // the routes' NIC alone: one NIC's rate
       // The chains' rate over the routes their NICs give (each arc one share of every link it
       // crosses, as routed_tree_rate counts).
       auto rate_via = [&](const std::vector<std::int16_t>& nics) {
@@ -1111,7 +1115,9 @@ class SynthAlgorithm final : public Algorithm {
         return least * static_cast<double>(trees.size());
       };
       for (const std::vector<std::int16_t>& nics : choices)
-        for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{64, 256, 1024}) {
+        for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline}
+                     : wide           ? std::vector<int>{256, 1024}
+                                      : std::vector<int>{64, 256, 1024}) {
           if (req.bytes / static_cast<std::uint64_t>(2 * cycles * m) < kMinRootedChunk && m > 64) continue;
           double packed = rate_via(nics);
           if (packed <= 0) continue;
@@ -1138,6 +1144,7 @@ class SynthAlgorithm final : public Algorithm {
     }
     if (opt.pipeline <= 0) ms = {kDefaultPipeline, 64, 128};
     Fastest best(*this, t, 0);
+    offer_root_chains(best, req, t, opt);
     // Broadcast and Reduce on hosts of one size: the pieces-per-rail trees (synth::rooted_trees),
     // their own k; beyond kMaxAutoRanks (as for every rank's trees) instead of packing.
     bool rooted = false;
@@ -1194,7 +1201,6 @@ class SynthAlgorithm final : public Algorithm {
         synth::equal_hosts(t, req.nranks, &why);
         return why;
       }());
-    offer_root_chains(best, req, t, opt);
     for (int k : ks)
       for (int m : ms)
         // p - 1 trees also split over any walks (param arcs=walks): their arcs are not all the
