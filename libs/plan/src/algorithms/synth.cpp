@@ -1070,7 +1070,9 @@ class SynthAlgorithm final : public Algorithm {
   /// packed trees over the routes keep to one NIC (25 GB/s: 1.26 x the bound at best).
   void offer_root_chains(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
     int p = req.nranks;
-    if (!rooted_request(req.coll) || opt.channels > 0 || !one_rank_a_host(t, p)) return;
+    // Not where the trees by rails are asked for alone (--inter symmetric), nor beyond
+    // kSymSearchRanks, where they are laid out without simulating.
+    if (!rooted_request(req.coll) || opt.channels > 0 || opt.inter == kSymmetric || p > kSymSearchRanks || !one_rank_a_host(t, p)) return;
     topo::RouteCache cache(t);
     sim::NicRoutes via(t, cache);
     bool second_nic = via.nic_of(t.rank_vertex(static_cast<topo::Rank>(req.root)), 1) != nullptr;
