@@ -944,10 +944,10 @@ class SynthAlgorithm final : public Algorithm {
     if (p < 2 || p > kMaxAutoRanks || shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || !symmetric_request(req.coll)) return;
     double star = host_star_rate(t, p);
     if (star <= 0) return;
+    std::int64_t k = opt.channels > 0 ? opt.channels : default_trees(synth::routed_links(t, p), p);
+    double trees = synthesise(t, p, k, -1, Arcs::Routed).packed_gbps;
+    if (trees <= 0) return;
     for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{kDefaultPipeline, kDeepPipeline}) {
-      std::int64_t k = opt.channels > 0 ? opt.channels : default_trees(synth::routed_links(t, p), p);
-      double trees = synthesise(t, p, k, -1, Arcs::Routed).packed_gbps;
-      if (trees <= 0) continue;
       double km = static_cast<double>(k * m), nearest = km * star / trees;
       std::set<int> shares;
       for (double h : {nearest, nearest / 2, std::ceil(nearest)})
@@ -1084,7 +1084,6 @@ class SynthAlgorithm final : public Algorithm {
       if (rings.trees.size() != static_cast<std::size_t>(2 * cycles * p)) continue;
       auto first = rings.trees.begin() + static_cast<std::ptrdiff_t>(2 * cycles * req.root);
       std::vector<std::vector<int>> trees(first, first + 2 * cycles);
-      double rate = synth::routed_tree_rate(t, trees);
       // Chain j goes round cycle j / 2; NIC choices: the routes' own, or one cycle's (or one
       // way's) chains through NIC 1.
       std::vector<std::vector<std::int16_t>> choices{{}};
@@ -1098,36 +1097,19 @@ class SynthAlgorithm final : public Algorithm {
         if (!wide) choices.push_back(by_way);
       }
       if (wide && choices.size() > 1) choices.erase(choices.begin());  // the routes' NIC alone: one NIC's rate
-      // The chains' rate over the routes their NICs give (each arc one share of every link it
-      // crosses, as routed_tree_rate counts).
-      auto rate_via = [&](const std::vector<std::int16_t>& nics) {
-        if (nics.empty()) return rate;
-        std::vector<double> load(2 * t.num_links(), 0);
-        for (std::size_t j = 0; j < trees.size(); ++j)
-          for (int c = 0; c < p; ++c) {
-            int parent = trees[j][static_cast<std::size_t>(c)];
-            if (parent < 0) continue;
-            topo::Path path = via.route(t.rank_vertex(static_cast<topo::Rank>(parent)), t.rank_vertex(static_cast<topo::Rank>(c)), nics[j]);
-            if (!path.found) return 0.0;
-            for (const topo::Hop& h : path.hops) load[h.channel()] += 1;
-          }
-        double least = std::numeric_limits<double>::infinity();
-        for (std::size_t r = 0; r < load.size(); ++r)
-          if (load[r] > 0) least = std::min(least, t.link(static_cast<topo::LinkId>(r / 2)).bw_gbps / load[r]);
-        return least * static_cast<double>(trees.size());
-      };
-      for (const std::vector<std::int16_t>& nics : choices)
+      for (const std::vector<std::int16_t>& nics : choices) {
+        double packed = synth::routed_tree_rate(t, trees, nics);  // over the routes through those NICs
+        if (packed <= 0) continue;
         for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline}
                      : wide           ? std::vector<int>{256, 1024}
                                       : std::vector<int>{64, 256, 1024}) {
           if (req.bytes / static_cast<std::uint64_t>(2 * cycles * m) < kMinRootedChunk && m > 64) continue;
-          double packed = rate_via(nics);
-          if (packed <= 0) continue;
           PlanInfo info = lay_root_trees(req, trees, m, packed);
           info.params["arcs"] = "rings";
           info.channel_nics = nics;  // a chain's channel is its tree's (fan-out 1)
           best.offer(std::move(info));
         }
+      }
     }
   }
 

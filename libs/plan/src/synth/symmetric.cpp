@@ -11,6 +11,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/topo/routing.h"
+#include "nic_route.h"
 
 namespace collkit::plan::synth {
 
@@ -698,16 +699,36 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
   return build(rooted_order(t, g, re, lr, shape, [&](const std::vector<int>& order) { return routed_tree_rate(t, build(order)); }));
 }
 
-double routed_tree_rate(const topo::Topology& t, const std::vector<std::vector<int>>& trees) {
+double routed_tree_rate(const topo::Topology& t, const std::vector<std::vector<int>>& trees, const std::vector<std::int16_t>& nics) {
   if (trees.empty()) return 0;
   int p = static_cast<int>(trees.front().size());
+  std::vector<double> load(2 * t.num_links(), 0);
+  auto least = [&] {
+    double rate = std::numeric_limits<double>::infinity();
+    for (std::size_t r = 0; r < load.size(); ++r)
+      if (load[r] > 0) rate = std::min(rate, t.link(static_cast<topo::LinkId>(r / 2)).bw_gbps / load[r]);
+    return rate * static_cast<double>(trees.size());
+  };
+  if (!nics.empty()) {
+    // Each arc on the route through its tree's NIC (sim::NicRoutes, as the simulator takes it).
+    topo::RouteCache cache(t);
+    sim::NicRoutes via(t, cache);
+    for (std::size_t j = 0; j < trees.size(); ++j)
+      for (int c = 0; c < p; ++c) {
+        int parent = trees[j][at(c)];
+        if (parent < 0) continue;
+        topo::Path path = via.route(t.rank_vertex(static_cast<topo::Rank>(parent)), t.rank_vertex(static_cast<topo::Rank>(c)), nics[j]);
+        if (!path.found) return 0;
+        for (const topo::Hop& h : path.hops) load[h.channel()] += 1;
+      }
+    return least();
+  }
   std::unordered_map<std::uint64_t, std::uint32_t> count;
   for (const std::vector<int>& parent : trees)
     for (int c = 0; c < p; ++c)
       if (parent[at(c)] >= 0) ++count[pair_key(parent[at(c)], c)];
   std::vector<std::vector<std::pair<int, std::uint32_t>>> dsts(at(p));
   for (const auto& [key, n] : count) dsts[static_cast<std::size_t>(key >> 32)].push_back({static_cast<int>(key & 0xffffffffu), n});
-  std::vector<double> load(2 * t.num_links(), 0);
   topo::Router router(t);
   for (int a = 0; a < p; ++a) {
     if (dsts[at(a)].empty()) continue;
@@ -719,10 +740,7 @@ double routed_tree_rate(const topo::Topology& t, const std::vector<std::vector<i
       for (const topo::Hop& h : paths[i].hops) load[h.channel()] += dsts[at(a)][i].second;
     }
   }
-  double rate = std::numeric_limits<double>::infinity();
-  for (std::size_t r = 0; r < load.size(); ++r)
-    if (load[r] > 0) rate = std::min(rate, t.link(static_cast<topo::LinkId>(r / 2)).bw_gbps / load[r]);
-  return rate * static_cast<double>(trees.size());
+  return least();
 }
 
 }  // namespace collkit::plan::synth

@@ -143,7 +143,8 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
 
 /// The rate per root that trees give, the sends taking the topology's routes: the number of
 /// trees times the least bandwidth over the trees crossing a link direction (trees share the
-/// root's rate equally). 0 if some pair has no route.
-double routed_tree_rate(const topo::Topology& t, const std::vector<std::vector<int>>& trees);
+/// root's rate equally). 0 if some pair has no route. With `nics` (one per tree, -1: the route's
+/// own), tree j's arcs between hosts go through NIC nics[j] of both hosts (PlanInfo::channel_nics).
+double routed_tree_rate(const topo::Topology& t, const std::vector<std::vector<int>>& trees, const std::vector<std::int16_t>& nics = {});
 
 }  // namespace collkit::plan::synth
