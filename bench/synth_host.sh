@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# synth's host share (docs/synth.md "The PCIe path"): AllGather, ReduceScatter and AllReduce at
-# 1 GiB, `coll-plan generate --algo synth` with default options, simulated under the Queue and
+# synth's host share (docs/synth.md "The PCIe path"): AllGather, ReduceScatter, AllReduce,
+# Broadcast and Reduce (or $COLLKIT_SYNTH_HOST_COLLS, space-separated) at 1 GiB, `coll-plan generate --algo synth` with default options, simulated under the Queue and
 # MaxMin link models, time over the bound (AllReduce: over its RS+AG-class bound), for a baseline
 # build and this one side by side in one run, on the presets at 1 and 2 hosts.
 # Usage: bench/synth_host.sh BASE_BIN NEW_BIN [presets...]   (writes a markdown table to stdout)
@@ -10,6 +10,7 @@ new=$2
 shift 2
 nodes=("$@")
 [ ${#nodes[@]} -gt 0 ] || nodes=(dgx-a100 dgx-h100 mi300x dgx1-v100)
+read -r -a colls <<<"${COLLKIT_SYNTH_HOST_COLLS:-allgather reducescatter allreduce broadcast reduce}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -34,7 +35,7 @@ for node in "${nodes[@]}"; do
     topo="$tmp/$node-x$n.json"
     "$new/coll-topo" synth --node "$node" --nodes "$n" -o "$topo" >/dev/null 2>&1
     rm -f "$tmp"/before-*.json "$tmp"/after-*.json
-    for coll in allgather reducescatter allreduce; do
+    for coll in "${colls[@]}"; do
       bq=$(ratio before "$base" "$topo" $coll queue)
       bm=$(ratio before "$base" "$topo" $coll maxmin)
       nq=$(ratio after "$new" "$topo" $coll queue)

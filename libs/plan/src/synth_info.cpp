@@ -119,6 +119,8 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
   // The rate the trees were packed at, as the plan records it (packing that keeps to the routes
   // may stay below rate_for_trees over the routed links); plans from before it: that rate.
   s.packed_gbps = algo::param_positive(info, "packed_gbps", s.packed_gbps);
+  if (s.root < 0 && info.params.count("arcs") && info.params.at("arcs") == "direct")
+    s.direct_gbps = synth::optimal_rate(synth::direct_links(*t, p), p).per_root_gbps;
   double bytes = phase_bytes(s);
   s.optimal_us = time_at(bytes, s.optimal_gbps);
   s.routed_us = time_at(bytes, s.routed_gbps);
@@ -149,10 +151,9 @@ std::string describe_synth_info(const SynthInfo& s) {
     o += fmt::format("  pipeline: {} chunks per tree\n", s.chunks);
     if (s.host_chunks > 0) {
       int slice = s.trees_per_root * s.chunks + s.host_chunks;
-      o += fmt::format(
-          "  host share: {} of a root's {} chunks ({:.1f}%) sent straight to every rank staged through host memory "
-          "(channel_paths host)\n",
-          s.host_chunks, slice, 100.0 * s.host_chunks / slice);
+      o += fmt::format("  host share: {} of a root's {} chunks ({:.1f}%) sent {} staged through host memory (channel_paths host)\n",
+                       s.host_chunks, slice, 100.0 * s.host_chunks / slice,
+                       s.root >= 0 ? "down a chain through every rank, each send" : "straight to every rank");
     }
   }
   if (!s.on_topology) return o;
@@ -180,9 +181,14 @@ std::string describe_synth_info(const SynthInfo& s) {
   if (s.host_chunks > 0 && s.host_gbps > 0) {
     // The trees and the host stars side by side, each at its own rate (their links apart).
     double bytes = phase_bytes(s), both = s.packed_gbps + s.host_gbps;
-    line("host paths (stars via host memory):", s.host_gbps, time_at(bytes, s.host_gbps));
+    line(s.root >= 0 ? "host paths (a chain via host memory):" : "host paths (stars via host memory):", s.host_gbps,
+         time_at(bytes, s.host_gbps));
     line("packed + host paths:", both, time_at(bytes, both));
-    line("routed links + host paths:", s.routed_gbps + s.host_gbps, time_at(bytes, s.routed_gbps + s.host_gbps));
+    // Trees kept to the links between ranks leave the PCIe links to the stars: those links'
+    // rate and the stars' is what such a plan can reach (the routed links share PCIe with them).
+    if (s.direct_gbps > 0)
+      line("links between ranks + host paths:", s.direct_gbps + s.host_gbps, time_at(bytes, s.direct_gbps + s.host_gbps));
+    else line("routed links + host paths:", s.routed_gbps + s.host_gbps, time_at(bytes, s.routed_gbps + s.host_gbps));
   }
   return o;
 }

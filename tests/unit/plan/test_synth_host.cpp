@@ -17,6 +17,7 @@
 #include "collkit/plan/synth_info.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/routing.h"
+#include "collkit/topo/synth.h"
 #include "nic_route.h"
 #include "plan/plan_testing.h"
 #include "plan/sim_topologies.h"
@@ -179,14 +180,44 @@ TEST_CASE("synth host share: the PCIe path takes synth to a bound NVLink alone c
   CHECK(plans == 3);
 }
 
-TEST_CASE("synth host share: a plan of one root's trees refuses host_chunks in one line") {
+TEST_CASE("synth host share: one root's trees and a chain through host memory reach the root's bound") {
+  // Broadcast and Reduce from rank 1: the root's NVLink gives 40 GB/s, its PCIe link 31.5 more,
+  // which a chain of sends staged through host memory (1 -> 2 -> 3 -> 0, each over its own PCIe
+  // links and uplinks) carries beside the trees: the bound's 71.5 GB/s.
   topo::Topology t = nvlink_and_pcie();
-  Request req{Collective::Broadcast, 1 << 20, 4, 0};
-  PlanInfo info = generate("synth", req, &t, {})->info();
+  int plans = 0;
+  for (Collective coll : {Collective::Broadcast, Collective::Reduce}) {
+    CAPTURE(coll);
+    Request req{coll, std::uint64_t{1} << 30, 4, 1};
+    auto plan = generate("synth", req, &t, {});
+    const PlanInfo& info = plan->info();
+    REQUIRE(info.params.count("host_chunks"));
+    CHECK(std::count(info.channel_paths.begin(), info.channel_paths.end(), ChannelPath::Host) == 3);
+    double bound = lower_bound(req, t).time_us();
+    double queue = simulate(*plan, t).time_us;
+    MESSAGE(to_string(coll) << ": " << queue / bound << " x the bound, host chunks " << info.params.at("host_chunks"));
+    // NVLink alone: 71.5 / 40 = 1.79 x the bound at best.
+    CHECK(queue >= bound * (1 - 1e-6));
+    CHECK(queue <= bound * 1.05);
+    SynthInfo si = synth_info(*plan, &t, {});
+    CHECK(si.host_gbps == doctest::Approx(31.5).epsilon(1e-6));
+    CHECK(describe_synth_info(si).find("down a chain through every rank") != std::string::npos);
+    CHECK(verify(*plan).ok);
+    ++plans;
+  }
+  CHECK(plans == 2);
+}
+
+TEST_CASE("synth host share: a symmetric plan refuses host_chunks in one line") {
+  topo::Topology t = collkit::topo::synth({"dgx-h100", 2, ""});
+  Request req{Collective::AllGather, 1 << 20, 16, 0};
+  AlgoOptions opt;
+  opt.inter = "symmetric";
+  PlanInfo info = generate("synth", req, &t, opt)->info();
+  REQUIRE(info.params.count("sym_grid"));
   info.params["host_chunks"] = "2";
   CHECK_THROWS_WITH_AS(GeneratedPlan(info, algorithm("synth")).program(0),
-                       "synth: plan parameter host_chunks: the host share is for every rank's packed trees (AllGather, ReduceScatter, "
-                       "AllReduce as rs-ag)",
+                       "synth: plan parameter host_chunks: the host share is for packed trees, not symmetric or torus ones",
                        collkit::InputError);
   info.params["host_chunks"] = "-1";
   CHECK_THROWS_WITH_AS(GeneratedPlan(info, algorithm("synth")).program(0), "synth: plan parameter host_chunks -1 is not 0 to 65535",

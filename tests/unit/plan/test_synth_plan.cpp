@@ -66,14 +66,15 @@ TEST_CASE("synth plan: AllGather from packed trees verifies and nears the bound"
   // The factors are what the simulator gives today (docs/synth.md, "The synth algorithm"): the
   // bound counts GPUs relaying over PCIe, which the routes of GPU-to-GPU sends never take
   // (dgx-a100 x1: ring 1.106, synth 1.19; mi300x x1: ring 7.99, synth 1.14), and a pipelined
-  // tree pays its depth.
+  // tree pays its depth. dgx1-v100 x1: 6 trees a root on NVLink alone and 5% of each slice
+  // staged through host memory, 1.054 (was 1.19 with k = 4 trees over NVLink and PCIe routes).
   struct Case {
     const char* node;
     int hosts;
     double factor;    // simulated time over the bound, at most
     bool beats_ring;  // and below ring's
   };
-  for (Case c : {Case{"dgx-a100", 1, 1.25, false}, Case{"dgx-a100", 2, 1.2, true}, Case{"dgx1-v100", 1, 1.35, true},
+  for (Case c : {Case{"dgx-a100", 1, 1.25, false}, Case{"dgx-a100", 2, 1.2, true}, Case{"dgx1-v100", 1, 1.07, true},
                  Case{"dgx1-v100", 2, 1.15, true}, Case{"mi300x", 1, 1.2, true}}) {
     CAPTURE(c.node);
     CAPTURE(c.hosts);
@@ -84,7 +85,9 @@ TEST_CASE("synth plan: AllGather from packed trees verifies and nears the bound"
     VerifyResult v = verify(*plan);
     CHECK_MESSAGE(v.ok, v.error);
     int k = std::stoi(plan->info().params.at("channels"));
-    CHECK(plan->info().channels % (p * k) == 0);  // a channel per tree arc slot
+    // A channel per tree arc slot, and with a host share (param host_chunks) p (p - 1) more.
+    int host = plan->info().params.count("host_chunks") ? p * (p - 1) : 0;
+    CHECK((plan->info().channels - host) % (p * k) == 0);
     double bound = lower_bound(req, t).time_us();
     double us = simulate(*plan, t).time_us;
     MESSAGE(std::string(c.node) << " x" << c.hosts << ": k " << k << ", simulated " << us << " us, bound " << bound << " us");
@@ -106,7 +109,7 @@ TEST_CASE("synth plan: ReduceScatter on the reversed trees verifies and nears th
     bool beats_ring;
   };
   for (Case c :
-       {Case{"dgx-a100", 1, 1.15, false}, Case{"dgx-a100", 2, 1.3, true}, Case{"dgx1-v100", 1, 1.35, true}, Case{"mi300x", 1, 1.2, true}}) {
+       {Case{"dgx-a100", 1, 1.15, false}, Case{"dgx-a100", 2, 1.3, true}, Case{"dgx1-v100", 1, 1.07, true}, Case{"mi300x", 1, 1.2, true}}) {
     CAPTURE(c.node);
     CAPTURE(c.hosts);
     Topology t = collkit::topo::synth({c.node, c.hosts, ""});

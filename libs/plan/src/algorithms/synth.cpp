@@ -63,25 +63,48 @@ constexpr int kDeepPipeline = 64;
 /// Chains round Hamiltonian cycles (relay.h) are tried with this many chunks too.
 constexpr int kRingPipeline = 256;
 
-/// Trees per rank when the user does not say: the fewest of 1, 2, 4 within 5% of the best rate
-/// of the three (rate_for_trees; the exact k is often in the hundreds). More trees reach closer
+/// Trees per rank when the user does not say: the fewest of kTreeCounts within 5% of the best
+/// rate of them (rate_for_trees; the exact k is often in the hundreds). More trees reach closer
 /// to the optimum but cost channels and smaller messages: on the presets 8 simulated slower than
 /// 1, 2 or 4 wherever they tie on rate, and a rate up to 4% higher with more trees did not pay
 /// (dgx-a100 x2: k = 4 for 1.8% more rate took 1.13 x the bound, k = 1 1.06; docs/synth.md).
-std::int64_t default_trees(const topo::Topology& t, int p) {
+/// 3 and 6 are there for links of unlike bandwidths: DGX-1's six NVLinks a GPU (150 GB/s in, 7
+/// roots) hold 3 trees a root exactly, 21.43 GB/s, where 1, 2 and 4 reach 16.7, 20.0 and 20.0.
+constexpr std::int64_t kTreeCounts[] = {1, 2, 3, 4, 6, 8};
+/// The counts laid out and simulated (fastest_pipeline): that default, and the fewest within
+/// 0.5% of the best rate where it differs (the rate's gain against the smaller messages, decided
+/// by simulation: 2 x dgx-h100 AllGather, k = 1 at 32.1 GB/s a root 1.086 x the bound, k = 2 at
+/// 33.3 GB/s 1.059). With root >= 0, k trees from that root alone (Broadcast, Reduce). Memoised
+/// per topology, p and root.
+std::vector<std::int64_t> tree_counts(const topo::Topology& t, int p, int root = -1) {
+  static std::mutex mu;
+  static std::map<std::tuple<std::uint64_t, int, int>, std::vector<std::int64_t>> memo;
+  auto key = std::make_tuple(t.fingerprint(), p, root);
+  {
+    std::lock_guard lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
   std::vector<double> rate;
-  for (std::int64_t k : {1, 2, 4}) rate.push_back(synth::rate_for_trees(t, p, k));
+  for (std::int64_t k : kTreeCounts) rate.push_back(synth::rate_for_trees(t, p, k, root));
   double best = *std::max_element(rate.begin(), rate.end());
-  for (std::size_t i = 0; i < rate.size(); ++i)
-    if (rate[i] >= best * 0.95) return std::int64_t{1} << i;
-  return 4;
+  std::vector<std::int64_t> out;
+  for (double within : {0.95, 0.995})
+    for (std::size_t i = 0; i < rate.size(); ++i)
+      if (rate[i] >= best * within) {
+        if (out.empty() || out.back() != kTreeCounts[i]) out.push_back(kTreeCounts[i]);
+        break;
+      }
+  std::lock_guard lock(mu);
+  return memo.emplace(key, std::move(out)).first->second;
 }
+std::int64_t default_trees(const topo::Topology& t, int p) { return tree_counts(t, p).front(); }
 
 /// What a tree arc stands for: a route between two ranks, split from the routed links so that it
 /// is one (split_routed); any walk of the routed links (split_switches); or a route with the
 /// fewest links, data for farther ranks relayed through the ranks between (synth/relay.h), in
 /// shortest-path trees or in chains round Hamiltonian cycles (k / 2 cycles, both ways).
-enum class Arcs { Routed, Walks, Relay, Rings };
+/// Or (Direct) a link joining two ranks alone, over no switch, PCIe or NIC (direct_links).
+enum class Arcs { Routed, Walks, Relay, Rings, Direct };
 
 /// Trees and the rate per root they were packed at (k units).
 struct Synthesised {
@@ -114,11 +137,19 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   bool walks = arcs == Arcs::Walks;
   // The rate over the routed links is where splitting starts; keeping to the routes' walks
   // (split_routed) may lower it, so that every tree arc is a route and the plan's sends load the
-  // links as the packing did.
-  topo::Topology routed = synth::routed_links(t, p);
+  // links as the packing did. Direct arcs: the same on the rank-to-rank links alone, whose
+  // routes there are the links themselves and the same in t.
+  std::optional<topo::Topology> direct;
+  if (arcs == Arcs::Direct) direct = synth::direct_links(t, p);
+  const topo::Topology& base = direct ? *direct : t;
+  topo::Topology routed = synth::routed_links(base, p);
   double x = synth::rate_for_trees(routed, p, k, root);
+  if (x <= 0) {  // Direct: the rank-to-rank links do not join every rank
+    std::lock_guard lock(mu);
+    return memo.emplace(key, Synthesised{}).first->second;
+  }
   synth::SplitGraph g = walks ? synth::split_switches(routed, p, k, x / static_cast<double>(k), root)
-                              : synth::split_routed(t, p, k, x / static_cast<double>(k), root);
+                              : synth::split_routed(base, p, k, x / static_cast<double>(k), root);
   synth::Packing pk = synth::pack_trees(g);
   std::vector<int> rank_of(t.num_vertices(), -1);
   for (int r = 0; r < p; ++r) rank_of[t.rank_vertex(static_cast<topo::Rank>(r))] = r;
@@ -338,10 +369,8 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
   if (st.host < 0 || st.host > 65535)
     throw InputError("synth: plan parameter host_chunks " + std::to_string(st.host) + " is not 0 to 65535");
   sh = shape(req, allreduce, root_param, std::max(st.k, 1), std::max(st.m, 1), st.host);
-  if (st.host > 0 && (sh.root >= 0 || info.params.count("sym_grid") > 0 || info.params.count("sym_torus") > 0))
-    throw InputError(
-        "synth: plan parameter host_chunks: the host share is for every rank's packed trees (AllGather, ReduceScatter, "
-        "AllReduce as rs-ag)");
+  if (st.host > 0 && (info.params.count("sym_grid") > 0 || info.params.count("sym_torus") > 0))
+    throw InputError("synth: plan parameter host_chunks: the host share is for packed trees, not symmetric or torus ones");
   if (st.k < 1 || st.m < 1 || info.in_chunks != sh.in_chunks || info.out_chunks != sh.out_chunks)
     throw InputError("synth: plan parameters channels=" + std::to_string(st.k) + ", pipeline=" + std::to_string(st.m) + " do not match " +
                      std::to_string(info.in_chunks) + " input chunks");
@@ -568,7 +597,9 @@ class SynthAlgorithm final : public Algorithm {
         down(ops, place, top && !sh.up ? in(mine(t, i)) : out(theirs(t, i)), top, after);
       }
     }
-    if (host > 0) host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels);
+    if (host > 0 && sh.root < 0) host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels);
+    if (host > 0 && sh.root >= 0)
+      rooted_host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels + (req.coll == Collective::Broadcast));
     return ops;
   }
 
@@ -608,8 +639,11 @@ class SynthAlgorithm final : public Algorithm {
     int slots = 1;
     if (p > 1) {
       Synthesised syn = synthesise(t, p, k, probe.root, arcs);
-      if (syn.trees.empty()) throw InputError("synth: the topology has no neighbour graph to relay trees over");
-      if (arcs != Arcs::Routed) info.params["arcs"] = arcs == Arcs::Walks ? "walks" : arcs == Arcs::Relay ? "relay" : "rings";
+      if (syn.trees.empty())
+        throw InputError(arcs == Arcs::Direct ? "synth: the links between ranks do not join every rank"
+                                              : "synth: the topology has no neighbour graph to relay trees over");
+      if (arcs != Arcs::Routed)
+        info.params["arcs"] = arcs == Arcs::Walks ? "walks" : arcs == Arcs::Relay ? "relay" : arcs == Arcs::Direct ? "direct" : "rings";
       slots = fanout(syn.trees);
       info.params["trees"] = format_trees(syn.trees);
       info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
@@ -621,6 +655,14 @@ class SynthAlgorithm final : public Algorithm {
       info.params["host_gbps"] = fmt::format("{:.9g}", host_star_rate(t, p));
       info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
       channels += phases * p * (p - 1);
+      info.channel_paths.resize(static_cast<std::size_t>(std::min<std::int64_t>(channels, 65535)), ChannelPath::Host);
+    } else if (host > 0 && p > 1) {
+      // One root's host share: per phase, the p - 1 arcs of a chain staged through host memory
+      // (rooted_host_share).
+      info.params["host_chunks"] = std::to_string(host);
+      info.params["host_gbps"] = fmt::format("{:.9g}", chain_host_rate(t, p, probe.root));
+      info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
+      channels += phases * (p - 1);
       info.channel_paths.resize(static_cast<std::size_t>(std::min<std::int64_t>(channels, 65535)), ChannelPath::Host);
     } else {
       host = 0;
@@ -895,6 +937,8 @@ class SynthAlgorithm final : public Algorithm {
       }
     }
     PlanInfo take() { return std::move(best_); }
+    /// The fastest so far (empty params: none yet).
+    const PlanInfo& peek() const { return best_; }
 
    private:
     const SynthAlgorithm& algo_;
@@ -915,16 +959,18 @@ class SynthAlgorithm final : public Algorithm {
     // a host: every NIC full), no packing of routed sends does better: the splitting is skipped
     // (4x4x2 torus: 10 s of it).
     bool relay_optimal = relay_at_optimum(req, t, opt, allreduce, allreduce_root);
-    for (int m : {kDefaultPipeline, kDeepPipeline})
-      // Up to kMaxAutoRanks the trees are also split over any walks (arcs=walks), as they all were
-      // before routed arcs, and kept where they simulate faster: on 2 x dgx-h100 with one NIC's
-      // link failed (docs/shell.md) the routed trees' AllReduce took 2397 us, the walks' 1879.
-      for (bool walks : {false, true}) {
-        if (relay_optimal || (walks && req.nranks > kMaxAutoRanks)) continue;
-        AlgoOptions with = opt;
-        with.pipeline = m;
-        best.offer(lay(req, t, with, allreduce, allreduce_root, walks ? Arcs::Walks : Arcs::Routed));
-      }
+    for (std::int64_t k : trees_to_try(req, t, opt))
+      for (int m : {kDefaultPipeline, kDeepPipeline})
+        // Up to kMaxAutoRanks the trees are also split over any walks (arcs=walks), as they all were
+        // before routed arcs, and kept where they simulate faster: on 2 x dgx-h100 with one NIC's
+        // link failed (docs/shell.md) the routed trees' AllReduce took 2397 us, the walks' 1879.
+        for (bool walks : {false, true}) {
+          if (relay_optimal || (walks && req.nranks > kMaxAutoRanks)) continue;
+          AlgoOptions with = opt;
+          with.pipeline = m;
+          with.channels = static_cast<int>(k);
+          best.offer(lay(req, t, with, allreduce, allreduce_root, walks ? Arcs::Walks : Arcs::Routed));
+        }
     offer_relay(best, req, t, opt, allreduce, allreduce_root);
     offer_torus(best, req, t, opt, allreduce, allreduce_root);
     if (!relay_optimal) offer_host_share(best, req, t, opt, allreduce, allreduce_root);
@@ -944,19 +990,117 @@ class SynthAlgorithm final : public Algorithm {
     if (p < 2 || p > kMaxAutoRanks || shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || !symmetric_request(req.coll)) return;
     double star = host_star_rate(t, p);
     if (star <= 0) return;
-    std::int64_t k = opt.channels > 0 ? opt.channels : default_trees(synth::routed_links(t, p), p);
-    double trees = synthesise(t, p, k, -1, Arcs::Routed).packed_gbps;
-    if (trees <= 0) return;
-    for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{kDefaultPipeline, kDeepPipeline}) {
-      double km = static_cast<double>(k * m), nearest = km * star / trees;
-      std::set<int> shares;
-      for (double h : {nearest, nearest / 2, std::ceil(nearest)})
-        if (std::lround(h) > 0) shares.insert(static_cast<int>(std::lround(h)));
-      for (int h : shares) {
-        AlgoOptions with = opt;
-        with.pipeline = m;
-        with.channels = static_cast<int>(k);
-        best.offer(lay(req, t, with, allreduce, allreduce_root, Arcs::Routed, h));
+    for (Arcs arcs : {Arcs::Routed, Arcs::Direct}) {
+      std::vector<std::int64_t> ks = trees_to_try(req, t, opt);
+      if (arcs == Arcs::Direct) {
+        // Only where some rank-to-rank route is not such a link (DGX-1: 0 to 5 over PCIe and
+        // the CPUs), else it is the routed packing again.
+        topo::Topology direct = synth::direct_links(t, p);
+        if (direct.num_links() == synth::routed_links(t, p).num_links()) continue;
+        if (opt.channels <= 0) ks = tree_counts(synth::routed_links(direct, p), p);
+      }
+      for (std::int64_t k : ks) {
+        double trees = synthesise(t, p, k, -1, arcs).packed_gbps;
+        if (trees <= 0) continue;
+        for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{kDefaultPipeline, kDeepPipeline}) {
+          double km = static_cast<double>(k * m), nearest = km * star / trees;
+          std::set<int> shares;
+          for (double h : {nearest, nearest / 2, std::ceil(nearest)})
+            if (std::lround(h) > 0) shares.insert(static_cast<int>(std::lround(h)));
+          for (int h : shares) {
+            AlgoOptions with = opt;
+            with.pipeline = m;
+            with.channels = static_cast<int>(k);
+            best.offer(lay(req, t, with, allreduce, allreduce_root, arcs, h));
+          }
+        }
+      }
+    }
+  }
+
+  /// Trees per root laid out for every rank's trees: --channels, or tree_counts (one or two).
+  static std::vector<std::int64_t> trees_to_try(const Request& req, const topo::Topology& t, const AlgoOptions& opt) {
+    if (opt.channels > 0) return {opt.channels};
+    return tree_counts(synth::routed_links(t, req.nranks), req.nranks);
+  }
+
+  /// The rate of rooted_host_share's chain from `root`: the least, over link directions, of the
+  /// bandwidth over the chain's arcs crossing it (two GPUs behind one PCIe switch: half its
+  /// uplink); 0 where some arc has no path through host memory.
+  static double chain_host_rate(const topo::Topology& t, int p, int root) {
+    sim::HostRoutes hr(t);
+    std::map<std::size_t, int> crossing;
+    for (int i = 0; i + 1 < p; ++i) {
+      topo::VertexId va = t.rank_vertex(static_cast<topo::Rank>((root + i) % p));
+      topo::VertexId vb = t.rank_vertex(static_cast<topo::Rank>((root + i + 1) % p));
+      if (va == vb) return 0;
+      topo::Path path = hr.route(va, vb);
+      if (!path.found) return 0;
+      for (const topo::Hop& h : path.hops) ++crossing[h.channel()];
+    }
+    double rate = 0;
+    bool first = true;
+    for (const auto& [dir, n] : crossing) {
+      double x = t.link(static_cast<topo::LinkId>(dir / 2)).bw_gbps / n;
+      rate = first ? x : std::min(rate, x);
+      first = false;
+    }
+    return rate;
+  }
+
+  /// One root's trees beside a host share (rooted_host_share) on one host of at most
+  /// kMaxAutoRanks ranks: the trees over the routed links and (where some route leaves the links
+  /// between ranks) over those links alone, k from tree_counts (or --channels), the share in
+  /// whole chunks beside k m at the host paths' rate over the trees', as offer_host_share does.
+  void offer_root_host_share(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                             int allreduce_root) const {
+    int p = req.nranks, root = shape(req, allreduce, allreduce_root, 1, 1).root;
+    if (p < 3 || p > kMaxAutoRanks || root < 0) return;
+    double star = chain_host_rate(t, p, root);
+    if (star <= 0) return;
+    for (Arcs arcs : {Arcs::Routed, Arcs::Direct}) {
+      topo::Topology links = synth::routed_links(t, p);
+      if (arcs == Arcs::Direct) {
+        topo::Topology direct = synth::direct_links(t, p);
+        if (direct.num_links() == links.num_links()) continue;
+        links = synth::routed_links(direct, p);
+      }
+      // k and m: --channels and --pipeline, else the fastest trees' so far and (k) the counts
+      // near the best rate over these links, the fewest first (one tree a root is a chain on a
+      // switch, as deep as there are ranks: the fastest's k is what depth left worth having).
+      std::vector<std::int64_t> ks{opt.channels};
+      std::vector<int> ms{opt.pipeline};
+      if (opt.channels <= 0) {
+        ks = tree_counts(links, p, root);
+        if (best.peek().params.count("channels")) ks.insert(ks.begin(), param_int(best.peek(), "channels", 1));
+        std::sort(ks.begin(), ks.end());
+        ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+      }
+      // 256 chunks a tree too: the chain is p - 1 sends deep, and its fill costs p - 2 of its h
+      // chunks' time, less the more chunks there are (DGX-1 Broadcast, 6 trees: 1.107 x the
+      // bound at 128 chunks with 20 down the chain, 1.0xx at 256).
+      if (opt.pipeline <= 0) ms = {kDefaultPipeline, 64, 128, 256};
+      for (std::int64_t k : ks) {
+        double trees = synthesise(t, p, k, root, arcs).packed_gbps;
+        if (trees <= 0) continue;
+        for (int m : ms) {
+          // The share whose chain ends with the trees: h + p - 2 chunks at the chain's rate in the
+          // time of k m at the trees' (and without the fill, and half: trees and chain may share links).
+          double km = static_cast<double>(k * m), nearest = km * star / trees;
+          std::set<int> shares;
+          for (double h : {nearest, nearest / 2, std::ceil(nearest), nearest - (p - 2)})
+            if (std::lround(h) > 0) shares.insert(static_cast<int>(std::lround(h)));
+          for (int h : shares) {
+            AlgoOptions with = opt;
+            with.pipeline = m;
+            with.channels = static_cast<int>(k);
+            try {
+              best.offer(lay(req, t, with, allreduce, allreduce_root, arcs, h));
+            } catch (const InputError&) {
+              // the links between ranks do not join every rank: not a candidate
+            }
+          }
+        }
       }
     }
   }
@@ -1125,6 +1269,11 @@ class SynthAlgorithm final : public Algorithm {
     if (opt.channels <= 0) {
       ks = {1, 2, 4};
       if (req.nranks - 1 > 4) ks.push_back(req.nranks - 1);
+      // And the counts whose rate is near the best (tree_counts): DGX-1's root holds 6 trees on
+      // its NVLinks exactly (25 GB/s each), where 7 reach 116.7 GB/s of its 150 and 4 100.
+      if (req.nranks <= kMaxRanks)
+        for (std::int64_t k : tree_counts(synth::routed_links(t, req.nranks), req.nranks, shape(req, allreduce, allreduce_root, 1, 1).root))
+          if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(static_cast<int>(k));
     }
     if (opt.pipeline <= 0) ms = {kDefaultPipeline, 64, 128};
     Fastest best(*this, t, 0);
@@ -1198,6 +1347,7 @@ class SynthAlgorithm final : public Algorithm {
           with.pipeline = m;
           best.offer(lay(req, t, with, allreduce, allreduce_root, walks ? Arcs::Walks : Arcs::Routed));
         }
+    offer_root_host_share(best, req, t, opt, allreduce, allreduce_root);
     return best.take();
   }
 
@@ -1250,6 +1400,29 @@ class SynthAlgorithm final : public Algorithm {
         std::uint32_t after = top ? done[static_cast<std::size_t>(r * host + j)] : kNoDep;
         down(ops, place, top && !sh.up ? in(mine) : out(theirs), top, after);
       }
+    }
+  }
+
+  /// One root's host share (Broadcast, Reduce, AllReduce as reduce-bcast; docs/synth.md "The
+  /// PCIe path"): chunks [km, km + host) of the vector down a chain of sends staged through host
+  /// memory, from the root through every other rank in turn (root + 1, root + 2, ... mod p), so
+  /// that each rank takes that share in over its own PCIe link and the trees' NVLinks carry the
+  /// rest (up: the chain reversed, summing on the way). Channels from `base`: per phase p - 1,
+  /// one per arc of the chain.
+  static void rooted_host_share(std::vector<Op>& ops, const Shape& sh, int rank, int p, int km, int host, int base) {
+    int at = (rank - sh.root + p) % p;  // place on the chain
+    auto place = [&](int phase) {
+      int ch = base + phase * (p - 1) + at;  // the arc out of this rank
+      return Tree{at == 0 ? -1 : (rank + p - 1) % p, at == p - 1 ? std::vector<int>{} : std::vector<int>{(rank + 1) % p}, ch, ch - 1};
+    };
+    std::vector<std::uint32_t> done(static_cast<std::size_t>(host), kNoDep);
+    for (int j = 0; j < host && sh.up; ++j) {
+      auto c = static_cast<std::uint32_t>(km + j);
+      done[static_cast<std::size_t>(j)] = up(ops, place(0), in(c), out(c));
+    }
+    for (int j = 0; j < host && sh.down; ++j) {
+      auto c = static_cast<std::uint32_t>(km + j);
+      down(ops, place(sh.up ? 1 : 0), rank == sh.root && !sh.up ? in(c) : out(c), rank == sh.root, done[static_cast<std::size_t>(j)]);
     }
   }
 

@@ -54,6 +54,16 @@ topo::Topology routed_links(const topo::Topology& t, int p) {
   return with_links(t, used);
 }
 
+topo::Topology direct_links(const topo::Topology& t, int p) {
+  std::vector<char> is_rank(t.num_vertices(), 0), used(t.num_links(), 0);
+  for (topo::VertexId v : rank_vertices(t, p)) is_rank[v] = 1;
+  for (std::size_t l = 0; l < t.num_links(); ++l) {
+    const topo::Link& link = t.link(static_cast<topo::LinkId>(l));
+    used[l] = link.a != link.b && is_rank[link.a] && is_rank[link.b];
+  }
+  return with_links(t, used);
+}
+
 topo::Topology routed_links(const topo::Topology& t, int p, const std::vector<int>& nics) {
   std::vector<topo::VertexId> ends = rank_vertices(t, p);
   std::vector<char> used(t.num_links(), 0);

@@ -22,6 +22,12 @@ topo::Topology routed_links(const topo::Topology& t, int p);
 /// channel of such a plan may load. A pair with no route through one of them keeps the others'.
 topo::Topology routed_links(const topo::Topology& t, int p, const std::vector<int>& nics);
 
+/// A copy of t (same vertices, ids and ranks) with only the links that join two of the first p
+/// ranks' vertices (NVLink or xGMI between GPUs). A GPU never forwards (topo/routing.h), so the
+/// routes over it are those links alone: trees packed on it (Arcs::Direct in synth.cpp) leave
+/// PCIe, the CPUs and the NICs to the sends staged through host memory (the host share).
+topo::Topology direct_links(const topo::Topology& t, int p);
+
 /// The walks of the routes between every two of the first p ranks' vertices (topo::Router), and
 /// every contiguous part of them: splitting that joins only walks whose join is such a part
 /// (split.h) ends with arcs from rank vertex a to b that are exactly the route from a to b, so

@@ -44,6 +44,9 @@ struct SynthInfo {
   /// Whether routed_gbps is over the routes through each NIC the plan's channels name
   /// (PlanInfo::channel_nics) rather than the topology's own routes.
   bool through_nics = false;
+  /// A plan whose trees keep to the links joining two ranks (param arcs=direct, beside a host
+  /// share): the optimal rate over those links alone (synth::direct_links); 0 otherwise.
+  double direct_gbps = 0;
   double optimal_us = 0, routed_us = 0, packed_us = 0;
   /// The host share (param host_chunks, docs/synth.md "The PCIe path"): chunks of each root's
   /// slice sent straight to every rank staged through host memory beside its k m tree chunks,
