@@ -446,7 +446,8 @@ class SynthAlgorithm final : public Algorithm {
     // (2 x gb200-nvl72, 72 a host, took auto past a minute for one ReduceScatter).
     std::optional<synth::HostGrid> hosts = t ? synth::equal_hosts(*t, req.nranks, nullptr) : std::nullopt;
     bool fast = hosts && req.nranks <= kMaxAutoSymRanks && hosts->local <= kMaxAutoRanks &&
-                ((symmetric_request(req.coll) && quotient(*t, req.nranks, kSymCheckFanout, nullptr)) ||
+                ((symmetric_request(req.coll) && quotient(*t, req.nranks, kSymCheckFanout, nullptr) &&
+                  !(req.nranks <= kMaxRanks && symmetric_falls_short(*t, req.nranks))) ||
                  (rooted_request(req.coll) && !rails_fall_short(*t, req.nranks, req.root)));
     if (fast) return supports(req, t, why);
     if (why)
@@ -471,18 +472,41 @@ class SynthAlgorithm final : public Algorithm {
     // dgx-h100 it lands at 1.030 / 1.038 / 1.030 x the bound (AllGather / ReduceScatter /
     // AllReduce) in 0.2-0.5 s, where the general solver gives 1.113 / 1.174 / 1.052 in 10-97 s
     // (results/synth_symmetric.md); the general solver where they are not.
+    // Where host 0's pattern falls short of the routed optimum (its intra-host trees are one a
+    // root, k = 1) and the general solver is allowed (at most kMaxRanks), both, the faster kept.
     const bool alike =
         opt.inter.empty() && p > kMaxAutoRanks && symmetric_request(req.coll) && quotient(*t, p, kSymCheckFanout, nullptr).has_value();
-    if (p > 1 && !rooted_request(req.coll) && (opt.inter == kSymmetric || p > kMaxRanks || alike)) return fastest_symmetric(req, *t, opt);
-    if (req.coll != Collective::AllReduce || p < 2) return lay(req, *t, opt, kRsAg, -1);
+    const bool both = alike && p <= kMaxRanks && symmetric_falls_short(*t, p);
+    if (p > 1 && !rooted_request(req.coll) && (opt.inter == kSymmetric || p > kMaxRanks || alike) && !both)
+      return fastest_symmetric(req, *t, opt);
+    if (both) {
+      PlanInfo sym = fastest_symmetric(req, *t, opt), general = lay_general(req, *t, opt);
+      return simulate(GeneratedPlan(general, *this), *t).time_us < simulate(GeneratedPlan(sym, *this), *t).time_us ? general : sym;
+    }
+    return lay_general(req, *t, opt);
+  }
+
+  /// Host 0's pattern packs below 0.9 of the optimal rate over the routed links: ForestColl's
+  /// MI250 x2 (16 GCDs a host on an xGMI mesh), whose one intra-host tree a root reaches 8.33 GB/s
+  /// of 11.07, the general solver's 8 a root 10.81 (docs/synth.md, "Anchors").
+  static bool symmetric_falls_short(const topo::Topology& t, int p) {
+    double rate = 0;
+    if (!quotient(t, p, kSymCheckFanout, nullptr, &rate)) return false;
+    return rate < 0.9 * synth::optimal_rate(synth::routed_links(t, p), p).per_root_gbps;
+  }
+
+  /// The general solver's plan (every rank's trees; AllReduce in both forms, the faster kept).
+  PlanInfo lay_general(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
+    int p = req.nranks;
+    if (req.coll != Collective::AllReduce || p < 2) return lay(req, t, opt, kRsAg, -1);
     // AllReduce both ways, keeping whichever the simulator predicts faster: every rank's trees
     // move (p - 1)/p of the vector twice, spread over all links; one root's trees move it once
     // each way with a p-th of the messages and one pipeline to fill, which wins where messages
     // are small or one rank is far better connected than the others.
-    int root = best_root(*t, p);
-    PlanInfo spread = lay(req, *t, opt, kRsAg, -1);
-    PlanInfo rooted = lay(req, *t, opt, kReduceBcast, root);
-    double a = simulate(GeneratedPlan(spread, *this), *t).time_us, b = simulate(GeneratedPlan(rooted, *this), *t).time_us;
+    int root = best_root(t, p);
+    PlanInfo spread = lay(req, t, opt, kRsAg, -1);
+    PlanInfo rooted = lay(req, t, opt, kReduceBcast, root);
+    double a = simulate(GeneratedPlan(spread, *this), t).time_us, b = simulate(GeneratedPlan(rooted, *this), t).time_us;
     return b < a ? rooted : spread;
   }
 
