@@ -1048,15 +1048,22 @@ class SynthAlgorithm final : public Algorithm {
     return tree_counts(synth::routed_links(t, req.nranks), req.nranks);
   }
 
-  /// The rate of rooted_host_share's chain from `root`: the least, over link directions, of the
-  /// bandwidth over the chain's arcs crossing it (two GPUs behind one PCIe switch: half its
-  /// uplink); 0 where some arc has no path through host memory.
+  /// The rate of rooted_host_share's chain from `root`: host_paths_rate over its arcs (two GPUs
+  /// behind one PCIe switch: half its uplink).
   static double chain_host_rate(const topo::Topology& t, int p, int root) {
+    std::vector<std::pair<int, int>> arcs;
+    for (int i = 0; i + 1 < p; ++i) arcs.emplace_back((root + i) % p, (root + i + 1) % p);
+    return host_paths_rate(t, arcs);
+  }
+
+  /// The rate sends staged through host memory between the rank pairs `sends`, all at once, each
+  /// reach: the least, over link directions, of the bandwidth over the sends crossing it; 0 where
+  /// some pair shares a vertex or has no such path.
+  static double host_paths_rate(const topo::Topology& t, const std::vector<std::pair<int, int>>& sends) {
     sim::HostRoutes hr(t);
     std::map<std::size_t, int> crossing;
-    for (int i = 0; i + 1 < p; ++i) {
-      topo::VertexId va = t.rank_vertex(static_cast<topo::Rank>((root + i) % p));
-      topo::VertexId vb = t.rank_vertex(static_cast<topo::Rank>((root + i + 1) % p));
+    for (auto [a, b] : sends) {
+      topo::VertexId va = t.rank_vertex(static_cast<topo::Rank>(a)), vb = t.rank_vertex(static_cast<topo::Rank>(b));
       if (va == vb) return 0;
       topo::Path path = hr.route(va, vb);
       if (!path.found) return 0;
@@ -1133,25 +1140,11 @@ class SynthAlgorithm final : public Algorithm {
   /// once) reach: the least bandwidth over stars crossing of a link direction; 0 where the ranks
   /// are not all on one host or some pair has no such path.
   static double host_star_rate(const topo::Topology& t, int p) {
-    sim::HostRoutes hr(t);
-    std::map<std::size_t, int> crossing;
+    std::vector<std::pair<int, int>> sends;
     for (int a = 0; a < p; ++a)
-      for (int b = 0; b < p; ++b) {
-        if (a == b) continue;
-        topo::VertexId va = t.rank_vertex(static_cast<topo::Rank>(a)), vb = t.rank_vertex(static_cast<topo::Rank>(b));
-        if (va == vb) return 0;
-        topo::Path path = hr.route(va, vb);
-        if (!path.found) return 0;
-        for (const topo::Hop& h : path.hops) ++crossing[h.channel()];
-      }
-    double rate = 0;
-    bool first = true;
-    for (const auto& [dir, n] : crossing) {
-      double r = t.link(static_cast<topo::LinkId>(dir / 2)).bw_gbps / n;
-      rate = first ? r : std::min(rate, r);
-      first = false;
-    }
-    return rate;
+      for (int b = 0; b < p; ++b)
+        if (a != b) sends.emplace_back(a, b);
+    return host_paths_rate(t, sends);
   }
 
   /// On a torus (synth/torus.h), the translated trees of both kinds at 1, 16 and 64 chunks (or
