@@ -15,30 +15,42 @@ import json
 import sys
 
 
+def add_gpu(vertices, links, ranks, host, gpu, index, nic_gbps):
+    """A GPU of `host` and, with nic_gbps, its own NIC on the switch "ib" (ForestColl's nodes)."""
+    vertices.append({"id": gpu, "kind": "gpu", "host": host, "index": index})
+    ranks.append(gpu)
+    if nic_gbps:
+        nic = f"{host}/nic{index}"
+        vertices.append({"id": nic, "kind": "nic", "host": host, "port_gbps": nic_gbps})
+        links.append({"a": gpu, "b": nic, "type": "pcie", "bw_gbps": nic_gbps, "latency_us": 0.5, "lanes": 16})
+        links.append({"a": nic, "b": "ib", "type": "infiniband", "bw_gbps": nic_gbps, "latency_us": 1.0, "lanes": 4})
+
+
+def write(name, topology):
+    """The command line: NODES OUT.json, the file topology(NODES) as collkit.topology/1."""
+    if len(sys.argv) != 3 or not sys.argv[1].isdigit() or int(sys.argv[1]) < 1:
+        sys.exit(f"usage: {name} NODES OUT.json")
+    nodes = int(sys.argv[1])
+    vertices, links, ranks, label = topology(nodes)
+    if nodes > 1:
+        vertices.insert(0, {"id": "ib", "kind": "net_switch", "label": "InfiniBand switch"})
+    with open(sys.argv[2], "w") as f:
+        json.dump({"schema": "collkit.topology/1", "name": f"{label}x{nodes}", "vertices": vertices, "links": links, "ranks": ranks},
+                  f, indent=1)
+        f.write("\n")
+
+
 def topology(nodes):
     vertices, links, ranks = [], [], []
-    if nodes > 1:
-        vertices.append({"id": "ib", "kind": "net_switch", "label": "InfiniBand switch"})
     for n in range(nodes):
         host = f"n{n}"
         vertices.append({"id": f"{host}/nvswitch", "kind": "nvswitch", "host": host})
         for g in range(8):
             gpu = f"{host}/gpu{g}"
-            vertices.append({"id": gpu, "kind": "gpu", "host": host, "index": g})
-            ranks.append(gpu)
             links.append({"a": gpu, "b": f"{host}/nvswitch", "type": "nvlink", "bw_gbps": 300, "latency_us": 0.7, "lanes": 12})
-            if nodes > 1:
-                nic = f"{host}/nic{g}"
-                vertices.append({"id": nic, "kind": "nic", "host": host, "port_gbps": 25})
-                links.append({"a": gpu, "b": nic, "type": "pcie", "bw_gbps": 25, "latency_us": 0.5, "lanes": 16})
-                links.append({"a": nic, "b": "ib", "type": "infiniband", "bw_gbps": 25, "latency_us": 1.0, "lanes": 4})
-    return {"schema": "collkit.topology/1", "name": f"forestcoll-a100x{nodes}", "vertices": vertices, "links": links,
-            "ranks": ranks}
+            add_gpu(vertices, links, ranks, host, gpu, g, 25 if nodes > 1 else 0)
+    return vertices, links, ranks, "forestcoll-a100"
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or not sys.argv[1].isdigit() or int(sys.argv[1]) < 1:
-        sys.exit("usage: forestcoll_a100.py NODES OUT.json")
-    with open(sys.argv[2], "w") as f:
-        json.dump(topology(int(sys.argv[1])), f, indent=1)
-        f.write("\n")
+    write("forestcoll_a100.py", topology)

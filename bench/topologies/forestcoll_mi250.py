@@ -16,8 +16,7 @@ and the IB switch.
 
 usage: forestcoll_mi250.py NODES OUT.json
 """
-import json
-import sys
+from forestcoll_a100 import add_gpu, write
 
 XGMI_GBPS = 50
 IB_GBPS = 16
@@ -33,31 +32,18 @@ PAIRS = [
 
 def topology(nodes):
     vertices, links, ranks = [], [], []
-    if nodes > 1:
-        vertices.append({"id": "ib", "kind": "net_switch", "label": "InfiniBand switch"})
     for n in range(nodes):
         host = f"n{n}"
         vertices.append({"id": f"{host}/cpu", "kind": "cpu", "host": host})
         for g in range(16):
             gcd = f"{host}/gcd{g}"
-            vertices.append({"id": gcd, "kind": "gpu", "host": host, "index": g})
-            ranks.append(gcd)
+            add_gpu(vertices, links, ranks, host, gcd, g, IB_GBPS if nodes > 1 else 0)
             links.append({"a": gcd, "b": f"{host}/cpu", "type": "pcie", "bw_gbps": CONNECT_GBPS, "latency_us": 1.0, "lanes": 1})
-            if nodes > 1:
-                nic = f"{host}/nic{g}"
-                vertices.append({"id": nic, "kind": "nic", "host": host, "port_gbps": IB_GBPS})
-                links.append({"a": gcd, "b": nic, "type": "pcie", "bw_gbps": IB_GBPS, "latency_us": 0.5, "lanes": 16})
-                links.append({"a": nic, "b": "ib", "type": "infiniband", "bw_gbps": IB_GBPS, "latency_us": 1.0, "lanes": 4})
         for a, b, count in PAIRS:
             links.append({"a": f"{host}/gcd{a}", "b": f"{host}/gcd{b}", "type": "xgmi", "bw_gbps": XGMI_GBPS * count,
                           "latency_us": 0.7, "lanes": count})
-    return {"schema": "collkit.topology/1", "name": f"forestcoll-mi250x{nodes}", "vertices": vertices, "links": links,
-            "ranks": ranks}
+    return vertices, links, ranks, "forestcoll-mi250"
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or not sys.argv[1].isdigit() or int(sys.argv[1]) < 1:
-        sys.exit("usage: forestcoll_mi250.py NODES OUT.json")
-    with open(sys.argv[2], "w") as f:
-        json.dump(topology(int(sys.argv[1])), f, indent=1)
-        f.write("\n")
+    write("forestcoll_mi250.py", topology)
