@@ -186,9 +186,10 @@ std::string describe_synth_info(const SynthInfo& s) {
     line("packed + host paths:", both, time_at(bytes, both));
     // Trees kept to the links between ranks leave the PCIe links to the stars: those links'
     // rate and the stars' is what such a plan can reach (the routed links share PCIe with them).
-    if (s.direct_gbps > 0)
-      line("links between ranks + host paths:", s.direct_gbps + s.host_gbps, time_at(bytes, s.direct_gbps + s.host_gbps));
-    else line("routed links + host paths:", s.routed_gbps + s.host_gbps, time_at(bytes, s.routed_gbps + s.host_gbps));
+    // Neither beyond the rate over every link (the bound): where routes and host paths share
+    // PCIe links (DGX-1) their sum counts those twice.
+    double with_host = std::min((s.direct_gbps > 0 ? s.direct_gbps : s.routed_gbps) + s.host_gbps, s.optimal_gbps);
+    line(s.direct_gbps > 0 ? "links between ranks + host paths:" : "routed links + host paths:", with_host, time_at(bytes, with_host));
   }
   return o;
 }

@@ -1035,11 +1035,7 @@ class SynthAlgorithm final : public Algorithm {
         double trees = synthesise(t, p, k, -1, arcs).packed_gbps;
         if (trees <= 0) continue;
         for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{kDefaultPipeline, kDeepPipeline}) {
-          double km = static_cast<double>(k * m), nearest = km * star / trees;
-          std::set<int> shares;
-          for (double h : {nearest, nearest / 2, std::ceil(nearest)})
-            if (std::lround(h) > 0) shares.insert(static_cast<int>(std::lround(h)));
-          for (int h : shares) {
+          for (int h : share_sizes(static_cast<double>(k * m) * star / trees, 0)) {
             AlgoOptions with = opt;
             with.pipeline = m;
             with.channels = static_cast<int>(k);
@@ -1048,6 +1044,17 @@ class SynthAlgorithm final : public Algorithm {
         }
       }
     }
+  }
+
+  /// Host shares tried beside k m tree chunks: `nearest` (k m x the host paths' rate over the
+  /// trees', so that both finish together where they load different links), half of it (where
+  /// they share some), its ceiling, and with `fill` chunks (a chain's depth less one) the share
+  /// whose h + fill chunks end with the trees.
+  static std::set<int> share_sizes(double nearest, int fill) {
+    std::set<int> shares;
+    for (double h : {nearest, nearest / 2, std::ceil(nearest), nearest - fill})
+      if (std::lround(h) > 0) shares.insert(static_cast<int>(std::lround(h)));
+    return shares;
   }
 
   /// Trees per root laid out for every rank's trees: --channels, or tree_counts (one or two).
@@ -1117,19 +1124,14 @@ class SynthAlgorithm final : public Algorithm {
       }
       // 256 chunks a tree too: the chain is p - 1 sends deep, and its fill costs p - 2 of its h
       // chunks' time, less the more chunks there are (DGX-1 Broadcast, 6 trees: 1.107 x the
-      // bound at 128 chunks with 20 down the chain, 1.0xx at 256).
+      // bound at 128 chunks with 20 down the chain, 1.068 at 256 with 75).
       if (opt.pipeline <= 0) ms = {kDefaultPipeline, 64, 128, 256};
       for (std::int64_t k : ks) {
         double trees = synthesise(t, p, k, root, arcs).packed_gbps;
         if (trees <= 0) continue;
         for (int m : ms) {
-          // The share whose chain ends with the trees: h + p - 2 chunks at the chain's rate in the
-          // time of k m at the trees' (and without the fill, and half: trees and chain may share links).
-          double km = static_cast<double>(k * m), nearest = km * star / trees;
-          std::set<int> shares;
-          for (double h : {nearest, nearest / 2, std::ceil(nearest), nearest - (p - 2)})
-            if (std::lround(h) > 0) shares.insert(static_cast<int>(std::lround(h)));
-          for (int h : shares) {
+          // The chain's fill: p - 2 chunks.
+          for (int h : share_sizes(static_cast<double>(k * m) * star / trees, p - 2)) {
             AlgoOptions with = opt;
             with.pipeline = m;
             with.channels = static_cast<int>(k);
