@@ -13,6 +13,10 @@
 // so samples on the fitted line stand for them. With COLLKIT_REPLAY_FIT_COLLS (a comma list of
 // collectives) the factors are fitted to the ring and rhd rows of those collectives in RESULTS,
 // at their times there, instead of the report's timed plans: models compared on one measurement.
+// COLLKIT_REPLAY_EXTRA (a comma list of "collective algorithm", e.g. "allreduce tree") adds those
+// rows of RESULTS, at their times there, to the report's timed plans: what the fit would make of
+// plans calibrate does not time (judged on rows it was fitted to: a test of identifiability, not a
+// fidelity figure).
 // The cores come from the report (`N core(s) per rank's CPU set`) or fidelity.md's header (`N cores,`);
 // COLLKIT_REPLAY_CORES=0 replays the model without them (as calibrations before them were), a
 // before/after from one build. COLLKIT_REPLAY_CORE_CACHE=BYTES (or "sysfs": this machine's level-2
@@ -104,6 +108,8 @@ int main(int argc, char** argv) try {
   if (const char* c = std::getenv("COLLKIT_REPLAY_CORE_CACHE"))
     m.core_cache_bytes = std::string(c) == "sysfs" ? exec::core_cache_bytes() : std::strtoull(c, nullptr, 10);
   const char* fit_colls = std::getenv("COLLKIT_REPLAY_FIT_COLLS");
+  const char* extra = std::getenv("COLLKIT_REPLAY_EXTRA");
+  std::size_t extras = 0;
   for (const auto& table : results.at("tables"))
     for (const auto& row : table.at("rows")) {
       if (fit_colls) {
@@ -115,8 +121,14 @@ int main(int argc, char** argv) try {
       std::string what = fmt::format("{} {} {}", table.at("collective").get<std::string>(), row.at("algorithm").get<std::string>(),
                                      format_size_bytes(row.at("bytes").get<std::uint64_t>()));
       if (auto it = timed.find(what); it != timed.end()) m.plans.push_back({row.at("plan").dump(), what, it->second});
+      else if (extra && ("," + std::string(extra) + ",")
+                                .find("," + table.at("collective").get<std::string>() + " " + row.at("algorithm").get<std::string>() +
+                                      ",") != std::string::npos) {
+        m.plans.push_back({row.at("plan").dump(), what, row.at("out_of_place").at("time_us").get<double>()});
+        ++extras;
+      }
     }
-  if (!fit_colls && m.plans.size() != timed.size())
+  if (!fit_colls && m.plans.size() != timed.size() + extras)
     throw InputError(fmt::format("{}: {} of the report's {} timed plans found", argv[2], m.plans.size(), timed.size()));
   std::string report;
   topo::Topology out = exec::apply_calibration(t, m, &report);

@@ -9,6 +9,7 @@
 # fidelity.sh does. Prints compare's table; the last line has the median and worst |error|.
 # COLLKIT_REPLAY_FIT_COLLS=allgather,reducescatter,allreduce fits the factors to those collectives' ring and rhd
 # rows as recorded (not the report's timed plans): models compared on one measurement.
+# COLLKIT_REPLAY_EXTRA="allreduce tree,..." adds those rows as recorded to the timed plans (fidelity_replay.cpp).
 # Usage: bench/fidelity_replay.sh [build/bin] [fidelity.md] [fidelity_rows.csv]
 set -euo pipefail
 bin=${1:-build/bin}
