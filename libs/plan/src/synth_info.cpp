@@ -80,6 +80,8 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
     }
     s.relayed_paths = static_cast<int>(r.relays.size());
     s.relay_ranks = static_cast<int>(via.size());
+    s.host_chunks = algo::param_int(info, "host_chunks", 0);
+    s.host_gbps = s.host_chunks > 0 ? algo::param_positive(info, "host_gbps", 0) : 0;
   } else {
     SynthTrees st = read_synth_trees(info);
     s.trees_per_root = st.k;
@@ -141,6 +143,11 @@ std::string describe_synth_info(const SynthInfo& s) {
     o += fmt::format("  relays: {} paths through {} ranks, {} of {} chunks ({:.1f}%); {} chunks per block\n", s.relayed_paths,
                      s.relay_ranks, s.relayed_chunks, static_cast<long long>(pair_chunks),
                      pair_chunks > 0 ? 100.0 * s.relayed_chunks / pair_chunks : 0.0, s.chunks);
+    if (s.host_chunks > 0)
+      o += fmt::format(
+          "  host share: the last {} of each block's {} chunks sent straight staged through host memory (channel_paths host), "
+          "{:.2f} GB/s a pair at once\n",
+          s.host_chunks, s.chunks, s.host_gbps);
   } else {
     if (!s.allreduce.empty())
       o += fmt::format("  allreduce as {}\n", s.allreduce == "rs-ag" ? "rs-ag (ReduceScatter up every rank's trees, AllGather down them)"

@@ -94,12 +94,17 @@ TEST_CASE("synth alltoall: the flow LP's optimum on topologies whose optimum is 
 TEST_CASE("synth alltoall: plans from the LP verify on presets and near its optimum") {
   // DGX-1's cube-mesh relays over NVLink what its PCIe routes cannot carry: 1.003 x the LP under
   // Queue (1.26 while Queue reserved each hop of a route at its own rate; docs/synth.md, "AlltoAll").
+  // dgx-a100 and mi300x x1 send a share through host memory beside the LP's routes (host_chunks):
+  // faster than the LP over routes, held to the cut bound instead (1.053 and 1.069 x it; their
+  // host paths' ceilings 1.050 and 1.066).
   struct Case {
     const char* node;
     int hosts;
     double queue;
+    double host;  // with a host share: simulated over the cut bound, at most
   };
-  for (Case c : {Case{"dgx-a100", 1, 1.001}, Case{"dgx1-v100", 1, 1.01}, Case{"mi300x", 1, 1.001}, Case{"dgx-h100", 2, 1.01}}) {
+  for (Case c :
+       {Case{"dgx-a100", 1, 1.001, 1.06}, Case{"dgx1-v100", 1, 1.01, 0}, Case{"mi300x", 1, 1.001, 1.075}, Case{"dgx-h100", 2, 1.01, 0}}) {
     CAPTURE(c.node);
     Topology t = collkit::topo::synth({c.node, c.hosts, ""});
     int p = static_cast<int>(t.num_ranks());
@@ -114,9 +119,16 @@ TEST_CASE("synth alltoall: plans from the LP verify on presets and near its opti
     MESSAGE(std::string(c.node) << " x" << c.hosts << ": LP " << lp << " us, cut bound " << bound << " us, simulated " << us
                                 << " us (Queue " << queue << " us)");
     CHECK(lp >= bound * (1 - 1e-6));  // the simplex's tolerance
-    CHECK(us >= lp * (1 - 1e-9));
-    CHECK(us <= lp * 1.02);
-    CHECK(queue <= lp * c.queue);
+    CHECK(plan->info().params.count("host_chunks") == (c.host > 0 ? 1u : 0u));
+    if (c.host > 0) {
+      CHECK(us >= bound * (1 - 1e-9));
+      CHECK(queue < lp);
+      CHECK(queue <= bound * c.host);
+    } else {
+      CHECK(us >= lp * (1 - 1e-9));
+      CHECK(us <= lp * 1.02);
+      CHECK(queue <= lp * c.queue);
+    }
     if (c.hosts == 1) check_plan(*generate("synth", {Collective::AlltoAll, 8 * 64 * std::uint64_t(p * p), p, 0, 8}, &t, eight_chunks()));
   }
 }

@@ -208,6 +208,33 @@ TEST_CASE("synth host share: one root's trees and a chain through host memory re
   CHECK(plans == 2);
 }
 
+TEST_CASE("synth host share: AlltoAll sends the last chunks of each block through host memory, beyond the LP over routes") {
+  // The flow LP keeps to the routes (the NVSwitch, 40 GB/s a GPU: 13.33 a pair); the last h of
+  // each block's chunks go straight staged through host memory (10.5 a pair over the PCIe links),
+  // so the plan beats the LP's time and nears the bound's (71.5 GB/s a GPU).
+  topo::Topology t = nvlink_and_pcie();
+  Request req{Collective::AlltoAll, std::uint64_t{1} << 30, 4, 0};
+  auto plan = generate("synth", req, &t, {});
+  const PlanInfo& info = plan->info();
+  REQUIRE(info.params.count("host_chunks"));
+  int h = std::stoi(info.params.at("host_chunks")), m = std::stoi(info.params.at("pipeline"));
+  CHECK(h > 0);
+  CHECK(h < m);
+  CHECK(std::count(info.channel_paths.begin(), info.channel_paths.end(), ChannelPath::Host) == 4 * 3);
+  double lp = std::stod(info.params.at("lp_us")), bound = lower_bound(req, t).time_us(), us = simulate(*plan, t).time_us;
+  MESSAGE("AlltoAll: " << us / bound << " x the bound, " << us / lp << " x the LP over routes, host chunks " << h << " of " << m);
+  CHECK(us < 0.8 * lp);
+  CHECK(us >= bound * (1 - 1e-6));
+  CHECK(verify(*plan).ok);
+  CHECK(describe_synth_info(synth_info(*plan, &t, {})).find("host share: the last") != std::string::npos);
+  // A share as large as the block, or beside relays, is refused in one line.
+  PlanInfo bad = info;
+  bad.params["host_chunks"] = std::to_string(m);
+  CHECK_THROWS_WITH_AS(GeneratedPlan(bad, algorithm("synth")).program(0),
+                       ("synth: plan parameter host_chunks " + std::to_string(m) + " is not 0 to " + std::to_string(m - 1)).c_str(),
+                       collkit::InputError);
+}
+
 TEST_CASE("synth host share: a symmetric plan refuses host_chunks in one line") {
   topo::Topology t = collkit::topo::synth({"dgx-h100", 2, ""});
   Request req{Collective::AllGather, 1 << 20, 16, 0};

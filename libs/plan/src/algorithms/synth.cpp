@@ -1063,35 +1063,12 @@ class SynthAlgorithm final : public Algorithm {
     return tree_counts(synth::routed_links(t, req.nranks), req.nranks);
   }
 
-  /// The rate of rooted_host_share's chain from `root`: host_paths_rate over its arcs (two GPUs
+  /// The rate of rooted_host_share's chain from `root`: synth::host_paths_rate over its arcs (two GPUs
   /// behind one PCIe switch: half its uplink).
   static double chain_host_rate(const topo::Topology& t, int p, int root) {
     std::vector<std::pair<int, int>> arcs;
     for (int i = 0; i + 1 < p; ++i) arcs.emplace_back((root + i) % p, (root + i + 1) % p);
-    return host_paths_rate(t, arcs);
-  }
-
-  /// The rate sends staged through host memory between the rank pairs `sends`, all at once, each
-  /// reach: the least, over link directions, of the bandwidth over the sends crossing it; 0 where
-  /// some pair shares a vertex or has no such path.
-  static double host_paths_rate(const topo::Topology& t, const std::vector<std::pair<int, int>>& sends) {
-    sim::HostRoutes hr(t);
-    std::map<std::size_t, int> crossing;
-    for (auto [a, b] : sends) {
-      topo::VertexId va = t.rank_vertex(static_cast<topo::Rank>(a)), vb = t.rank_vertex(static_cast<topo::Rank>(b));
-      if (va == vb) return 0;
-      topo::Path path = hr.route(va, vb);
-      if (!path.found) return 0;
-      for (const topo::Hop& h : path.hops) ++crossing[h.channel()];
-    }
-    double rate = 0;
-    bool first = true;
-    for (const auto& [dir, n] : crossing) {
-      double x = t.link(static_cast<topo::LinkId>(dir / 2)).bw_gbps / n;
-      rate = first ? x : std::min(rate, x);
-      first = false;
-    }
-    return rate;
+    return synth::host_paths_rate(t, arcs);
   }
 
   /// One root's trees beside a host share (rooted_host_share) on one host of at most
@@ -1154,7 +1131,7 @@ class SynthAlgorithm final : public Algorithm {
     for (int a = 0; a < p; ++a)
       for (int b = 0; b < p; ++b)
         if (a != b) sends.emplace_back(a, b);
-    return host_paths_rate(t, sends);
+    return synth::host_paths_rate(t, sends);
   }
 
   /// On a torus (synth/torus.h), the translated trees of both kinds at 1, 16 and 64 chunks (or

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -32,6 +33,7 @@
 #include "collkit/topo/routing.h"
 #include "common.h"
 #include "synth/mcf.h"
+#include "synth/routed.h"
 #include "synth_read.h"
 
 namespace collkit::plan {
@@ -44,6 +46,8 @@ using namespace algo;
 constexpr int kMaxRanks = 64;
 /// Chunks per block: a relayed share is rounded to 1/m of a block.
 constexpr int kDefaultChunks = 64;
+/// The host share is laid out on one host of at most this many ranks (p (p - 1) channels).
+constexpr int kMaxHostRanks = 16;
 /// The smallest chunk the default makes: 16 KiB, where one more message costs (at a few us) about
 /// what its bytes take on a 25 GB/s NIC.
 constexpr std::uint64_t kMinChunkBytes = 16 << 10;
@@ -268,10 +272,45 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
       return x;
     };
     PlanInfo per_peer = lay(false), per_link = lay(true);
-    if (per_link.params.at("lanes") == per_peer.params.at("lanes")) return per_peer;
     double peer_us = simulate(GeneratedPlan(per_peer, *make_synth_front()), *t).time_us;
-    double link_us = simulate(GeneratedPlan(per_link, *make_synth_front()), *t).time_us;
-    return link_us < peer_us ? per_link : per_peer;
+    PlanInfo best = per_peer;
+    double best_us = peer_us;
+    if (per_link.params.at("lanes") != per_peer.params.at("lanes")) {
+      double link_us = simulate(GeneratedPlan(per_link, *make_synth_front()), *t).time_us;
+      if (link_us < peer_us) best = per_link, best_us = link_us;
+    }
+    // The host share (docs/synth.md "The PCIe path beside NVLink"): on one host, without relays,
+    // the last h chunks of every block go straight to their rank staged through host memory, on a
+    // channel per (sender, receiver) marked "host", beside the rest on the lanes: the LP's routes
+    // keep to NVLink or xGMI, the bound counts PCIe too. h: the host paths' share of the two
+    // rates (the stars' over every pair at once, and the LP's), its ceiling, and 0.85, 0.7 and 0.5
+    // of it (the stars' links are not all apart from the LP's: dgx-h100 x1, share 7.1 of 64,
+    // simulates best at 6); each simulated and kept if faster.
+    std::vector<std::pair<int, int>> pairs;
+    for (int a = 0; a < p; ++a)
+      for (int b = 0; b < p; ++b)
+        if (a != b) pairs.emplace_back(a, b);
+    double star = hops.empty() && p <= kMaxHostRanks ? synth::host_paths_rate(*t, pairs) : 0;
+    if (star > 0 && std::isfinite(f.rate_gbps) && m > 1) {
+      double nearest = m * star / (star + f.rate_gbps);
+      std::set<int> shares;
+      for (double h : {nearest, std::ceil(nearest), 0.85 * nearest, 0.7 * nearest, 0.5 * nearest})
+        if (std::lround(h) > 0 && std::lround(h) < m) shares.insert(static_cast<int>(std::lround(h)));
+      PlanInfo base = best;
+      for (int h : shares) {
+        PlanInfo x = base;
+        x.params["host_chunks"] = std::to_string(h);
+        x.params["host_gbps"] = format_number(star);
+        std::size_t routed = x.channels, channels = routed + static_cast<std::size_t>(p) * static_cast<std::size_t>(p - 1);
+        if (channels > 65535) break;
+        x.channels = static_cast<std::uint16_t>(channels);
+        x.channel_paths.assign(routed, ChannelPath::Route);
+        x.channel_paths.resize(channels, ChannelPath::Host);
+        double us = simulate(GeneratedPlan(x, *make_synth_front()), *t).time_us;
+        if (us < best_us) best = x, best_us = us;
+      }
+    }
+    return best;
   }
   info.params["pipeline"] = "1";
   info.params["relays"] = "";
@@ -308,9 +347,15 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
     ops.push_back(copy(in(0), out(0), info.out_chunks, 0));
     return ops;
   }
-  // Where each commodity's straight part starts: after its relayed chunks.
+  // Where each commodity's straight part starts: after its relayed chunks. The last `host` of
+  // every block go through host memory (param host_chunks), on channel host_base + s (p - 1) + the
+  // receiver's place among s's peers.
   std::vector<int> straight(P * P, 0);
   for (const Hop& h : hops) straight[static_cast<std::size_t>(h.s) * P + static_cast<std::size_t>(h.d)] += h.count;
+  int host = param_int(info, "host_chunks", 0);
+  if (host < 0 || host >= m || (host > 0 && !hops.empty()))
+    throw InputError("synth: plan parameter host_chunks " + std::to_string(host) + " is not 0 to " + std::to_string(m - 1) +
+                     (hops.empty() ? "" : " (0 where chunks are relayed)"));
   // The chunks one channel carries between two ranks, in the order both ends list them: the
   // hops matching `keep`, plus `straight` chunks sent straight (hop index -1), each path's j-th
   // chunk at its progress (j + 1/2) / count, so that every path through the channel advances at
@@ -342,9 +387,14 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
   std::vector<std::vector<int>> lane = parse_lanes(info, p);
   std::vector<int> base(P + 1, 0);
   for (std::size_t a = 0; a < P; ++a) base[a + 1] = base[a] + 1 + *std::max_element(lane[a].begin(), lane[a].end());
-  if (static_cast<std::size_t>(base[P]) + hops.size() > info.channels)
-    throw InputError("synth: plan parameters lanes and relays need " + std::to_string(static_cast<std::size_t>(base[P]) + hops.size()) +
-                     " channels, the plan has " + std::to_string(info.channels));
+  std::size_t host_base = static_cast<std::size_t>(base[P]) + hops.size();
+  std::size_t need = host_base + (host > 0 ? P * (P - 1) : 0);
+  if (need > info.channels)
+    throw InputError(std::string("synth: plan parameters lanes") + (host > 0 ? ", relays and host_chunks" : " and relays") + " need " +
+                     std::to_string(need) + " channels, the plan has " + std::to_string(info.channels));
+  auto host_ch = [&](int s, int d) {
+    return static_cast<std::uint16_t>(host_base + static_cast<std::size_t>(s * (p - 1) + (d < s ? d : d - 1)));
+  };
   auto lane_of = [&](int a, int b) { return lane[static_cast<std::size_t>(a)][static_cast<std::size_t>(mod(b - a - 1))]; };
   auto forward = [&](int hop) { return static_cast<std::uint16_t>(base[P] + hop); };
   auto straight_from = [&](int s, int d) { return straight[static_cast<std::size_t>(s) * P + static_cast<std::size_t>(d)]; };
@@ -363,7 +413,7 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
     for (int i = 0; i < n; ++i) {
       int b = peers[static_cast<std::size_t>(i)];
       if (only >= 0 && b != only) continue;
-      for (const Item& it : in_order([&](const Hop& h) { return h.s == a && h.via == b; }, m - straight_from(a, b)))
+      for (const Item& it : in_order([&](const Hop& h) { return h.s == a && h.via == b; }, m - host - straight_from(a, b)))
         out.push_back({it.at, ((i - a) % n + n) % n, b, it});
     }
     std::stable_sort(out.begin(), out.end(), [](const Lane& x, const Lane& y) { return x.at != y.at ? x.at < y.at : x.rot < y.rot; });
@@ -376,6 +426,8 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
       ops.push_back(send(x.b, in(u32(h ? h->d * m + h->first + x.it.j : x.b * m + straight_from(r, x.b) + x.it.j)), 1,
                          static_cast<std::uint16_t>(base[static_cast<std::size_t>(r)] + l)));
     }
+  for (int b = 0; b < p && host > 0; ++b)
+    for (int j = 0; j < host && b != r; ++j) ops.push_back(send(b, in(u32(b * m + m - host + j)), 1, host_ch(r, b)));
   ops.push_back(copy(in(u32(r * m)), out(u32(r * m)), u32(m), 0));
   // 2. What comes from each source: chunks to relay into scratch, the rest into the output.
   std::vector<std::vector<std::uint32_t>> got(hops.size());
@@ -388,6 +440,8 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
                          static_cast<std::uint16_t>(base[static_cast<std::size_t>(a)] + l)));
     }
   }
+  for (int a = 0; a < p && host > 0; ++a)
+    for (int j = 0; j < host && a != r; ++j) ops.push_back(recv(a, out(u32(a * m + m - host + j)), 1, host_ch(a, r)));
   // 3. Forwards, each after its chunk's arrival, on the path's own channel; 4. the chunks
   // forwarded to this rank.
   for (std::size_t i = 0; i < hops.size(); ++i)

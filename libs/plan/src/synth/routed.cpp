@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "collkit/topo/routing.h"
 #include "nic_route.h"
@@ -62,6 +63,26 @@ topo::Topology direct_links(const topo::Topology& t, int p) {
     used[l] = link.a != link.b && is_rank[link.a] && is_rank[link.b];
   }
   return with_links(t, used);
+}
+
+double host_paths_rate(const topo::Topology& t, const std::vector<std::pair<int, int>>& sends) {
+  sim::HostRoutes hr(t);
+  std::map<std::size_t, int> crossing;
+  for (auto [a, b] : sends) {
+    topo::VertexId va = t.rank_vertex(static_cast<topo::Rank>(a)), vb = t.rank_vertex(static_cast<topo::Rank>(b));
+    if (va == vb) return 0;
+    topo::Path path = hr.route(va, vb);
+    if (!path.found) return 0;
+    for (const topo::Hop& h : path.hops) ++crossing[h.channel()];
+  }
+  double rate = 0;
+  bool first = true;
+  for (const auto& [dir, n] : crossing) {
+    double x = t.link(static_cast<topo::LinkId>(dir / 2)).bw_gbps / n;
+    rate = first ? x : std::min(rate, x);
+    first = false;
+  }
+  return rate;
 }
 
 topo::Topology routed_links(const topo::Topology& t, int p, const std::vector<int>& nics) {

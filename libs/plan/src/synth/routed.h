@@ -7,6 +7,7 @@
 
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "collkit/topo/topology.h"
@@ -27,6 +28,12 @@ topo::Topology routed_links(const topo::Topology& t, int p, const std::vector<in
 /// routes over it are those links alone: trees packed on it (Arcs::Direct in synth.cpp) leave
 /// PCIe, the CPUs and the NICs to the sends staged through host memory (the host share).
 topo::Topology direct_links(const topo::Topology& t, int p);
+
+/// The rate sends staged through host memory (sim::HostRoutes, channel_paths "host") between the
+/// rank pairs `sends`, all at once, each reach: the least, over link directions, of the bandwidth
+/// over the sends crossing it; 0 where some pair shares a vertex or has no such path (ranks on
+/// different hosts).
+double host_paths_rate(const topo::Topology& t, const std::vector<std::pair<int, int>>& sends);
 
 /// The walks of the routes between every two of the first p ranks' vertices (topo::Router), and
 /// every contiguous part of them: splitting that joins only walks whose join is such a part
