@@ -149,32 +149,21 @@ struct QueueHop {
   double rate;  // bytes per microsecond: bw_gbps[res] * kBytesPerUsPerGbps
 };
 
-// The Queue model's state of one resource, on one cache line: its profile and what book()
-// counts, which a send reads and writes for every hop (three arrays cost three misses a hop).
-struct alignas(64) Resource {
-  sim::Profile profile;
-  std::uint64_t bytes = 0;  // Network::bytes and busy_us, copied there when the run ends
-  double busy_us = 0;
-};
-
 // A simulation's large arrays, kept from one simulation to the next on a thread (a compare or
 // an auto search runs a dozen, the shell many more): emptied, not freed. Fresh arrays of
 // hundreds of MiB cost page faults and the kernel's zeroing of every page (an eighth of a
 // 16384-rank compare), and each resource's profile its own allocations, every run again.
 // Nothing is read before it is written anew: clear() / assign() as a fresh array would be.
 struct Scratch {
-  sim::SegmentArena arena;  // the profiles' segments (before them: they go first)
   sim::BigVector<OpRec> ops;
   sim::BigVector<std::uint16_t> channel;
   sim::BigVector<std::uint32_t> dep_first;
   sim::BigVector<double> end;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dependents;
   std::vector<std::uint32_t> rank_begin;
-  // These two are read at random, for every hop of a send: on huge pages (BigVector) their
-  // page table entries fit the TLB, where 4 KiB pages cost a page walk nearly every read.
-  sim::BigVector<QueueHop> queue_hops;
+  std::vector<QueueHop> queue_hops;
   std::vector<std::uint16_t> in_flight;
-  sim::BigVector<Resource> res;
+  std::vector<sim::Profile> profile;
   std::vector<std::pair<std::uint32_t, Kind>> immediate;
   sim::EventQueue<Event> heap;
   void clear() {
@@ -607,11 +596,6 @@ class Simulator {
   }
 
   void book(std::uint32_t res, std::uint64_t bytes, double occupied_us) {
-    if (opt_.model == LinkModel::Queue) {  // beside the profile; into net_ when the run ends
-      res_[res].bytes += bytes;
-      res_[res].busy_us += occupied_us;
-      return;
-    }
     net_.bytes[res] += bytes;
     net_.busy_us[res] += occupied_us;
   }
@@ -636,12 +620,12 @@ class Simulator {
     const QueueHop* hops = queue_hops_.data() + r.first;
     // The hops' profiles, then their segments, fetched together rather than one miss after
     // another (hints only: nothing below changes).
-    for (std::uint32_t h = 0; h < r.count; ++h) __builtin_prefetch(&res_[hops[h].res]);
-    for (std::uint32_t h = 0; h < r.count; ++h) res_[hops[h].res].profile.prefetch();
+    for (std::uint32_t h = 0; h < r.count; ++h) __builtin_prefetch(&profile_[hops[h].res]);
+    for (std::uint32_t h = 0; h < r.count; ++h) profile_[hops[h].res].prefetch();
     admit_hops_.resize(r.count);
     double lambda = 0;
     for (std::uint32_t h = 0; h < r.count; ++h) {
-      admit_hops_[h] = {&res_[hops[h].res].profile, lambda, hops[h].rate};
+      admit_hops_[h] = {&profile_[hops[h].res], lambda, hops[h].rate};
       book(hops[h].res, ops_[g].bytes, static_cast<double>(ops_[g].bytes) / hops[h].rate);
       lambda += hops[h].latency_us;
     }
@@ -699,7 +683,7 @@ class Simulator {
     // The vertex's rate for that long, taken as a transfer takes a link (sim::Admission), and no
     // sooner than one core does it alone.
     const QueueHop& hop = queue_hops_[r.first];
-    sim::Admission::Hop on{&res_[hop.res].profile, 0, hop.rate};
+    sim::Admission::Hop on{&profile_[hop.res], 0, hop.rate};
     double done = admission_.admit(&on, 1, now_, occupied * hop.rate, now_);
     finish_at(g, std::max(done, now_ + one_core_us(g)));
   }
@@ -770,12 +754,8 @@ class Simulator {
     in_flight_.assign((rank_begin_.size() - 1) * nch_, 0);
     if (opt_.model == LinkModel::Queue) {
       // Empty profiles, as fresh ones would be, each keeping the memory of the run before.
-      res_.resize(net_.bw_gbps.size());
-      for (Resource& r : res_) {
-        r.profile.clear(&scratch_->arena);
-        r.bytes = 0;
-        r.busy_us = 0;
-      }
+      profile_.resize(net_.bw_gbps.size());
+      for (sim::Profile& p : profile_) p.clear();
     } else maxmin_ = std::make_unique<sim::MaxMinSharing>(net_);
     for (std::uint32_t g = 0; g < ops_.size(); ++g)
       if (ops_[g].pending == 0) start(g);
@@ -834,11 +814,6 @@ class Simulator {
       }
     }
     if (completed_ < ops_.size()) deadlock();
-    if (opt_.model == LinkModel::Queue)
-      for (std::size_t r = 0; r < net_.bytes.size(); ++r) {
-        net_.bytes[r] = res_[r].bytes;
-        net_.busy_us[r] = res_[r].busy_us;
-      }
   }
 
   std::string describe(std::uint32_t g) const {
@@ -916,7 +891,7 @@ class Simulator {
   std::map<int, FlatIndex> nic_route_index_;  // per NIC named
   std::vector<RouteNeed> needs_;
   Network net_;
-  sim::BigVector<QueueHop>& queue_hops_ = scratch_->queue_hops;  // per hop of net_.routes, as net_.hop_res
+  std::vector<QueueHop>& queue_hops_ = scratch_->queue_hops;  // per hop of net_.routes, as net_.hop_res
 
   sim::EventQueue<Event>& heap_ = scratch_->heap;
   std::vector<std::pair<std::uint32_t, Kind>>& immediate_ = scratch_->immediate;  // ops completing (or arriving) now
@@ -924,7 +899,7 @@ class Simulator {
   double now_ = 0;
   std::size_t completed_ = 0;
   std::uint32_t last_done_ = kNone;
-  sim::BigVector<Resource>& res_ = scratch_->res;  // Queue: per resource
+  std::vector<sim::Profile>& profile_ = scratch_->profile;  // Queue: per resource
   sim::Admission admission_;
   std::vector<sim::Admission::Hop> admit_hops_;
   int window_ = 8;

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -187,82 +186,6 @@ struct Network {
   std::vector<double> busy_us;         ///< per resource: bytes / bandwidth
 };
 
-/// Memory for the profiles' segments (Profile), on huge pages: every send reads the segments of
-/// each of its hops, scattered over the heap in 4 KiB pages, and under a hypervisor the page
-/// walks of those reads cost as much as the rest of the event loop (a 16384-rank tree: a sixth
-/// of its CPU time less with the heap on huge pages). Blocks of a power of two bytes from 64 up,
-/// carved from 32 MiB chunks and kept on a free list per size when freed; larger ones, and any
-/// without an arena, from operator new. The chunks go when the arena goes.
-class SegmentArena {
- public:
-  SegmentArena() = default;
-  SegmentArena(const SegmentArena&) = delete;
-  SegmentArena& operator=(const SegmentArena&) = delete;
-  ~SegmentArena() {
-    for (void* c : chunks_) std::free(c);
-  }
-  void* allocate(std::size_t bytes) {
-    if (bytes > kLargest) return ::operator new(bytes);
-    int c = size_class(bytes);
-    if (void* p = free_[static_cast<std::size_t>(c)]) {
-      free_[static_cast<std::size_t>(c)] = *static_cast<void**>(p);
-      return p;
-    }
-    std::size_t size = std::size_t{1} << c;
-    if (left_ < size) {
-      void* chunk = std::aligned_alloc(kHuge, kChunk);
-      if (!chunk) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-      madvise(chunk, kChunk, MADV_HUGEPAGE);  // advice only
-#endif
-      chunks_.push_back(chunk);
-      next_ = static_cast<char*>(chunk);
-      left_ = kChunk;
-    }
-    void* p = next_;
-    next_ += size;
-    left_ -= size;
-    return p;
-  }
-  void deallocate(void* p, std::size_t bytes) {
-    if (bytes > kLargest) return ::operator delete(p);
-    auto c = static_cast<std::size_t>(size_class(bytes));
-    *static_cast<void**>(p) = free_[c];
-    free_[c] = p;
-  }
-
- private:
-  static constexpr std::size_t kHuge = std::size_t{2} << 20, kChunk = std::size_t{32} << 20, kLargest = std::size_t{1} << 20;
-  static int size_class(std::size_t bytes) { return std::max(6, static_cast<int>(std::bit_width(bytes - 1))); }
-  std::array<void*, 21> free_{};  // classes 6 .. 20 (64 B .. 1 MiB)
-  std::vector<void*> chunks_;
-  char* next_ = nullptr;
-  std::size_t left_ = 0;
-};
-
-/// An allocator from a SegmentArena (operator new without one); it moves with its container.
-template <class T>
-struct ArenaAllocator {
-  using value_type = T;
-  using propagate_on_container_move_assignment = std::true_type;
-  using propagate_on_container_copy_assignment = std::true_type;
-  using propagate_on_container_swap = std::true_type;
-  SegmentArena* arena = nullptr;
-  ArenaAllocator() = default;
-  explicit ArenaAllocator(SegmentArena* a) : arena(a) {}
-  template <class U>
-  ArenaAllocator(const ArenaAllocator<U>& o) : arena(o.arena) {}
-  T* allocate(std::size_t n) { return static_cast<T*>(arena ? arena->allocate(n * sizeof(T)) : ::operator new(n * sizeof(T))); }
-  void deallocate(T* p, std::size_t n) {
-    if (arena) arena->deallocate(p, n * sizeof(T));
-    else ::operator delete(p);
-  }
-  template <class U>
-  bool operator==(const ArenaAllocator<U>& o) const {
-    return arena == o.arena;
-  }
-};
-
 /// A stretch of a transfer at one rate, in the time its bytes leave the source.
 struct Piece {
   double begin, end, rate;
@@ -277,18 +200,15 @@ class alignas(32) Profile {  // two to a cache line, none across two
   struct Segment {
     double begin, end, rate;
   };
-  using Segments = std::vector<Segment, ArenaAllocator<Segment>>;
-  const Segments& segments() const { return seg_; }
+  const std::vector<Segment>& segments() const { return seg_; }
   /// The first segment (index) that ends after t: the one holding t, or the next.
   std::size_t first_after(double t) const;
   /// Adds pieces (disjoint, in time order; source time) moved `shift` later; `now` lets past
   /// segments go. `merged` is scratch (shared by all profiles: one per profile made each
   /// profile 56 bytes rather than 32, and the profiles do not fit in any cache).
   void add(const Piece* p, std::size_t n, double shift, double now, std::vector<Segment>& merged);
-  /// Empty again, its segments from `arena` from now on (a simulation reuses the profiles of
-  /// the one before, and their memory).
-  void clear(SegmentArena* arena) {
-    if (seg_.get_allocator().arena != arena) seg_ = Segments(ArenaAllocator<Segment>(arena));
+  /// Empty again, keeping its memory (a simulation reuses the profiles of the one before).
+  void clear() {
     seg_.clear();
     head_ = 0;
   }
@@ -298,7 +218,7 @@ class alignas(32) Profile {  // two to a cache line, none across two
   static double tol(double t) { return 1e-9 * (t > 1 ? t : 1); }
 
  private:
-  Segments seg_;
+  std::vector<Segment> seg_;
   std::size_t head_ = 0;  // seg_[0, head_) have ended
 };
 

@@ -127,7 +127,7 @@ double Admission::admit(const Hop* hops, std::uint32_t n, double from, double by
     // hop's full stretch, whatever the others do meanwhile.
     double rate = kInf, next = kInf, waits = -kInf;
     for (std::uint32_t h = 0; h < n; ++h) {
-      const Profile::Segments& s = hops[h].profile->segments();
+      const std::vector<Profile::Segment>& s = hops[h].profile->segments();
       double x = t + hops[h].lambda_us;
       std::size_t i = at_[h];
       while (i < s.size() && s[i].end <= x + Profile::tol(x)) ++i;
