@@ -54,6 +54,7 @@
 #include <unordered_map>
 
 #include "collkit/core/error.h"
+#include "collkit/core/flat_index.h"
 #include "collkit/plan/matched.h"
 #include "collkit/topo/routing.h"
 #include "nic_route.h"
@@ -111,19 +112,94 @@ enum class Kind : std::uint8_t {
   Post,       // Queue: the send enters the network (after per_message_us)
 };
 
+// seq: the order events were pushed in (unique), times 4, plus the kind: ordered as the count
+// alone, and the event stays 24 bytes with `next`, the record it will read after its op's (an
+// Arrive: the receive; a Done: the op it may start; a Post: the send's route), which the event
+// loop asks the CPU for one event ahead.
 struct Event {
   double t;
   std::uint64_t seq;
   std::uint32_t op;
-  Kind kind;
+  std::uint32_t next;
+  Kind kind() const { return static_cast<Kind>(seq & 3); }
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   bool operator<(const Event& o) const { return o > *this; }
 };
+static_assert(sizeof(Event) == 24);
+
+// What the event loop reads and writes of an op, together: at 16k ranks the ops do not fit in
+// any cache, and one record per op (32 bytes, aligned: never across two lines) costs one miss
+// where ten arrays cost ten.
+struct alignas(32) OpRec {
+  std::uint64_t bytes = 0;
+  std::uint32_t match = kNone;  // send <-> its receive
+  std::uint32_t route = kNone;  // sends: index into net_.routes
+  std::uint32_t next = kNone;   // next op of the same (rank, channel)
+  std::uint32_t crit = kNone;   // the predecessor (or matched send) that completed last
+  std::uint32_t slot = 0;       // (loaded rank, channel): loaded index * nch_ + channel, for the window of sends
+  OpType type = OpType::Send;
+  std::uint8_t pending = 0;  // predecessors not yet complete
+  std::uint8_t flags = 0;
+};
+static_assert(sizeof(OpRec) == 32);
+
+struct QueueHop {
+  std::uint32_t res;
+  double latency_us;
+  double rate;  // bytes per microsecond: bw_gbps[res] * kBytesPerUsPerGbps
+};
+
+// A simulation's large arrays, kept from one simulation to the next on a thread (a compare or
+// an auto search runs a dozen, the shell many more): emptied, not freed. Fresh arrays of
+// hundreds of MiB cost page faults and the kernel's zeroing of every page (an eighth of a
+// 16384-rank compare), and each resource's profile its own allocations, every run again.
+// Nothing is read before it is written anew: clear() / assign() as a fresh array would be.
+struct Scratch {
+  sim::BigVector<OpRec> ops;
+  sim::BigVector<std::uint16_t> channel;
+  sim::BigVector<std::uint32_t> dep_first;
+  sim::BigVector<double> end;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> dependents;
+  std::vector<std::uint32_t> rank_begin;
+  std::vector<QueueHop> queue_hops;
+  std::vector<std::uint16_t> in_flight;
+  std::vector<sim::Profile> profile;
+  std::vector<std::pair<std::uint32_t, Kind>> immediate;
+  sim::EventQueue<Event> heap;
+  void clear() {
+    ops.clear();
+    channel.clear();
+    dep_first.clear();
+    end.clear();
+    dependents.clear();
+    rank_begin.clear();
+    queue_hops.clear();
+    in_flight.clear();
+    immediate.clear();
+    heap.clear();
+    // Profiles are emptied when a simulation sizes them (execute()).
+  }
+};
+
+// This thread's spare Scratch (none while a simulation holds it: a second one at once, were
+// there ever one, would get its own).
+thread_local std::unique_ptr<Scratch> t_spare;
+
+std::unique_ptr<Scratch> take_scratch() {
+  if (t_spare) return std::move(t_spare);
+  return std::make_unique<Scratch>();
+}
 
 class Simulator {
  public:
   Simulator(const Plan& plan, const topo::Topology& topo, const SimOptions& opt, const sim::Fold* fold, topo::RouteCache& routes)
       : plan_(plan), topo_(topo), opt_(opt), fold_(fold), routes_(routes) {}
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+  ~Simulator() {
+    scratch_->clear();
+    if (!t_spare) t_spare = std::move(scratch_);
+  }
 
   SimResult run() {
     if (fold_) load_folded();
@@ -144,6 +220,7 @@ class Simulator {
     std::vector<std::uint32_t> last_on_channel(std::size_t{1} << 16, kNone);
     std::vector<std::uint16_t> channels_used;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> dep_pairs;  // (waited on, waiting)
+    dep_pairs.swap(dependents_);                                     // the last simulation's memory (empty)
     rank_begin_.reserve(static_cast<std::size_t>(n) + 1);
     // match_plan() checks each op and pairs sends with receives; this keeps what the timing needs.
     ChunkSizes sizes(plan_.info());
@@ -152,7 +229,12 @@ class Simulator {
       rank_begin_.push_back(base);
       if (std::size_t end = base + ops.size(); ops_.capacity() < end) {
         // The per-op arrays are large: sized about once rather than grown (copies, page faults).
+        // A sixteenth beyond the prediction: a tree's last ranks run a few more ops than the
+        // average so far, and outgrowing a prediction that was nearly exact near the end copied
+        // every op into arrays half as large again (fresh pages, each zeroed by the kernel: a
+        // tenth of a 16384-rank compare at 1 MiB).
         std::size_t room = ops_ahead(end, r, n, ops_.capacity());
+        room += room / 16;
         ops_.reserve(room);
         channel_.reserve(room);
       }
@@ -362,11 +444,14 @@ class Simulator {
   };
 
   std::uint32_t route_id(topo::VertexId src, topo::VertexId dst, int ra, int rb, int nic = -1) {
-    std::uint64_t key = (std::uint64_t{src} << 32) | dst;
-    auto& index = nic == -1 ? route_index_ : nic_route_index_[nic];
-    auto [it, fresh] = index.emplace(key, static_cast<std::uint32_t>(needs_.size()));
-    if (fresh) needs_.push_back({src, dst, ra, rb, nic});
-    return it->second;
+    std::uint64_t key = FlatIndex::pair(src, dst);
+    FlatIndex& index = nic == -1 ? route_index_ : nic_route_index_[nic];
+    std::uint32_t id = index.find(key);
+    if (id != FlatIndex::kNone) return id;
+    id = static_cast<std::uint32_t>(needs_.size());
+    index.emplace(key, id);
+    needs_.push_back({src, dst, ra, rb, nic});
+    return id;
   }
 
   // A resource as the folded simulation knows it: its orbit's representative.
@@ -457,7 +542,18 @@ class Simulator {
   }
   double recv_cost(std::uint32_t g) const { return ops_[g].type == OpType::RecvReduce ? local_cost(ops_[g].bytes) : 0.0; }
 
-  void push(double t, std::uint32_t op, Kind kind) { heap_.push({t, seq_++, op, kind}); }
+  void push(double t, std::uint32_t op, Kind kind) {
+    const OpRec& o = ops_[op];
+    std::uint32_t next = kind == Kind::Arrive ? o.match : kind == Kind::Done ? o.next : o.route;
+    heap_.push({t, (seq_++ << 2) | static_cast<std::uint64_t>(kind), op, next});
+  }
+
+  // What event e will read after its op's record, asked for ahead (a hint only).
+  void prefetch_next(const Event& e) const {
+    if (e.next == kNone) return;
+    if (e.kind() == Kind::Post || e.kind() == Kind::FlowStart) __builtin_prefetch(&net_.routes[e.next]);
+    else __builtin_prefetch(&ops_[e.next]);
+  }
 
   void finish_at(std::uint32_t g, double t) {
     if (t <= now_) immediate_.push_back({g, Kind::Done});
@@ -656,8 +752,11 @@ class Simulator {
   void execute() {
     window_ = std::max(1, opt_.max_in_flight);
     in_flight_.assign((rank_begin_.size() - 1) * nch_, 0);
-    if (opt_.model == LinkModel::Queue) profile_.assign(net_.bw_gbps.size(), sim::Profile{});
-    else maxmin_ = std::make_unique<sim::MaxMinSharing>(net_);
+    if (opt_.model == LinkModel::Queue) {
+      // Empty profiles, as fresh ones would be, each keeping the memory of the run before.
+      profile_.resize(net_.bw_gbps.size());
+      for (sim::Profile& p : profile_) p.clear();
+    } else maxmin_ = std::make_unique<sim::MaxMinSharing>(net_);
     for (std::uint32_t g = 0; g < ops_.size(); ++g)
       if (ops_[g].pending == 0) start(g);
     std::vector<std::uint32_t> tags, routes;
@@ -699,9 +798,14 @@ class Simulator {
       // Everything due at this instant, before rates are recomputed once for all of it.
       while (!heap_.empty() && heap_.top().t == next) {
         Event e = heap_.pop();
-        // The next event's op, fetched while this one runs (the ops do not fit in any cache).
-        if (!heap_.empty()) __builtin_prefetch(&ops_[heap_.top().op]);
-        switch (e.kind) {
+        // The next event's op and the record it reads next, fetched while this one runs (the ops
+        // do not fit in any cache).
+        if (!heap_.empty()) {
+          const Event& n = heap_.top();
+          __builtin_prefetch(&ops_[n.op]);
+          prefetch_next(n);
+        }
+        switch (e.kind()) {
           case Kind::Done: on_done(e.op); break;
           case Kind::Arrive: on_arrive(e.op); break;
           case Kind::FlowStart: flow_start(e.op); break;
@@ -775,50 +879,32 @@ class Simulator {
   std::vector<std::uint32_t> index_;  // folded: each op's index in its rank's program
   std::vector<std::int32_t> peer_;    // folded: each send's or receive's peer in the plan
 
-  std::vector<std::uint32_t> rank_begin_;
-  // What the event loop reads and writes of an op, together: at 16k ranks the ops do not fit in
-  // any cache, and one record per op (32 bytes) costs one miss where ten arrays cost ten.
-  struct OpRec {
-    std::uint64_t bytes = 0;
-    std::uint32_t match = kNone;  // send <-> its receive
-    std::uint32_t route = kNone;  // sends: index into net_.routes
-    std::uint32_t next = kNone;   // next op of the same (rank, channel)
-    std::uint32_t crit = kNone;   // the predecessor (or matched send) that completed last
-    std::uint32_t slot = 0;       // (loaded rank, channel): loaded index * nch_ + channel, for the window of sends
-    OpType type = OpType::Send;
-    std::uint8_t pending = 0;  // predecessors not yet complete
-    std::uint8_t flags = 0;
-  };
-  static_assert(sizeof(OpRec) == 32);
-  sim::BigVector<OpRec> ops_;
-  sim::BigVector<std::uint16_t> channel_;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> dependents_;  // (op, op waiting on it), sorted
-  sim::BigVector<std::uint32_t> dep_first_;                          // op g's waiting ops: dependents_[dep_first_[g], dep_first_[g + 1])
-  sim::BigVector<double> end_;
+  std::unique_ptr<Scratch> scratch_ = take_scratch();  // the arrays below
+  std::vector<std::uint32_t>& rank_begin_ = scratch_->rank_begin;
+  sim::BigVector<OpRec>& ops_ = scratch_->ops;
+  sim::BigVector<std::uint16_t>& channel_ = scratch_->channel;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>>& dependents_ = scratch_->dependents;  // (op, op waiting on it), sorted
+  sim::BigVector<std::uint32_t>& dep_first_ = scratch_->dep_first;  // op g's waiting ops: dependents_[dep_first_[g], dep_first_[g + 1])
+  sim::BigVector<double>& end_ = scratch_->end;
 
-  std::unordered_map<std::uint64_t, std::uint32_t> route_index_;
-  std::map<int, std::unordered_map<std::uint64_t, std::uint32_t>> nic_route_index_;  // per NIC named
+  FlatIndex route_index_;                     // (source, destination vertex) -> into needs_
+  std::map<int, FlatIndex> nic_route_index_;  // per NIC named
   std::vector<RouteNeed> needs_;
   Network net_;
-  struct QueueHop {
-    std::uint32_t res;
-    double latency_us;
-    double rate;  // bytes per microsecond: bw_gbps[res] * kBytesPerUsPerGbps
-  };
-  std::vector<QueueHop> queue_hops_;  // per hop of net_.routes, as net_.hop_res
+  std::vector<QueueHop>& queue_hops_ = scratch_->queue_hops;  // per hop of net_.routes, as net_.hop_res
 
-  sim::EventQueue<Event> heap_;
-  std::vector<std::pair<std::uint32_t, Kind>> immediate_;  // ops completing (or arriving) now
+  sim::EventQueue<Event>& heap_ = scratch_->heap;
+  std::vector<std::pair<std::uint32_t, Kind>>& immediate_ = scratch_->immediate;  // ops completing (or arriving) now
   std::uint64_t seq_ = 0;
   double now_ = 0;
   std::size_t completed_ = 0;
   std::uint32_t last_done_ = kNone;
-  std::vector<sim::Profile> profile_;  // Queue: per resource
+  std::vector<sim::Profile>& profile_ = scratch_->profile;  // Queue: per resource
   sim::Admission admission_;
   std::vector<sim::Admission::Hop> admit_hops_;
   int window_ = 8;
   std::uint32_t nch_ = 1;                                                 // channels the programs use (highest + 1)
-  std::vector<std::uint16_t> in_flight_;                                  // per (rank, channel): sends not arrived
+  std::vector<std::uint16_t>& in_flight_ = scratch_->in_flight;           // per (rank, channel): sends not arrived
   std::unordered_map<std::uint64_t, std::deque<std::uint32_t>> blocked_;  // sends waiting for room
   std::unique_ptr<sim::MaxMinSharing> maxmin_;
   std::unordered_map<topo::VertexId, int> ranks_on_;  // local_work_us(): the plan's ranks per vertex

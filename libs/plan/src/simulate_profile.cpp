@@ -36,7 +36,7 @@ std::size_t Profile::first_after(double t) const {
   return static_cast<std::size_t>(it - seg_.begin());
 }
 
-void Profile::add(const Piece* p, std::size_t n, double shift, double now) {
+void Profile::add(const Piece* p, std::size_t n, double shift, double now, std::vector<Segment>& merged) {
   if (n == 0) return;
   while (head_ < seg_.size() && seg_[head_].end <= now - tol(now)) ++head_;
   if (head_ > 32 && 2 * head_ > seg_.size()) {
@@ -67,7 +67,7 @@ void Profile::add(const Piece* p, std::size_t n, double shift, double now) {
   while (hi < seg_.size() && seg_[hi].begin < b - tol(b)) ++hi;
 
   // A sweep over both step functions: the sum of the two on every stretch between breakpoints.
-  merged_.clear();
+  merged.clear();
   std::size_t i = lo, j = 0;
   double t = std::min(a, lo < hi ? seg_[lo].begin : a);
   constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -90,28 +90,28 @@ void Profile::add(const Piece* p, std::size_t n, double shift, double now) {
         next = std::min(next, pa);
       }
     }
-    append(merged_, t, next, used);
+    append(merged, t, next, used);
     t = next;
     while (i < hi && seg_[i].end <= t + tol(t)) ++i;
     while (j < n && p[j].end + shift <= t + tol(t)) ++j;
   }
   // Joined to the neighbours where they touch at one rate.
-  if (lo > head_ && !merged_.empty() && seg_[lo - 1].end >= merged_.front().begin - tol(merged_.front().begin) &&
-      same_rate(seg_[lo - 1].rate, merged_.front().rate)) {
-    merged_.front().begin = seg_[--lo].begin;
+  if (lo > head_ && !merged.empty() && seg_[lo - 1].end >= merged.front().begin - tol(merged.front().begin) &&
+      same_rate(seg_[lo - 1].rate, merged.front().rate)) {
+    merged.front().begin = seg_[--lo].begin;
   }
-  if (hi < seg_.size() && !merged_.empty() && seg_[hi].begin <= merged_.back().end + tol(merged_.back().end) &&
-      same_rate(seg_[hi].rate, merged_.back().rate)) {
-    merged_.back().end = seg_[hi++].end;
+  if (hi < seg_.size() && !merged.empty() && seg_[hi].begin <= merged.back().end + tol(merged.back().end) &&
+      same_rate(seg_[hi].rate, merged.back().rate)) {
+    merged.back().end = seg_[hi++].end;
   }
   auto first = seg_.begin() + static_cast<std::ptrdiff_t>(lo);
   std::size_t old = hi - lo;
-  if (merged_.size() <= old) {
-    std::copy(merged_.begin(), merged_.end(), first);
-    seg_.erase(first + static_cast<std::ptrdiff_t>(merged_.size()), first + static_cast<std::ptrdiff_t>(old));
+  if (merged.size() <= old) {
+    std::copy(merged.begin(), merged.end(), first);
+    seg_.erase(first + static_cast<std::ptrdiff_t>(merged.size()), first + static_cast<std::ptrdiff_t>(old));
   } else {
-    std::copy(merged_.begin(), merged_.begin() + static_cast<std::ptrdiff_t>(old), first);
-    seg_.insert(seg_.begin() + static_cast<std::ptrdiff_t>(hi), merged_.begin() + static_cast<std::ptrdiff_t>(old), merged_.end());
+    std::copy(merged.begin(), merged.begin() + static_cast<std::ptrdiff_t>(old), first);
+    seg_.insert(seg_.begin() + static_cast<std::ptrdiff_t>(hi), merged.begin() + static_cast<std::ptrdiff_t>(old), merged.end());
   }
 }
 
@@ -163,7 +163,7 @@ double Admission::admit(const Hop* hops, std::uint32_t n, double from, double by
     left -= rate * (next - t);
     t = next;
   }
-  for (std::uint32_t h = 0; h < n; ++h) hops[h].profile->add(pieces_.data(), pieces_.size(), hops[h].lambda_us, now);
+  for (std::uint32_t h = 0; h < n; ++h) hops[h].profile->add(pieces_.data(), pieces_.size(), hops[h].lambda_us, now, merged_);
   return t;
 }
 

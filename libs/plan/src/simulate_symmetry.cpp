@@ -15,6 +15,8 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <unordered_map>
+#include <vector>
 
 #include "collkit/core/flat_index.h"
 #include "collkit/topo/routing.h"
@@ -65,38 +67,58 @@ struct PairIndex : FlatIndex {
 
 // Rank pairs (sender, receiver code) seen, by sender: a short list scanned while it is short (a
 // rank talks to a few peers; hashing every pair of the closure below missed the cache once per
-// pair, 300 k pairs per plan at 16k ranks), a PairIndex for a sender past that.
+// pair, 300 k pairs per plan at 16k ranks), a PairIndex for a sender past that. The short lists
+// sit in one array, a cache line per sender (count, then up to 15 peers): a list per sender on
+// the heap cost a miss for its header and another for its peers, and 16k allocations a plan.
 class PairSet {
  public:
-  explicit PairSet(int p) : by_sender_(static_cast<std::size_t>(p)) {}
+  explicit PairSet(int p) : short_(static_cast<std::size_t>(p)) {}
   // Adds (a, b) unless there; true when it was added.
   bool insert(int a, int b) {
-    std::vector<int>& v = by_sender_[static_cast<std::size_t>(a)];
-    if (v.size() < kShort) {
-      if (std::find(v.begin(), v.end(), b) != v.end()) return false;
-      v.push_back(b);
-      if (v.size() == kShort)
-        for (int x : v) many_.emplace(PairIndex::key(a, x), 0);
-      return true;
+    Short& s = short_[static_cast<std::size_t>(a)];
+    if (s.n <= kShort) {
+      for (int k = 0; k < s.n; ++k)
+        if (s.peer[k] == b) return false;
+      if (s.n < kShort) {
+        s.peer[s.n++] = b;
+        return true;
+      }
+      // Past the short list: a's peers move to the index and a list of their own.
+      std::vector<int>& v = long_[a];
+      v.assign(s.peer, s.peer + kShort);
+      for (int x : v) many_.emplace(PairIndex::key(a, x), 0);
+      s.n = kShort + 1;
     }
     if (!many_.emplace(PairIndex::key(a, b), 0)) return false;
-    v.push_back(b);
+    long_[a].push_back(b);
     return true;
   }
   // Every pair, ascending (as std::sort orders pairs).
   std::vector<std::pair<int, int>> sorted() {
     std::vector<std::pair<int, int>> out;
-    for (std::size_t a = 0; a < by_sender_.size(); ++a) {
-      std::vector<int>& v = by_sender_[a];
-      std::sort(v.begin(), v.end());
-      for (int b : v) out.emplace_back(static_cast<int>(a), b);
+    for (std::size_t a = 0; a < short_.size(); ++a) {
+      Short& s = short_[a];
+      int* first = s.peer;
+      int* last = s.peer + s.n;
+      if (s.n > kShort) {
+        std::vector<int>& v = long_[static_cast<int>(a)];
+        first = v.data();
+        last = v.data() + v.size();
+      }
+      std::sort(first, last);
+      for (const int* b = first; b != last; ++b) out.emplace_back(static_cast<int>(a), *b);
     }
     return out;
   }
 
  private:
-  static constexpr std::size_t kShort = 32;
-  std::vector<std::vector<int>> by_sender_;
+  static constexpr int kShort = 15;
+  struct alignas(64) Short {
+    int n = 0;  // peers; kShort + 1: they are in long_
+    int peer[kShort]{};
+  };
+  std::vector<Short> short_;
+  std::unordered_map<int, std::vector<int>> long_;  // senders past kShort peers
   PairIndex many_;
 };
 
