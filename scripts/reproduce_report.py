@@ -265,10 +265,10 @@ def published_synthesis_times():
 
 
 def cmd_synth(a):
-    names = {0: "synth_vs_bound", 1: "synth_forestcoll", 2: "synth_tori"}
+    names = {0: "synth_vs_bound", 1: "synth_forestcoll", 2: "synth_mi250", 3: "synth_tori"}
     tables = md_tables(os.path.join(a.out, "synth.md"))
-    if len(tables) != 3:
-        die(f"synth.md: expected 3 tables, found {len(tables)}")
+    if len(tables) != 4:
+        die(f"synth.md: expected 4 tables, found {len(tables)}")
     for i, (_, cols, rows) in enumerate(tables):
         write_csv(os.path.join(a.out, names[i] + ".csv"), cols, rows)
     # Synthesis time against ranks: WORK/synth_scale.tsv lines "coll ranks seconds maxrss_kb status".
@@ -311,15 +311,16 @@ plot for [i=0:%d] 'synth_time.dat' index i using 1:2 with linespoints lw 2 title
 """ % (len(colls) - 1, len(colls), series - 1))
     main = tables[0][2]
     ratios = [float(r[3]) for r in main if re.fullmatch(r"[\d.]+", r[3])]
-    fc = tables[1][2]
+    fc, mi = tables[1][2], tables[2][2]
     fragment(a.out, 2, "Synthesis: collkit synth against the bound, ForestColl and TACOS",
              "`coll-plan generate --algo synth` (bench/synth.sh) on the presets at 1 and 2 hosts, against the lower "
-             "bound and the best classic algorithm; on ForestColl's A100 topology against the optimum its method "
-             "targets; on TACOS's tori against the fraction of the ideal TACOS reports. Then how synthesis time grows "
-             "with ranks (log-log).",
+             "bound and the best classic algorithm; on ForestColl's A100 and MI250 topologies against the optimum its "
+             "method targets; on TACOS's tori against the fraction of the ideal TACOS reports. Then how synthesis time "
+             "grows with ranks (log-log).",
              [f"Over {len(ratios)} synthesised rows, synth / bound: median {statistics.median(ratios):.3f}, worst "
               f"{max(ratios):.3f}." if ratios else "No synthesised rows.",
               "ForestColl A100: " + "; ".join(f"{r[0]} {r[5]} of the optimum" for r in fc) + ".",
+              "ForestColl MI250: " + "; ".join(f"{r[0]} {r[4]} of the optimum" for r in mi) + ".",
               "Published synthesis times beside ours: " + "; ".join(f"{r[0]} {r[1]} ranks {r[2]} s" for r in pub_rows)
               + ". " + PUBLISHED_NOTE,
               "Synthesis time against ranks: up to " + str(max([r[1] for r in rows if r[4] == "ok"], default=0)) + " ranks; "
@@ -327,7 +328,8 @@ plot for [i=0:%d] 'synth_time.dat' index i using 1:2 with linespoints lw 2 title
                  else "every size of the sweep synthesised") + ".",
               "", "![synthesis time](synth_time.png)", "",
               "Tables: [synth.md](synth.md) ([vs bound csv](synth_vs_bound.csv), [ForestColl csv](synth_forestcoll.csv), "
-              "[tori csv](synth_tori.csv)); [synth_time.md](synth_time.md) ([csv](synth_time.csv))."])
+              "[MI250 csv](synth_mi250.csv), [tori csv](synth_tori.csv)); [synth_time.md](synth_time.md) "
+              "([csv](synth_time.csv))."])
 
 
 # ---------------------------------------------------------------- 3. execution vs Open MPI
