@@ -64,7 +64,7 @@ row() {
   fi
   # shape: k and depth of the trees, or the LP's relays
   local shape
-  shape=$(awk '/^  trees: /{sub(/^  trees: /,""); sub(/; fan-out.*/,""); s=$0} /^  allreduce as /{f=$3} /^  relays: /{sub(/^  relays: /,""); sub(/;.*/,""); s="relays " $0} /^  host share: /{h="; host share " $3 " of " $7 " chunks a root"} END{print (f ? f ", " : "") s h}' "$tmp/info.txt")
+  shape=$(awk '/^  trees: /{sub(/^  trees: /,""); sub(/; fan-out.*/,""); s=$0} /^  allreduce as /{f=$3} /^  relays: /{sub(/^  relays: /,""); sub(/;.*/,""); s="relays " $0} /^  host share: /{h="; host share " $3 " of " $7 " chunks " ($0 ~ /each block/ ? "a block" : "a root")} END{print (f ? f ", " : "") s h}' "$tmp/info.txt")
   # the simulated time over the optimum of routed sends (the rate over the links routes take)
   local routed
   routed=$(awk '/optimal over (the routed links|routes via its NICs):|(routed links|links between ranks) \+ host paths:/{r=$(NF-1)} END{print (r ? r : "-")}' "$tmp/info.txt")

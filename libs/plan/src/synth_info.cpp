@@ -145,7 +145,7 @@ std::string describe_synth_info(const SynthInfo& s) {
                      pair_chunks > 0 ? 100.0 * s.relayed_chunks / pair_chunks : 0.0, s.chunks);
     if (s.host_chunks > 0)
       o += fmt::format(
-          "  host share: the last {} of each block's {} chunks sent straight staged through host memory (channel_paths host), "
+          "  host share: {} of each block's {} chunks (its last) sent straight staged through host memory (channel_paths host), "
           "{:.2f} GB/s a pair at once\n",
           s.host_chunks, s.chunks, s.host_gbps);
   } else {

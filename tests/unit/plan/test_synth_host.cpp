@@ -226,7 +226,8 @@ TEST_CASE("synth host share: AlltoAll sends the last chunks of each block throug
   CHECK(us < 0.8 * lp);
   CHECK(us >= bound * (1 - 1e-6));
   CHECK(verify(*plan).ok);
-  CHECK(describe_synth_info(synth_info(*plan, &t, {})).find("host share: the last") != std::string::npos);
+  CHECK(describe_synth_info(synth_info(*plan, &t, {})).find(" of each block's " + std::to_string(m) + " chunks (its last)") !=
+        std::string::npos);
   // A share as large as the block, or beside relays, is refused in one line.
   PlanInfo bad = info;
   bad.params["host_chunks"] = std::to_string(m);

@@ -496,7 +496,7 @@ class SynthAlgorithm final : public Algorithm {
 
   /// Host 0's pattern packs below 0.9 of the optimal rate over the routed links: ForestColl's
   /// MI250 x2 (16 GCDs a host on an xGMI mesh), whose one intra-host tree a root reaches 8.33 GB/s
-  /// of 11.07, the general solver's 8 a root 10.81 (docs/synth.md, "Anchors").
+  /// of 11.07 (1.34 x the bound), the general solver's 2 a root 1.059 x (docs/synth.md, "Anchors").
   static bool symmetric_falls_short(const topo::Topology& t, int p) {
     double rate = 0;
     if (!quotient(t, p, kSymCheckFanout, nullptr, &rate)) return false;
