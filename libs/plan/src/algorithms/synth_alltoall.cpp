@@ -271,14 +271,6 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
       x.channels = static_cast<std::uint16_t>(channels);
       return x;
     };
-    PlanInfo per_peer = lay(false), per_link = lay(true);
-    double peer_us = simulate(GeneratedPlan(per_peer, *make_synth_front()), *t).time_us;
-    PlanInfo best = per_peer;
-    double best_us = peer_us;
-    if (per_link.params.at("lanes") != per_peer.params.at("lanes")) {
-      double link_us = simulate(GeneratedPlan(per_link, *make_synth_front()), *t).time_us;
-      if (link_us < peer_us) best = per_link, best_us = link_us;
-    }
     // The host share (docs/synth.md "The PCIe path beside NVLink"): on one host, without relays,
     // the last h chunks of every block go straight to their rank staged through host memory, on a
     // channel per (sender, receiver) marked "host", beside the rest on the lanes: the LP's routes
@@ -291,6 +283,16 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
       for (int b = 0; b < p; ++b)
         if (a != b) pairs.emplace_back(a, b);
     double star = hops.empty() && p <= kMaxHostRanks ? synth::host_paths_rate(*t, pairs) : 0;
+    PlanInfo per_peer = lay(false), per_link = lay(true);
+    bool same_lanes = per_link.params.at("lanes") == per_peer.params.at("lanes");
+    if (same_lanes && star <= 0) return per_peer;
+    double peer_us = simulate(GeneratedPlan(per_peer, *make_synth_front()), *t).time_us;
+    PlanInfo best = per_peer;
+    double best_us = peer_us;
+    if (!same_lanes) {
+      double link_us = simulate(GeneratedPlan(per_link, *make_synth_front()), *t).time_us;
+      if (link_us < peer_us) best = per_link, best_us = link_us;
+    }
     if (star > 0 && std::isfinite(f.rate_gbps) && m > 1) {
       double nearest = m * star / (star + f.rate_gbps);
       std::set<int> shares;
