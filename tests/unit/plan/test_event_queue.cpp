@@ -24,6 +24,30 @@ struct Ev {
   bool operator<(const Ev& o) const { return o > *this; }
 };
 
+using Queue = collkit::plan::sim::EventQueue<Ev>;
+using Reference = std::priority_queue<Ev, std::vector<Ev>, std::greater<>>;
+
+/// Pops the least event of both queues, which must agree on it (its sequence and time) and on
+/// their sizes before.
+Ev pop_both(Queue& q, Reference& ref) {
+  REQUIRE(!q.empty());
+  REQUIRE(q.size() == ref.size());
+  REQUIRE(q.top().seq == ref.top().seq);
+  Ev a = q.pop(), r = ref.top();
+  ref.pop();
+  REQUIRE(a.seq == r.seq);
+  CHECK(a.t == r.t);
+  return a;
+}
+
+/// Pops both queues empty, event for event; how many.
+std::size_t drain(Queue& q, Reference& ref) {
+  std::size_t n = 0;
+  for (; !ref.empty(); ++n) pop_both(q, ref);
+  CHECK(q.empty());
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("simulate: the event queue pops in (time, sequence) order as the binary heap did") {
@@ -33,8 +57,8 @@ TEST_CASE("simulate: the event queue pops in (time, sequence) order as the binar
     // Few distinct times (ties broken by the sequence number) in some runs, all distinct in others.
     std::uniform_int_distribution<int> times(0, run % 3 == 0 ? 4 : run % 3 == 1 ? 100 : 1000000);
     std::uniform_int_distribution<int> burst(0, 12);
-    collkit::plan::sim::EventQueue<Ev> q;
-    std::priority_queue<Ev, std::vector<Ev>, std::greater<>> ref;
+    Queue q;
+    Reference ref;
     std::uint64_t seq = 0;
     double now = 0;
     int rounds = 50 + run * 10;
@@ -46,24 +70,11 @@ TEST_CASE("simulate: the event queue pops in (time, sequence) order as the binar
         ref.push(e);
       }
       for (int b = burst(rng); b > 0 && !ref.empty(); --b) {
-        REQUIRE(!q.empty());
-        REQUIRE(q.size() == ref.size());
-        CHECK(q.top().seq == ref.top().seq);
-        Ev a = q.pop(), r = ref.top();
-        ref.pop();
-        REQUIRE(a.seq == r.seq);
-        CHECK(a.t == r.t);
-        now = a.t;
+        now = pop_both(q, ref).t;
         ++popped;
       }
     }
-    while (!ref.empty()) {
-      Ev a = q.pop(), r = ref.top();
-      ref.pop();
-      REQUIRE(a.seq == r.seq);
-      ++popped;
-    }
-    CHECK(q.empty());
+    popped += drain(q, ref);
     ++runs;
   }
   CHECK(runs == 200);
@@ -78,8 +89,8 @@ TEST_CASE("simulate: the event queue keeps the order when events are pushed belo
   for (int run = 0; run < 100; ++run) {
     std::uniform_int_distribution<int> times(0, run % 2 == 0 ? 3 : 100000);
     std::uniform_int_distribution<int> burst(0, 8);
-    collkit::plan::sim::EventQueue<Ev> q;
-    std::priority_queue<Ev, std::vector<Ev>, std::greater<>> ref;
+    Queue q;
+    Reference ref;
     std::uint64_t seq = 0;
     double now = 0;
     for (int k = 0; k < 300; ++k) {
@@ -95,22 +106,11 @@ TEST_CASE("simulate: the event queue keeps the order when events are pushed belo
         ref.push(e);
       }
       for (int b = burst(rng); b > 0 && !ref.empty(); --b) {
-        REQUIRE(q.size() == ref.size());
-        REQUIRE(q.top().seq == ref.top().seq);
-        Ev a = q.pop(), r = ref.top();
-        ref.pop();
-        REQUIRE(a.seq == r.seq);
-        now = a.t;
+        now = pop_both(q, ref).t;
         ++popped;
       }
     }
-    while (!ref.empty()) {
-      Ev a = q.pop(), r = ref.top();
-      ref.pop();
-      REQUIRE(a.seq == r.seq);
-      ++popped;
-    }
-    CHECK(q.empty());
+    popped += drain(q, ref);
   }
   CHECK(popped > 50000);
   CHECK(below > 1000);  // the case this test is for did occur

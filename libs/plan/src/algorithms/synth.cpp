@@ -681,20 +681,14 @@ class SynthAlgorithm final : public Algorithm {
       info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
     }
     std::int64_t channels = p > 1 ? phases * roots * k * slots + (req.coll == Collective::Broadcast) : 1;
-    if (host > 0 && p > 1 && probe.root < 0) {
-      // The host share's stars: p (p - 1) channels a phase after the trees', staged through host memory.
+    if (host > 0 && p > 1) {
+      // The host share's channels after the trees', staged through host memory, per phase: every
+      // rank's stars, p (p - 1) (host_share), or one root's chain, p - 1 (rooted_host_share).
+      bool stars = probe.root < 0;
       info.params["host_chunks"] = std::to_string(host);
-      info.params["host_gbps"] = fmt::format("{:.9g}", host_star_rate(t, p));
+      info.params["host_gbps"] = fmt::format("{:.9g}", stars ? host_star_rate(t, p) : chain_host_rate(t, p, probe.root));
       info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
-      channels += phases * p * (p - 1);
-      info.channel_paths.resize(static_cast<std::size_t>(std::min<std::int64_t>(channels, 65535)), ChannelPath::Host);
-    } else if (host > 0 && p > 1) {
-      // One root's host share: per phase, the p - 1 arcs of a chain staged through host memory
-      // (rooted_host_share).
-      info.params["host_chunks"] = std::to_string(host);
-      info.params["host_gbps"] = fmt::format("{:.9g}", chain_host_rate(t, p, probe.root));
-      info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
-      channels += phases * (p - 1);
+      channels += phases * (stars ? p * (p - 1) : p - 1);
       info.channel_paths.resize(static_cast<std::size_t>(std::min<std::int64_t>(channels, 65535)), ChannelPath::Host);
     } else {
       host = 0;
@@ -1025,11 +1019,9 @@ class SynthAlgorithm final : public Algorithm {
     for (Arcs arcs : {Arcs::Routed, Arcs::Direct}) {
       std::vector<std::int64_t> ks = trees_to_try(req, t, opt);
       if (arcs == Arcs::Direct) {
-        // Only where some rank-to-rank route is not such a link (DGX-1: 0 to 5 over PCIe and
-        // the CPUs), else it is the routed packing again.
-        topo::Topology direct = synth::direct_links(t, p);
-        if (direct.num_links() == synth::routed_links(t, p).num_links()) continue;
-        if (opt.channels <= 0) ks = tree_counts(synth::routed_links(direct, p), p);
+        std::optional<topo::Topology> direct = routed_direct_links(t, p);
+        if (!direct) continue;
+        if (opt.channels <= 0) ks = tree_counts(*direct, p);
       }
       for (std::int64_t k : ks) {
         double trees = synthesise(t, p, k, -1, arcs).packed_gbps;
@@ -1057,6 +1049,15 @@ class SynthAlgorithm final : public Algorithm {
     return shares;
   }
 
+  /// The links the routes between ranks take over the links joining two ranks alone (the trees
+  /// of Arcs::Direct), only where some route between ranks is not such a link (DGX-1: 0 to 5 over
+  /// PCIe and the CPUs); elsewhere those trees are the routed packing again: nullopt.
+  static std::optional<topo::Topology> routed_direct_links(const topo::Topology& t, int p) {
+    topo::Topology direct = synth::direct_links(t, p);
+    if (direct.num_links() == synth::routed_links(t, p).num_links()) return std::nullopt;
+    return synth::routed_links(direct, p);
+  }
+
   /// Trees per root laid out for every rank's trees: --channels, or tree_counts (one or two).
   static std::vector<std::int64_t> trees_to_try(const Request& req, const topo::Topology& t, const AlgoOptions& opt) {
     if (opt.channels > 0) return {opt.channels};
@@ -1082,12 +1083,9 @@ class SynthAlgorithm final : public Algorithm {
     double star = chain_host_rate(t, p, root);
     if (star <= 0) return;
     for (Arcs arcs : {Arcs::Routed, Arcs::Direct}) {
-      topo::Topology links = synth::routed_links(t, p);
-      if (arcs == Arcs::Direct) {
-        topo::Topology direct = synth::direct_links(t, p);
-        if (direct.num_links() == links.num_links()) continue;
-        links = synth::routed_links(direct, p);
-      }
+      std::optional<topo::Topology> direct = arcs == Arcs::Direct ? routed_direct_links(t, p) : std::nullopt;
+      if (arcs == Arcs::Direct && !direct) continue;
+      topo::Topology links = direct ? std::move(*direct) : synth::routed_links(t, p);
       // k and m: --channels and --pipeline, else the fastest trees' so far and (k) the counts
       // near the best rate over these links, the fewest first (one tree a root is a chain on a
       // switch, as deep as there are ranks: the fastest's k is what depth left worth having).
