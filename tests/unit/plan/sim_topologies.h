@@ -3,6 +3,7 @@
 // expected results can be worked out by hand.
 
 #include <string>
+#include <vector>
 
 #include "collkit/topo/topology.h"
 
@@ -83,6 +84,50 @@ inline topo::Topology fat_tree(int leaves, int per_leaf, int spines, double bw, 
       t.add_link(make_link(g, leaf, bw, 0.5));
       t.add_rank(g);
     }
+  }
+  return t;
+}
+
+/// ForestColl's MI250 nodes (bench/topologies/forestcoll_mi250.py, the same graph): per node 16
+/// GCDs on an xGMI mesh (50 GB/s a link, 1, 2 or 4 links a pair), a CPU joined to every GCD at
+/// 0.001 GB/s (so that every pair has a route; collkit never relays through a GPU), and with more
+/// than one node a NIC of 16 GB/s a GCD on one InfiniBand switch. Ranks node by node.
+inline topo::Topology mi250_nodes(int nodes) {
+  struct Pair {
+    int a, b, links;
+  };
+  constexpr Pair kPairs[] = {{0, 1, 4},   {0, 4, 2},   {0, 8, 1},   {1, 5, 1},   {1, 9, 1},   {1, 10, 1},  {2, 3, 4},
+                             {2, 6, 1},   {2, 9, 1},   {2, 10, 1},  {3, 7, 2},   {3, 11, 1},  {4, 5, 4},   {4, 6, 1},
+                             {5, 6, 1},   {5, 7, 1},   {6, 7, 4},   {8, 9, 4},   {8, 12, 2},  {9, 13, 1},  {10, 11, 4},
+                             {10, 14, 1}, {11, 15, 2}, {12, 13, 4}, {12, 14, 1}, {13, 14, 1}, {13, 15, 1}, {14, 15, 4}};
+  auto link = [](topo::VertexId a, topo::VertexId b, topo::LinkType type, double bw, double lat) {
+    topo::Link l = make_link(a, b, bw, lat);
+    l.type = type;
+    return l;
+  };
+  topo::Topology t;
+  t.name = "mi250x" + std::to_string(nodes);
+  topo::VertexId ib = 0;
+  if (nodes > 1) ib = t.add_vertex(make_vertex("ib", topo::VertexKind::NetSwitch));
+  for (int n = 0; n < nodes; ++n) {
+    std::string host = "n" + std::to_string(n);
+    topo::VertexId cpu = t.add_vertex(make_vertex(host + "/cpu", topo::VertexKind::Cpu, host));
+    std::vector<topo::VertexId> gcd;
+    for (int g = 0; g < 16; ++g) {
+      gcd.push_back(t.add_vertex(make_vertex(host + "/gcd" + std::to_string(g), topo::VertexKind::Gpu, host)));
+      t.add_rank(gcd.back());
+      t.add_link(link(gcd.back(), cpu, topo::LinkType::Pcie, 0.001, 1.0));
+      if (nodes > 1) {
+        topo::Vertex v = make_vertex(host + "/nic" + std::to_string(g), topo::VertexKind::Nic, host);
+        v.port_gbps = 16;
+        topo::VertexId nic = t.add_vertex(v);
+        t.add_link(link(gcd.back(), nic, topo::LinkType::Pcie, 16, 0.5));
+        t.add_link(link(nic, ib, topo::LinkType::InfiniBand, 16, 1.0));
+      }
+    }
+    for (const Pair& pr : kPairs)
+      t.add_link(
+          link(gcd[static_cast<std::size_t>(pr.a)], gcd[static_cast<std::size_t>(pr.b)], topo::LinkType::Xgmi, 50.0 * pr.links, 0.7));
   }
   return t;
 }

@@ -14,6 +14,7 @@
 #include "collkit/plan/simulate.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/synth.h"
+#include "sim_topologies.h"
 #include "synth/symmetric.h"
 
 using namespace collkit::plan;
@@ -149,6 +150,67 @@ TEST_CASE("synth symmetric: the stated axes hold op for op and fold to the unfol
   CHECK(compared > 10000);
 }
 
+TEST_CASE("synth symmetric: K intra-host trees a root where one packs short (ForestColl's MI250, four nodes)") {
+  // One tree a root packs the MI250 mesh at 8.33 GB/s of the host's 21.43 (k = 3 reaches it); at
+  // four nodes each local root's intra-host trees carry four roots' data, so with one the pattern
+  // ran at 1.29 x the bound (the NICs' 5.33 GB/s a root), with three 1.02.
+  topo::Topology t = testing::mi250_nodes(4);
+  int p = static_cast<int>(t.num_ranks());
+  REQUIRE(p == 64);
+  Request req{Collective::AllGather, std::uint64_t{1} << 30, p, 0};
+  auto plan = generate("synth", req, &t, AlgoOptions{});
+  REQUIRE(plan->info().params.count("sym_grid"));
+  CHECK(plan->info().params.at("sym_intra_k") == "3");
+  double bound = lower_bound(req, t).time_us(), us = simulate(*plan, t).time_us;
+  MESSAGE("K = 3: simulated " << us << " us, bound " << bound << " us, " << us / bound << " x");
+  CHECK(us >= bound * (1 - 1e-9));
+  CHECK(us <= bound * 1.05);
+  // --channels 1 asks for one tree a root: the one intra-host tree, as before.
+  AlgoOptions one;
+  one.channels = 1;
+  auto single = generate("synth", req, &t, one);
+  CHECK(single->info().params.count("sym_intra_k") == 0);
+  double us1 = simulate(*single, t).time_us;
+  MESSAGE("K = 1: " << us1 / bound << " x");
+  CHECK(us1 > bound * 1.2);
+  // A small plan of the same pattern verifies; a root's three trees differ inside the hosts and
+  // are the same everywhere else; tree j of root g(r) is tree j of root r moved by g; it folds.
+  AlgoOptions small;
+  small.pipeline = 1;
+  for (Collective coll : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce}) {
+    CAPTURE(to_string(coll));
+    Request r3{coll, std::uint64_t{3} << 20, p, 0};
+    auto plan3 = generate("synth", r3, &t, small);
+    REQUIRE(plan3->info().params.at("sym_intra_k") == "3");
+    VerifyResult v = verify(*plan3);
+    CHECK_MESSAGE(v.ok, v.error);
+    SimOptions on, off;
+    on.model = off.model = LinkModel::MaxMin;
+    off.fold_symmetry = false;
+    CHECK(simulate(*plan3, t, on).time_us == doctest::Approx(simulate(*plan3, t, off).time_us).epsilon(1e-9));
+  }
+  SynthTrees st = read_synth_trees(plan->info());
+  REQUIRE(st.k == 3);
+  REQUIRE(st.trees.size() == at(p * st.k));
+  std::optional<synth::QuotientTrees> q = synth::read_params(plan->info().params, p);
+  REQUIRE(q);
+  std::size_t moved = 0, distinct = 0;
+  bool translates = true;
+  for (int r = 0; r < p; ++r)  // the packing may give a root one tree twice, not all three alike
+    distinct += st.trees[at(r * 3)] != st.trees[at(r * 3 + 1)] || st.trees[at(r * 3 + 1)] != st.trees[at(r * 3 + 2)] ? 1 : 0;
+  for (const synth::Generator& g : synth::generators(*q))
+    for (int r = 0; r < p; ++r)
+      for (int j = 0; j < st.k; ++j)
+        for (int x = 0; x < p; ++x) {
+          int up = st.trees[at(r * st.k + j)][at(x)];
+          translates = translates && st.trees[at(g.rank[at(r)] * st.k + j)][at(g.rank[at(x)])] == (up < 0 ? -1 : g.rank[at(up)]);
+          ++moved;
+        }
+  CHECK(distinct >= at(p / 2));  // 60 of 64 today: one local root packs the same tree thrice
+  CHECK(translates);
+  CHECK(moved >= at(3 * p * p));
+}
+
 TEST_CASE("synth symmetric: hosts that are not alike fall back, or are refused in one line") {
   // Node 1's first NIC on a slower link: the fabric no longer treats the hosts alike.
   topo::Topology t = topo::synth({"dgx-h100", 2, ""});
@@ -164,13 +226,13 @@ TEST_CASE("synth symmetric: hosts that are not alike fall back, or are refused i
   int p = static_cast<int>(t.num_ranks());
   Request req{Collective::AllGather, std::uint64_t{1} << 30, p, 0};
   std::string why;
-  auto solver = [](const topo::Topology&, int g) {
+  auto solver = [](const topo::Topology&, int g, int) {
     std::vector<std::vector<int>> star(at(g), std::vector<int>(at(g), 0));
     for (int l = 0; l < g; ++l)
       for (int x = 0; x < g; ++x) star[at(l)][at(x)] = x == l ? -1 : l;
     return star;
   };
-  CHECK_FALSE(synth::quotient(t, p, 2, solver, &why));
+  CHECK_FALSE(synth::quotient(t, p, 2, 1, solver, &why));
   CHECK(why.find("the fabric does not treat the hosts alike") == 0);
   // --inter symmetric is refused with the reason; the default (16 ranks) is the general solver.
   CHECK_THROWS_WITH_AS(generate("synth", req, &t, symmetric()), doctest::Contains("synth: no symmetric trees here: the fabric"),
@@ -224,7 +286,10 @@ TEST_CASE("synth symmetric: malformed parameters are refused in one line") {
   refused("sym_grid", "1,2,x", "synth: plan parameter sym_grid: expected a whole number at character 4");
   refused("sym_ranks", "0,1", "synth: plan parameter sym_ranks is not an order of the 16 ranks");
   refused("sym_fanout", "0", "synth: plan parameter sym_fanout must be a whole number of 1 or more");
-  refused("sym_intra", "-1,0,0,0,0,0,0,0", "synth: plan parameter sym_intra: expected 8 trees");
+  refused("sym_intra", "-1,0,0,0,0,0,0,0", "synth: plan parameter sym_intra: expected 8 trees (1 a local root)");
+  refused("sym_intra_k", "0", "synth: plan parameter sym_intra_k must be a whole number from 1 to 64 (intra-host trees a root)");
+  // Two a root: the second tree read is root 0's, and the star given there is root 1's.
+  refused("sym_intra_k", "2", "synth: plan parameter sym_intra: tree 1 does not lead local index 0 to its root 0");
   std::string intra = "-1,0,0,0,0,0,0,0;1,-1,0,0,0,0,0,0";  // root 0's star; root 1's through 0: not rotations
   for (int l = 2; l < 8; ++l) {
     std::string star;

@@ -238,10 +238,43 @@ constexpr std::int64_t kRootedOps = std::int64_t{4} << 20;
 constexpr std::uint64_t kMinRootedChunk = 4096;
 
 /// Host 0's pattern (memoised in synth::quotient), the intra-host trees from the general solver on
-/// one host (k = 1).
-std::optional<synth::QuotientTrees> quotient(const topo::Topology& t, int p, int fanout, std::string* why, double* rate = nullptr) {
-  auto intra = [](const topo::Topology& one, int g) { return synthesise(one, g, 1, -1, Arcs::Routed).trees; };
-  return synth::quotient(t, p, fanout, intra, why, rate);
+/// one host (intra_k a root).
+std::optional<synth::QuotientTrees> quotient(const topo::Topology& t, int p, int fanout, std::string* why, double* rate = nullptr,
+                                             int intra_k = 1) {
+  auto intra = [](const topo::Topology& one, int g, int k) { return synthesise(one, g, k, -1, Arcs::Routed).trees; };
+  return synth::quotient(t, p, fanout, intra_k, intra, why, rate);
+}
+
+/// Intra-host trees a local root in host 0's pattern (synth/symmetric.h). One, unless one tree a
+/// root packs below 0.97 of the host's own optimum and the pattern with tree_counts' number on
+/// one host carries more than 3% more per root: ForestColl's MI250 (16 GCDs a host on an xGMI
+/// mesh), whose one tree a root packs at 8.33 GB/s of the host's 21.43 (3 a root reach it), so that
+/// at four nodes the pattern ran at 1.29 x the bound, its NICs under-used (docs/synth.md,
+/// "Anchors"). Where the NICs bind, as on eight DGX-1 hosts, more trees carry nothing more and
+/// cost smaller messages: one. Memoised per (topology, p).
+int symmetric_intra_k(const topo::Topology& t, int p) {
+  static std::mutex mu;
+  static std::map<std::pair<std::uint64_t, int>, int> memo;
+  auto key = std::make_pair(t.fingerprint(), p);
+  {
+    std::lock_guard lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  int best = 1;
+  std::optional<synth::HostGrid> grid = synth::host_grid(t, p, nullptr);
+  if (grid && grid->local > 1) {
+    int g = grid->local;
+    topo::Topology one = synth::routed_links(synth::host_topology(t, *grid), g);
+    double optimum = synth::optimal_rate(one, g).per_root_gbps;
+    double r1 = 0;
+    if (quotient(t, p, kSymCheckFanout, nullptr, &r1) && synthesise(one, g, 1, -1, Arcs::Routed).packed_gbps < 0.97 * optimum) {
+      int k = static_cast<int>(tree_counts(one, g).front());
+      double rk = 0;
+      if (k > 1 && quotient(t, p, kSymCheckFanout, nullptr, &rk, k) && rk > r1 * 1.03) best = k;
+    }
+  }
+  std::lock_guard lock(mu);
+  return memo.emplace(key, best).first->second;
 }
 
 /// The torus the ranks form (synth/torus.h), memoised per (topology, p).
@@ -499,7 +532,7 @@ class SynthAlgorithm final : public Algorithm {
   /// of 11.07 (1.34 x the bound), the general solver's 2 a root 1.059 x (docs/synth.md, "Anchors").
   static bool symmetric_falls_short(const topo::Topology& t, int p) {
     double rate = 0;
-    if (!quotient(t, p, kSymCheckFanout, nullptr, &rate)) return false;
+    if (!quotient(t, p, kSymCheckFanout, nullptr, &rate, symmetric_intra_k(t, p))) return false;
     return rate < 0.9 * synth::optimal_rate(synth::routed_links(t, p), p).per_root_gbps;
   }
 
@@ -571,7 +604,7 @@ class SynthAlgorithm final : public Algorithm {
     // AllReduce's second phase (down the trees) runs on a second such set of channels.
     std::vector<Tree> places;
     for (std::size_t t = 0; t < ntrees && sym; ++t) {
-      auto r = static_cast<std::size_t>(root_of(t)), me = static_cast<std::size_t>(rank);
+      std::size_t r = sym->index(static_cast<int>(t)), me = static_cast<std::size_t>(rank);
       const std::vector<int>& first = sym->first[r];
       std::vector<int> children(sym->child[r].begin() + first[me], sym->child[r].begin() + first[me + 1]);
       int base = static_cast<int>(t) * slots;
@@ -712,11 +745,15 @@ class SynthAlgorithm final : public Algorithm {
     int p = req.nranks;
     std::string why;
     double rate = 0;
-    std::optional<synth::QuotientTrees> q = quotient(t, p, fan, &why, &rate);
+    // K distinct intra-host trees a root (symmetric_intra_k), k a multiple of K: --channels, where
+    // it is one, else K.
+    int K = symmetric_intra_k(t, p);
+    if (opt.channels > 0 && opt.channels % K != 0) K = 1;
+    std::optional<synth::QuotientTrees> q = quotient(t, p, fan, &why, &rate, K);
     if (!q) throw InputError("synth: no symmetric trees here: " + why);
     PlanInfo info;
     info.req = req;
-    int k = opt.channels > 0 ? opt.channels : 1, m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
+    int k = opt.channels > 0 ? opt.channels : q->intra_k, m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
     info.params["channels"] = std::to_string(k);
     info.params["pipeline"] = std::to_string(m);
     if (req.coll == Collective::AllReduce) info.params["allreduce"] = std::string(kRsAg);
@@ -1482,8 +1519,7 @@ SynthTrees read_synth_trees(const PlanInfo& info) {
     st.trees = synth::torus_all_trees(*synth::shared_torus_trees(info.params, info.req.nranks));
   if (info.params.count("sym_grid") && info.req.nranks > 1) {
     std::shared_ptr<const synth::TreeSet> ts = synth::shared_trees(info.params, info.req.nranks, st.k);
-    for (const std::vector<int>& parent : ts->parent)
-      for (int j = 0; j < st.k; ++j) st.trees.push_back(parent);
+    for (int t = 0; t < info.req.nranks * st.k; ++t) st.trees.push_back(ts->parent[ts->index(t)]);
   }
   return st;
 }

@@ -59,13 +59,15 @@ std::vector<int> parse_ints(const std::string& name, const std::string& s, char 
   return out;
 }
 
-bool rotations(const std::vector<std::vector<int>>& intra) {
-  int g = static_cast<int>(intra.size());
-  for (int l = 0; l < g; ++l)
-    for (int x = 0; x < g; ++x) {
-      int base = intra[0][at(x)];
-      if (intra[at(l)][at(mod(x + l, g))] != (base < 0 ? -1 : mod(base + l, g))) return false;
-    }
+// Whether each local root's j-th intra-host tree is local root 0's j-th turned by l -> l + root.
+bool rotations(const std::vector<std::vector<int>>& intra, int intra_k) {
+  int g = static_cast<int>(intra.size()) / intra_k;
+  for (int j = 0; j < intra_k; ++j)
+    for (int l = 0; l < g; ++l)
+      for (int x = 0; x < g; ++x) {
+        int base = intra[at(j)][at(x)];
+        if (intra[at(l * intra_k + j)][at(mod(x + l, g))] != (base < 0 ? -1 : mod(base + l, g))) return false;
+      }
   return true;
 }
 
@@ -158,21 +160,26 @@ int inter_parent(const HostGrid& g, int fanout, int element) {
 
 TreeSet expand_trees(const QuotientTrees& q, int k) {
   const HostGrid& g = q.grid;
-  int p = static_cast<int>(g.rank.size()), H = g.num_hosts();
+  int p = static_cast<int>(g.rank.size()), H = g.num_hosts(), K = q.intra_k;
+  if (K < 1 || k % K != 0)
+    throw InputError("synth: " + std::to_string(k) + " trees a root do not share out " + std::to_string(K) + " intra-host trees a root");
   TreeSet ts;
   ts.p = p;
   ts.k = k;
+  ts.intra_k = K;
   std::vector<int> inter(at(H));
   for (int e = 0; e < H; ++e) inter[at(e)] = inter_parent(g, q.fanout, e);
-  ts.parent.assign(at(p), std::vector<int>(at(p), -1));
-  ts.first.assign(at(p), std::vector<int>(at(p) + 1, 0));
-  ts.child.assign(at(p), std::vector<int>(at(p), 0));
-  ts.slot.assign(at(p), std::vector<int>(at(p), 0));
+  std::size_t stored = at(p) * at(K);
+  ts.parent.assign(stored, std::vector<int>(at(p), -1));
+  ts.first.assign(stored, std::vector<int>(at(p) + 1, 0));
+  ts.child.assign(stored, std::vector<int>(at(p), 0));
+  ts.slot.assign(stored, std::vector<int>(at(p), 0));
   std::vector<int> fill(at(p)), host_to(at(H)), local_to(at(g.local));
-  for (int root = 0; root < p; ++root) {
+  for (int s = 0; s < p * K; ++s) {
+    int root = s / K, j = s % K;
     int rp = g.pos[at(root)], rl = rp % g.local, re = rp / g.local;
     int ra = re / g.hosts, rb = re % g.hosts, rz = q.rotate_local ? rl : 0;
-    std::vector<int>& parent = ts.parent[at(root)];
+    std::vector<int>& parent = ts.parent[at(s)];
     // Canonical position c (host 0's frame) -> the rank it stands for in this root's tree, by
     // tables of the moved host element and local index.
     for (int e = 0; e < H; ++e) host_to[at(e)] = moved(g, e * g.local, ra, rb, 0) / g.local;
@@ -183,11 +190,11 @@ TreeSet expand_trees(const QuotientTrees& q, int k) {
       int root_l = rl - rz;
       int pc = -1;
       if (e != 0 && l == root_l) pc = inter[at(e)] * g.local + l;
-      else if (l != root_l) pc = e * g.local + mod(q.intra[at(root_l)][at(l)], g.local);
+      else if (l != root_l) pc = e * g.local + mod(q.intra[at(root_l * K + j)][at(l)], g.local);
       parent[at(rank_of(c))] = pc < 0 ? -1 : rank_of(pc);
     }
     // Children in canonical order: counted, then placed walking the canonical positions.
-    std::vector<int>& first = ts.first[at(root)];
+    std::vector<int>& first = ts.first[at(s)];
     for (int r = 0; r < p; ++r)
       if (parent[at(r)] >= 0) ++first[at(parent[at(r)]) + 1];
     for (int r = 0; r < p; ++r) {
@@ -198,8 +205,8 @@ TreeSet expand_trees(const QuotientTrees& q, int k) {
     for (int c = 0; c < p; ++c) {
       int r = rank_of(c), up = parent[at(r)];
       if (up < 0) continue;
-      ts.slot[at(root)][at(r)] = fill[at(up)] - first[at(up)];
-      ts.child[at(root)][at(fill[at(up)]++)] = r;
+      ts.slot[at(s)][at(r)] = fill[at(up)] - first[at(up)];
+      ts.child[at(s)][at(fill[at(up)]++)] = r;
     }
   }
   return ts;
@@ -284,7 +291,7 @@ bool routes_symmetric(const Topology& t, const QuotientTrees& q, const TreeSet& 
     double rate = std::numeric_limits<double>::infinity();
     for (std::uint32_t r = 0; r < n; ++r)
       if (load[r]) rate = std::min(rate, bw(r) / load[r]);
-    *rate_gbps = rate;
+    *rate_gbps = rate * trees.intra_k;  // a root's K distinct trees share its rate
   }
   return true;
 }
@@ -307,15 +314,16 @@ Topology host_topology(const Topology& t, const HostGrid& g) {
   return one;
 }
 
-std::optional<QuotientTrees> quotient(const Topology& t, int p, int fanout, const IntraSolver& intra, std::string* why, double* rate_gbps) {
+std::optional<QuotientTrees> quotient(const Topology& t, int p, int fanout, int intra_k, const IntraSolver& intra, std::string* why,
+                                      double* rate_gbps) {
   struct Entry {
     std::optional<QuotientTrees> q;
     std::string why;
     double rate = 0;
   };
   static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, int>, Entry> memo;
-  auto key = std::make_tuple(t.fingerprint(), p, fanout);
+  static std::map<std::tuple<std::uint64_t, int, int, int>, Entry> memo;
+  auto key = std::make_tuple(t.fingerprint(), p, fanout, intra_k);
   auto give = [&](const Entry& e) {
     if (why) *why = e.why;
     if (rate_gbps) *rate_gbps = e.rate;
@@ -331,17 +339,23 @@ std::optional<QuotientTrees> quotient(const Topology& t, int p, int fanout, cons
     q.grid = std::move(*g);
     q.fanout = std::max(1, fanout);
     int gl = q.grid.local;
+    q.intra_k = gl == 1 ? 1 : std::max(1, intra_k);
     if (gl == 1) q.intra = {{-1}};
-    else q.intra = intra(host_topology(t, q.grid), gl);
-    bool ok = q.intra.size() == at(gl);
-    for (int l = 0; ok && l < gl; ++l) ok = q.intra[at(l)].size() == at(gl) && q.intra[at(l)][at(l)] == -1;
-    if (!ok) throw Error("synth: the intra-host trees do not fit the host's " + std::to_string(gl) + " ranks");
-    q.rotate_local = gl > 1 && rotations(q.intra);
+    else q.intra = intra(host_topology(t, q.grid), gl, q.intra_k);
+    bool ok = q.intra.size() == at(gl) * at(q.intra_k);
+    for (std::size_t i = 0; ok && i < q.intra.size(); ++i) {
+      auto l = i / at(q.intra_k);
+      ok = q.intra[i].size() == at(gl) && q.intra[i][l] == -1;
+    }
+    if (!ok)
+      throw Error("synth: the intra-host trees do not fit the host's " + std::to_string(gl) + " ranks at " + std::to_string(q.intra_k) +
+                  " a root");
+    q.rotate_local = gl > 1 && rotations(q.intra, q.intra_k);
     std::string fail;
-    bool sym = routes_symmetric(t, q, expand_trees(q, 1), &fail, &e.rate);
+    bool sym = routes_symmetric(t, q, expand_trees(q, q.intra_k), &fail, &e.rate);
     if (!sym && q.rotate_local) {
       q.rotate_local = false;
-      sym = routes_symmetric(t, q, expand_trees(q, 1), &fail, &e.rate);
+      sym = routes_symmetric(t, q, expand_trees(q, q.intra_k), &fail, &e.rate);
     }
     if (sym) e.q = std::move(q);
     else e.why = "the fabric does not treat the hosts alike: " + fail;
@@ -358,6 +372,8 @@ void write_params(const QuotientTrees& q, std::map<std::string, std::string>& pa
   std::string intra;
   for (std::size_t l = 0; l < q.intra.size(); ++l) intra += (l ? ";" : "") + join(q.intra[l]);
   params["sym_intra"] = intra;
+  if (q.intra_k > 1) params["sym_intra_k"] = std::to_string(q.intra_k);
+  else params.erase("sym_intra_k");
 }
 
 std::optional<QuotientTrees> read_params(const std::map<std::string, std::string>& params, int p) {
@@ -392,28 +408,37 @@ std::optional<QuotientTrees> read_params(const std::map<std::string, std::string
   if (fan.size() != 1 || fan[0] < 1) throw InputError("synth: plan parameter sym_fanout must be a whole number of 1 or more");
   q.fanout = fan[0];
   int g = q.grid.local;
+  if (auto kt = params.find("sym_intra_k"); kt != params.end()) {
+    std::vector<int> kv = parse_ints("sym_intra_k", kt->second);
+    if (kv.size() != 1 || kv[0] < 1 || kv[0] > 64)
+      throw InputError("synth: plan parameter sym_intra_k must be a whole number from 1 to 64 (intra-host trees a root)");
+    q.intra_k = kv[0];
+  }
+  int K = q.intra_k, n = g * K;
   std::string intra = need("sym_intra");
   std::size_t start = 0;
-  for (int l = 0; l < g; ++l) {
+  for (int i = 0; i < n; ++i) {
+    int l = i / K;
     std::size_t end = intra.find(';', start);
     std::string part = intra.substr(start, end == std::string::npos ? std::string::npos : end - start);
     std::vector<int> parent = parse_ints("sym_intra", part);
     if (parent.size() != at(g))
-      throw InputError("synth: plan parameter sym_intra: tree " + std::to_string(l) + " has " + std::to_string(parent.size()) +
+      throw InputError("synth: plan parameter sym_intra: tree " + std::to_string(i) + " has " + std::to_string(parent.size()) +
                        " ranks, expected " + std::to_string(g));
     for (int x = 0; x < g; ++x) {
       int y = x;
       for (int step = 0; step <= g && y >= 0 && y < g && y != l; ++step) y = parent[at(y)];
       if (y != l || parent[at(l)] != -1)
-        throw InputError("synth: plan parameter sym_intra: tree " + std::to_string(l) + " does not lead local index " + std::to_string(x) +
-                         " to its root");
+        throw InputError("synth: plan parameter sym_intra: tree " + std::to_string(i) + " does not lead local index " + std::to_string(x) +
+                         " to its root " + std::to_string(l));
     }
     q.intra.push_back(std::move(parent));
-    if ((end == std::string::npos) != (l == g - 1))
-      throw InputError("synth: plan parameter sym_intra: expected " + std::to_string(g) + " trees");
+    if ((end == std::string::npos) != (i == n - 1))
+      throw InputError("synth: plan parameter sym_intra: expected " + std::to_string(n) + " trees (" + std::to_string(K) +
+                       " a local root)");
     start = end + 1;
   }
-  if (q.rotate_local && !rotations(q.intra))
+  if (q.rotate_local && !rotations(q.intra, K))
     throw InputError("synth: plan parameter sym_grid says the intra-host trees are rotations, and they are not");
   return q;
 }
@@ -426,7 +451,7 @@ std::shared_ptr<const TreeSet> shared_trees(const std::map<std::string, std::str
   constexpr std::size_t kKept = 2;
   thread_local std::vector<Entry> kept;
   std::string text = std::to_string(p) + "/" + std::to_string(k);
-  for (const char* name : {"sym_grid", "sym_fanout", "sym_intra", "sym_ranks"}) {
+  for (const char* name : {"sym_grid", "sym_fanout", "sym_intra", "sym_intra_k", "sym_ranks"}) {
     auto it = params.find(name);
     text += "/" + (it == params.end() ? std::string() : it->second);
   }

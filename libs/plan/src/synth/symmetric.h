@@ -11,9 +11,10 @@
 //    (its rail), a tree of fan-out f across the groups then inside each group (A - 1 arcs cross
 //    groups, the fewest); every rank's NIC then carries, over all translates, exactly H - 1 arcs
 //    out and in, whatever the tree's shape, which is the cut bound's traffic when NICs bind;
-//  - intra-host trees: one per local root, from the general solver on one host (split switches,
-//    packed trees), the same in every host; when they are rotations of each other and the
-//    rotation l -> l + 1 maps routes onto routes, it is a symmetry too.
+//  - intra-host trees: K per local root (K = 1 unless one tree a root packs well below the host's
+//    optimum), from the general solver on one host (split switches, packed trees), the same in
+//    every host; when they are rotations of each other and the rotation l -> l + 1 maps routes
+//    onto routes, it is a symmetry too.
 // The trees are translates only where the group maps every route the trees use onto the route
 // of the image pair, link direction for link direction with equal bandwidth and latency: that is
 // checked (routes_symmetric), never assumed; where it fails the topology is not symmetric enough
@@ -52,24 +53,32 @@ struct QuotientTrees {
   HostGrid grid;
   int fanout = 2;             ///< of the inter-host tree, across groups and inside each
   bool rotate_local = false;  ///< l -> l + 1 is a symmetry (intra trees are rotations)
-  /// Per local root l: every local index's parent in the intra-host tree (-1 at l).
+  int intra_k = 1;            ///< K: distinct intra-host trees per local root
+  /// Per local root l, its K trees at l K .. l K + K - 1: every local index's parent (-1 at l).
   std::vector<std::vector<int>> intra;
 };
 
 /// Host element e's parent in host 0's inter-host tree (-1 at 0): elements are a G + b.
 int inter_parent(const HostGrid& g, int fanout, int element);
 
-/// Every rank's trees: the plan's tree t (k identical ones per root) is root t / k's, stored once.
+/// Every rank's trees: the plan's tree t is root t / k's (t mod k)-th, which uses intra-host tree
+/// (t mod k) mod K; a root's trees with the same intra-host tree are identical, stored once.
 struct TreeSet {
-  int p = 0, k = 1;
-  std::vector<std::vector<int>> parent;  ///< per root rank, every rank's parent (-1 at the root)
-  /// Per root, children in the group's order (the order of their images under the element that
-  /// takes the root to host 0, local 0 with rotate_local), so that a child's place (its channel)
-  /// is the same in every translate: CSR by parent rank.
+  int p = 0, k = 1, intra_k = 1;
+  /// Where the plan's tree t is stored: root t / k's, its intra-host tree's place.
+  std::size_t index(int t) const {
+    return static_cast<std::size_t>(t / k) * static_cast<std::size_t>(intra_k) + static_cast<std::size_t>(t % k % intra_k);
+  }
+  /// Per stored tree (root rank r's K trees at r K ..): every rank's parent (-1 at the root).
+  std::vector<std::vector<int>> parent;
+  /// Per stored tree, children in the group's order (the order of their images under the element
+  /// that takes the root to host 0, local 0 with rotate_local), so that a child's place (its
+  /// channel) is the same in every translate: CSR by parent rank.
   std::vector<std::vector<int>> first, child;
-  std::vector<std::vector<int>> slot;  ///< per root, every rank's place among its parent's children
+  std::vector<std::vector<int>> slot;  ///< per stored tree, every rank's place among its parent's children
   int most_children = 1;               ///< over all trees and ranks (channels per tree)
 };
+/// k trees per root, k a multiple of q.intra_k (InputError otherwise).
 TreeSet expand_trees(const QuotientTrees& q, int k);
 
 /// The group's generators as rank maps with their orders: b -> b + 1 (order G, if G > 1),
@@ -93,16 +102,19 @@ bool routes_symmetric(const topo::Topology& t, const QuotientTrees& q, const Tre
 /// order), for its intra-host trees.
 topo::Topology host_topology(const topo::Topology& t, const HostGrid& g);
 
-/// Intra-host trees from a solver on one host (g ranks, one tree per rank, parent arrays by root).
-using IntraSolver = std::function<std::vector<std::vector<int>>(const topo::Topology& one_host, int g)>;
+/// Intra-host trees from a solver on one host (g ranks, k trees per rank, parent arrays by root,
+/// a root's k in a row).
+using IntraSolver = std::function<std::vector<std::vector<int>>(const topo::Topology& one_host, int g, int k)>;
 
-/// Host 0's pattern on t for the first p ranks, checked (routes_symmetric, the host generators;
-/// rotate_local only where its generator passes too); nullopt with `why` when t is not symmetric
-/// enough. Also the rate the trees give at k = 1 (rate_gbps). Memoised per (topology, p, fanout).
-std::optional<QuotientTrees> quotient(const topo::Topology& t, int p, int fanout, const IntraSolver& intra, std::string* why,
+/// Host 0's pattern on t for the first p ranks with intra_k trees a local root, checked
+/// (routes_symmetric, the host generators; rotate_local only where its generator passes too);
+/// nullopt with `why` when t is not symmetric enough. Also the rate per root the trees give
+/// (rate_gbps). Memoised per (topology, p, fanout, intra_k).
+std::optional<QuotientTrees> quotient(const topo::Topology& t, int p, int fanout, int intra_k, const IntraSolver& intra, std::string* why,
                                       double* rate_gbps = nullptr);
 
-/// Plan parameters (sym_grid, sym_ranks, sym_fanout, sym_intra) written and read back; reading
+/// Plan parameters (sym_grid, sym_ranks, sym_fanout, sym_intra, and sym_intra_k where K > 1)
+/// written and read back; reading
 /// gives nullopt when the plan has none, InputError (one line) when they are malformed.
 void write_params(const QuotientTrees& q, std::map<std::string, std::string>& params);
 std::optional<QuotientTrees> read_params(const std::map<std::string, std::string>& params, int p);
