@@ -153,7 +153,7 @@ TEST_CASE("synth symmetric: the stated axes hold op for op and fold to the unfol
 TEST_CASE("synth symmetric: K intra-host trees a root where one packs short (ForestColl's MI250, four nodes)") {
   // One tree a root packs the MI250 mesh at 8.33 GB/s of the host's 21.43 (k = 3 reaches it); at
   // four nodes each local root's intra-host trees carry four roots' data, so with one the pattern
-  // ran at 1.29 x the bound (the NICs' 5.33 GB/s a root), with three 1.02.
+  // ran at 1.29 x the bound (the NICs' 5.33 GB/s a root), with three 1.005.
   topo::Topology t = testing::mi250_nodes(4);
   int p = static_cast<int>(t.num_ranks());
   REQUIRE(p == 64);
@@ -164,7 +164,9 @@ TEST_CASE("synth symmetric: K intra-host trees a root where one packs short (For
   double bound = lower_bound(req, t).time_us(), us = simulate(*plan, t).time_us;
   MESSAGE("K = 3: simulated " << us << " us, bound " << bound << " us, " << us / bound << " x");
   CHECK(us >= bound * (1 - 1e-9));
-  CHECK(us <= bound * 1.05);
+  // 1.016 at 64 chunks a tree, 1.005 at 256 (laid out since 64 beat 16 by more than 2%).
+  CHECK(us <= bound * 1.01);
+  CHECK(plan->info().params.at("pipeline") == "256");
   // --channels 1 asks for one tree a root: the one intra-host tree, as before.
   AlgoOptions one;
   one.channels = 1;

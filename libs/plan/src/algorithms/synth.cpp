@@ -62,6 +62,12 @@ constexpr int kDefaultPipeline = 16;
 constexpr int kDeepPipeline = 64;
 /// Chains round Hamiltonian cycles (relay.h) are tried with this many chunks too.
 constexpr int kRingPipeline = 256;
+/// Host 0's pattern is also laid out with this many chunks a tree where kDeepPipeline's beat
+/// kDefaultPipeline's by more than kDeeperGain (the trees' depth still shows), in chunks of at least
+/// kMinDeeperChunk bytes.
+constexpr int kDeeperPipeline = 256;
+constexpr double kDeeperGain = 0.02;
+constexpr std::uint64_t kMinDeeperChunk = 16384;
 
 /// Trees per rank when the user does not say: the fewest of kTreeCounts within 5% of the best
 /// rate of them (rate_for_trees; the exact k is often in the hundreds). More trees reach closer
@@ -876,8 +882,15 @@ class SynthAlgorithm final : public Algorithm {
     for (int fan : kSymFanouts) {
       if (prev >= star) break;
       prev = fan;
-      for (int m : {1, kDefaultPipeline, kDeepPipeline}) {
+      std::map<int, double> at_m;  // simulated time by chunks a tree
+      for (int m : {1, kDefaultPipeline, kDeepPipeline, kDeeperPipeline}) {
         if (opt.pipeline > 0 && m != kDefaultPipeline) continue;
+        // Deeper still only where 64 chunks beat 16 by more than kDeeperGain: deep intra-host
+        // trees (ForestColl's MI250, depth 14: ReduceScatter 1.116 x the bound at 64 chunks,
+        // 1.031 at 256), and never chunks under kMinDeeperChunk.
+        if (m == kDeeperPipeline && !(at_m.count(kDefaultPipeline) && at_m.count(kDeepPipeline) &&
+                                      at_m[kDeepPipeline] < at_m[kDefaultPipeline] * (1 - kDeeperGain)))
+          continue;
         AlgoOptions with = opt;
         with.pipeline = opt.pipeline > 0 ? opt.pipeline : m;
         try {
@@ -885,7 +898,8 @@ class SynthAlgorithm final : public Algorithm {
           // Deeper pipelines cut the chunks unequal first (8K on 32 x dgx-h100: 64 chunks a tree
           // are, 16 are not): such a candidate is left out rather than simulated unfolded.
           if (unfolded_slow && !symmetric_chunks(info)) continue;
-          best.offer(std::move(info));
+          if (m == kDeeperPipeline && output_bytes(req) / std::max<std::uint64_t>(1, info.out_chunks) < kMinDeeperChunk) continue;
+          at_m[m] = best.offer(std::move(info));
           any = true;
         } catch (const InputError& e) {
           last = e.what();
@@ -992,12 +1006,14 @@ class SynthAlgorithm final : public Algorithm {
   class Fastest {
    public:
     Fastest(const SynthAlgorithm& algo, const topo::Topology& t, double min_gain) : algo_(algo), t_(t), min_gain_(min_gain) {}
-    void offer(PlanInfo info) {
+    /// Simulates `info`, kept if the fastest so far; returns its time.
+    double offer(PlanInfo info) {
       double us = simulate(GeneratedPlan(info, algo_), t_).time_us;
       if (best_us_ == 0 || us < best_us_ * (1 - min_gain_)) {
         best_ = std::move(info);
         best_us_ = us;
       }
+      return us;
     }
     PlanInfo take() { return std::move(best_); }
     /// The fastest so far (empty params: none yet).
