@@ -236,6 +236,71 @@ TEST_CASE("synth host share: AlltoAll sends the last chunks of each block throug
                        collkit::InputError);
 }
 
+TEST_CASE("synth host share: across two hosts each share chunk crosses once and spreads inside the host") {
+  // 2 x mi300x: the trees reach 32 GB/s a root (xGMI in, one remote root a GPU through its NIC),
+  // the bound 34.07 counts PCIe in too: 1.065 x the bound before; the share across hosts 1.041.
+  topo::Topology t = collkit::topo::synth({"mi300x", 2, ""});
+  int p = static_cast<int>(t.num_ranks()), g = 8;
+  REQUIRE(p == 16);
+  Request req{Collective::AllGather, std::uint64_t{1} << 30, p, 0};
+  auto plan = generate("synth", req, &t, {});
+  const PlanInfo& info = plan->info();
+  REQUIRE(info.params.count("host_chunks"));
+  REQUIRE(info.params.at("share_hosts") == "8:0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15");
+  int host = std::stoi(info.params.at("host_chunks"));
+  double bound = lower_bound(req, t).time_us(), us = simulate(*plan, t).time_us;
+  MESSAGE("2 x mi300x AllGather: " << us / bound << " x the bound, host chunks " << host);
+  CHECK(us >= bound * (1 - 1e-9));
+  CHECK(us <= bound * 1.045);
+  CHECK(verify(*plan).ok);
+  // Each root's one arc to the other host goes over the routes, the rest through host memory.
+  std::size_t share_channels = static_cast<std::size_t>(p * (p - 1));
+  REQUIRE(info.channel_paths.size() >= share_channels);
+  auto first_share = info.channel_paths.end() - static_cast<std::ptrdiff_t>(share_channels);
+  CHECK(std::count(first_share, info.channel_paths.end(), ChannelPath::Route) == p);
+  CHECK(std::count(first_share, info.channel_paths.end(), ChannelPath::Host) == p * (p - 2));
+  // Every rank gets each share chunk of root r from r (r's host, or r's rail on the other host)
+  // or from the rank of r's local index on its own host, over a channel of the right path.
+  std::uint32_t unit = info.out_chunks / static_cast<std::uint32_t>(p);
+  std::size_t checked = 0;
+  bool right = true;
+  for (int x = 0; x < p; ++x)
+    for (const Op& o : plan->program(x)) {
+      if (o.type != OpType::Recv || o.channel < info.channel_paths.size() - share_channels) continue;
+      int r = static_cast<int>(o.dst.chunk / unit);
+      bool near = x / g == r / g || x % g == r % g;
+      int from = near ? r : (x / g) * g + r % g;
+      ChannelPath path = x / g == r / g || x % g != r % g ? ChannelPath::Host : ChannelPath::Route;
+      right =
+          right && o.peer == from && info.channel_paths[o.channel] == path && o.dst.chunk % unit >= unit - static_cast<std::uint32_t>(host);
+      ++checked;
+    }
+  CHECK(right);
+  CHECK(checked == static_cast<std::size_t>(p * (p - 1) * host));
+}
+
+TEST_CASE("synth host share: a malformed share_hosts is refused in one line") {
+  topo::Topology t = collkit::topo::synth({"mi300x", 2, ""});
+  Request req{Collective::AllGather, std::uint64_t{1} << 30, 16, 0};
+  PlanInfo info = generate("synth", req, &t, {})->info();
+  REQUIRE(info.params.count("share_hosts"));
+  int refused = 0;
+  for (const char* bad :
+       {"x", "8:0,1", "0:0", "8:0,0,2,3,4,5,6,7,8,9,10,11,12,13,14,15", "16:0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15", "8:0;1"}) {
+    CAPTURE(bad);
+    info.params["share_hosts"] = bad;
+    try {
+      (void)GeneratedPlan(info, algorithm("synth")).program(0);
+    } catch (const collkit::InputError& e) {
+      std::string what = e.what();
+      CHECK(what.rfind("synth: plan parameter share_hosts \"", 0) == 0);
+      CHECK(what.find('\n') == std::string::npos);
+      ++refused;
+    }
+  }
+  CHECK(refused == 6);
+}
+
 TEST_CASE("synth host share: a symmetric plan refuses host_chunks in one line") {
   topo::Topology t = collkit::topo::synth({"dgx-h100", 2, ""});
   Request req{Collective::AllGather, 1 << 20, 16, 0};

@@ -370,6 +370,86 @@ int fanout(const std::vector<std::vector<int>>& trees) {
   return most;
 }
 
+/// The host share's hosts (param share_hosts "g:r,r,...": g ranks a host, then the ranks host by
+/// host), where the share crosses hosts (docs/synth.md, "The PCIe path across hosts"): root r's
+/// share goes to the other ranks of its host and to the rank of its local index on every other
+/// host (r's rail: each share chunk crosses a host's NICs once, as the trees' do), which hands it
+/// to the others of its host; every arc inside a host staged through host memory, the rail's
+/// arcs over the routes. Absent: one host, a star from r.
+struct ShareGrid {
+  int g = 0;              ///< ranks a host
+  std::vector<int> rank;  ///< host by host
+  std::vector<int> pos;   ///< each rank's place in `rank`
+  int hosts() const { return static_cast<int>(rank.size()) / g; }
+  int host(int x) const { return pos[static_cast<std::size_t>(x)] / g; }
+  int local(int x) const { return pos[static_cast<std::size_t>(x)] % g; }
+  int at(int e, int l) const { return rank[static_cast<std::size_t>(e * g + l)]; }
+  /// x's parent in root r's share tree (-1 at r).
+  int parent(int r, int x) const {
+    if (x == r) return -1;
+    if (host(x) == host(r) || local(x) == local(r)) return r;
+    return at(host(x), local(r));
+  }
+  /// x's children in root r's share tree: at r, its host's others then its rail's ranks on the
+  /// other hosts; at a rail's rank, the others of its host.
+  std::vector<int> children(int r, int x) const {
+    std::vector<int> c;
+    int er = host(r), lr = local(r);
+    if (x == r) {
+      for (int l = 0; l < g; ++l)
+        if (l != lr) c.push_back(at(er, l));
+      for (int e = 0; e < hosts(); ++e)
+        if (e != er) c.push_back(at(e, lr));
+    } else if (host(x) != er && local(x) == lr) {
+      for (int l = 0; l < g; ++l)
+        if (l != lr) c.push_back(at(host(x), l));
+    }
+    return c;
+  }
+  /// The offset of x's first arc among root r's p - 1 (r's, then each rail rank's by host).
+  int first(int r, int x) const {
+    if (x == r) return 0;
+    int e = host(x), er = host(r);
+    return (g - 1) + (hosts() - 1) + (e < er ? e : e - 1) * (g - 1);
+  }
+};
+
+std::string format_share_grid(const synth::HostGrid& grid) {
+  std::string s = std::to_string(grid.local) + ":";
+  for (std::size_t i = 0; i < grid.rank.size(); ++i) s += (i ? "," : "") + std::to_string(grid.rank[i]);
+  return s;
+}
+
+/// Param share_hosts read and checked; nullopt where the plan has none.
+std::optional<ShareGrid> read_share_grid(const PlanInfo& info) {
+  auto it = info.params.find("share_hosts");
+  if (it == info.params.end()) return std::nullopt;
+  int p = info.req.nranks;
+  auto bad = [&](const std::string& why) { return InputError("synth: plan parameter share_hosts \"" + it->second + "\": " + why); };
+  const std::string& s = it->second;
+  const char* c = s.data();
+  const char* end = c + s.size();
+  ShareGrid grid;
+  auto [q, ec] = std::from_chars(c, end, grid.g);
+  if (ec != std::errc() || q == end || *q != ':' || grid.g < 1) throw bad("expected ranks a host, ':', then the ranks host by host");
+  c = q + 1;
+  grid.pos.assign(static_cast<std::size_t>(std::max(p, 0)), -1);
+  while (c < end) {
+    int v = 0;
+    auto [n, e] = std::from_chars(c, end, v);
+    if (e != std::errc() || v < 0 || v >= p || grid.pos[static_cast<std::size_t>(v)] >= 0)
+      throw bad("expected each rank 0.." + std::to_string(p - 1) + " once, at character " + std::to_string(c - s.data()));
+    grid.pos[static_cast<std::size_t>(v)] = static_cast<int>(grid.rank.size());
+    grid.rank.push_back(v);
+    c = n;
+    if (c < end && *c != ',') throw bad("unexpected '" + std::string(1, *c) + "' at character " + std::to_string(c - s.data()));
+    if (c < end) ++c;
+  }
+  if (static_cast<int>(grid.rank.size()) != p || p % grid.g != 0 || p / grid.g < 2)
+    throw bad("not the " + std::to_string(p) + " ranks on two hosts or more of " + std::to_string(grid.g) + " each");
+  return grid;
+}
+
 /// How a plan uses its trees, from the request and (AllReduce) param "allreduce".
 struct Shape {
   int root = -1;      ///< the one root of every tree (Broadcast, Reduce, AllReduce as reduce-bcast); -1: k per rank
@@ -668,7 +748,10 @@ class SynthAlgorithm final : public Algorithm {
         down(ops, place, top && !sh.up ? in(mine(t, i)) : out(theirs(t, i)), top, after);
       }
     }
-    if (host > 0 && sh.root < 0) host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels);
+    if (host > 0 && sh.root < 0) {
+      std::optional<ShareGrid> grid = read_share_grid(info);
+      host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels, grid ? &*grid : nullptr);
+    }
     if (host > 0 && sh.root >= 0)
       rooted_host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels + (req.coll == Collective::Broadcast));
     return ops;
@@ -727,8 +810,24 @@ class SynthAlgorithm final : public Algorithm {
       info.params["host_chunks"] = std::to_string(host);
       info.params["host_gbps"] = fmt::format("{:.9g}", stars ? host_star_rate(t, p) : chain_host_rate(t, p, probe.root));
       info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
+      std::int64_t trees_end = channels;
       channels += phases * (stars ? p * (p - 1) : p - 1);
       info.channel_paths.resize(static_cast<std::size_t>(std::min<std::int64_t>(channels, 65535)), ChannelPath::Host);
+      // Across hosts, each root's arcs to its rail's ranks go over the routes (ShareGrid).
+      if (std::optional<synth::HostGrid> hosts = stars ? share_hosts(t, p) : std::nullopt) {
+        info.params["share_hosts"] = format_share_grid(*hosts);
+        ShareGrid grid;
+        grid.g = hosts->local;
+        grid.rank = hosts->rank;
+        grid.pos = hosts->pos;
+        for (std::int64_t phase = 0; phase < phases; ++phase)
+          for (int r = 0; r < p; ++r)
+            for (int e = 0; e + 1 < grid.hosts(); ++e) {
+              std::int64_t ch = trees_end + (phase * p + r) * (p - 1) + (grid.g - 1) + e;
+              if (ch < static_cast<std::int64_t>(info.channel_paths.size()))
+                info.channel_paths[static_cast<std::size_t>(ch)] = ChannelPath::Route;
+            }
+      }
     } else {
       host = 0;
     }
@@ -1080,7 +1179,12 @@ class SynthAlgorithm final : public Algorithm {
         double trees = synthesise(t, p, k, -1, arcs).packed_gbps;
         if (trees <= 0) continue;
         for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{kDefaultPipeline, kDeepPipeline}) {
-          for (int h : share_sizes(static_cast<double>(k * m) * star / trees, 0)) {
+          // Across hosts the share's PCIe links also carry the trees' NIC traffic, which the host
+          // paths' rate leaves out: a quarter of its share too (2 x mi300x AllGather: 2 of 64
+          // chunks, 1.041 x the bound; its nearest, 4, 1.39).
+          std::set<int> hs = share_sizes(static_cast<double>(k * m) * star / trees, 0);
+          if (share_hosts(t, p)) hs.insert(std::max(1, static_cast<int>(std::lround(static_cast<double>(k * m) * star / trees / 4))));
+          for (int h : hs) {
             AlgoOptions with = opt;
             with.pipeline = m;
             with.channels = static_cast<int>(k);
@@ -1177,12 +1281,32 @@ class SynthAlgorithm final : public Algorithm {
   /// Per root, the rate stars staged through host memory from every rank to every other (all at
   /// once) reach: the least bandwidth over stars crossing of a link direction; 0 where the ranks
   /// are not all on one host or some pair has no such path.
+  /// The rate of every rank's host share at once, over the arcs staged through host memory: the
+  /// stars on one host; across hosts (share_hosts) the share trees' arcs inside each host (their
+  /// crossings load the NICs as the trees' own do).
   static double host_star_rate(const topo::Topology& t, int p) {
     std::vector<std::pair<int, int>> sends;
+    std::optional<synth::HostGrid> hosts = share_hosts(t, p);
+    ShareGrid grid;
+    if (hosts) grid = ShareGrid{hosts->local, hosts->rank, hosts->pos};
     for (int a = 0; a < p; ++a)
-      for (int b = 0; b < p; ++b)
-        if (a != b) sends.emplace_back(a, b);
+      for (int b = 0; b < p; ++b) {
+        if (a == b) continue;
+        if (!hosts) {
+          sends.emplace_back(a, b);
+          continue;
+        }
+        int up = grid.parent(a, b);
+        if (grid.host(up) == grid.host(b)) sends.emplace_back(up, b);
+      }
     return synth::host_paths_rate(t, sends);
+  }
+
+  /// The hosts a host share crosses (ShareGrid): the first p ranks on two hosts or more of one
+  /// size (synth::equal_hosts); nullopt on one host or hosts of unlike sizes.
+  static std::optional<synth::HostGrid> share_hosts(const topo::Topology& t, int p) {
+    std::optional<synth::HostGrid> hosts = synth::equal_hosts(t, p, nullptr);
+    return hosts && hosts->local > 1 ? hosts : std::nullopt;
   }
 
   /// On a torus (synth/torus.h), the translated trees of both kinds at 1, 16 and 64 chunks (or
@@ -1427,11 +1551,23 @@ class SynthAlgorithm final : public Algorithm {
   /// rank straight to r, r adding them up; AllReduce: the one then the other), each pair on a
   /// channel of its own from `base` on (p (p - 1) a phase) whose sends the plan stages through host
   /// memory (channel_paths "host"): a star, as its arcs all load the PCIe links alike.
-  static void host_share(std::vector<Op>& ops, const Shape& sh, int rank, int p, int km, int host, int base) {
+  /// With `grid` (param share_hosts), on several hosts, each root's share tree instead of the
+  /// star (ShareGrid): the same p - 1 arcs and channels a root.
+  static void host_share(std::vector<Op>& ops, const Shape& sh, int rank, int p, int km, int host, int base, const ShareGrid* grid) {
     auto unit = static_cast<std::uint32_t>(km + host);
     std::vector<std::uint32_t> done(static_cast<std::size_t>(p * host), kNoDep);
     auto star = [&](int r, int phase) {
-      Tree place{rank == r ? -1 : r, {}, base + (phase * p + r) * (p - 1), 0};
+      int first = base + (phase * p + r) * (p - 1);
+      if (grid) {
+        int up = grid->parent(r, rank);
+        Tree place{up, grid->children(r, rank), first + grid->first(r, rank), 0};
+        if (up >= 0) {
+          std::vector<int> sib = grid->children(r, up);
+          place.up_ch = first + grid->first(r, up) + static_cast<int>(std::find(sib.begin(), sib.end(), rank) - sib.begin());
+        }
+        return place;
+      }
+      Tree place{rank == r ? -1 : r, {}, first, 0};
       if (rank == r)
         for (int c = 0; c < p; ++c)
           if (c != r) place.children.push_back(c);
