@@ -160,9 +160,8 @@ o.append("The topology of ForestColl's `mi250_topology` (its repository's topolo
          "every GCD to a CPU at 0.001 GB/s so that collkit's routes connect every pair (a GPU never forwards; see that file: "
          "the bound moves by under 0.01%). AllGather at 1 GiB. The optimum here is collkit's cut bound on the file, which is "
          "ForestColl's formula on its graph (the A100 rows above check the two agree); ForestColl's own measured figures "
-         "were not found (as above). One node: synth's general solver; two: the general solver, since host 0's pattern "
-         "(one intra-host tree a root) packs below 0.9 of the routed optimum there; four (64 ranks): only host 0's pattern "
-         "(the general solver stops at 32 ranks).\n")
+         "were not found (as above). One node: synth's general solver; two and four: host 0's pattern with three "
+         "intra-host trees a root (one a root packs the mesh at 8.33 of the host's 21.43 GB/s; docs/synth.md, \"Anchors\").\n")
 table("mi250", ["topology", "ranks", "optimum (GB/s, the cut bound as algbw)", "collkit synth algbw (GB/s, simulated)", "synth / optimum",
                 "synthesis (s)", "shape"],
       lambda r: [r["name"], 16 * int(nodes(r)), f"{2**30 / (float(r['b']) * 1e3):.2f}", f"{float(r['algbw']):.2f}",
