@@ -13,7 +13,8 @@
 //  - AlltoAll: the best of a set of candidate cuts (every rank vertex alone, every host, every
 //    network switch's ranks, the first half of the hosts against the rest); the exact maximum
 //    of a quadratic objective over all cuts is not a max-flow problem, so this one is a bound,
-//    not necessarily the best one.
+//    not necessarily the best one. And, where its LP is small enough, the maximum concurrent flow
+//    over every link (bounds_flow.cpp), which also counts the hops pieces must take.
 //  - Broadcast / Reduce: bytes over the smallest max flow between the root and another rank
 //    (Edmonds: that is the broadcast rate of the best packing of spanning arborescences).
 // Every link carries its bandwidth in each direction; GPUs are allowed to relay, since an
@@ -133,7 +134,7 @@ void allreduce(const Request& req, const Topology& t, std::uint64_t fp, Bound& b
 
 /// AlltoAll: each ordered pair of ranks exchanges bytes / p; a cut with k ranks on one side
 /// carries k (p - k) of those pieces each way.
-void alltoall(const Request& req, const Topology& t, Bound& b) {
+void alltoall(const Request& req, const Topology& t, std::uint64_t fp, Bound& b) {
   int p = req.nranks;
   auto w = rank_weights(t, p);
   double piece = static_cast<double>(req.bytes) / p;
@@ -188,6 +189,15 @@ void alltoall(const Request& req, const Topology& t, Bound& b) {
     if (!disjoint) continue;
     consider(static_cast<double>(g.size()), net.run(1.0, src, dst), name + " vs the rest");
   }
+  // Every pair's piece at one rate over every link at once: the hops count too.
+  if (double lambda = concurrent_flow_gbps(t, p, fp); lambda > 0) {
+    double us = piece / lambda * kUsPerByteGbps;
+    if (us > b.bandwidth_us * (1 + 1e-9)) {
+      b.bandwidth_us = us;
+      b.witness = "the maximum concurrent flow over every link (any vertex forwarding): " + num(lambda) + " GB/s a pair for pieces of " +
+                  num(piece) + " bytes";
+    }
+  }
 }
 
 /// Broadcast / Reduce: every rank needs the root's n bytes (or the root needs everyone's).
@@ -238,7 +248,7 @@ Bound lower_bound(const Request& req, const topo::Topology& topo) {
     case Collective::AllGather:
     case Collective::ReduceScatter: forestcoll(req, topo, fp, b); break;
     case Collective::AllReduce: allreduce(req, topo, fp, b); break;
-    case Collective::AlltoAll: alltoall(req, topo, b); break;
+    case Collective::AlltoAll: alltoall(req, topo, fp, b); break;
     case Collective::Broadcast:
     case Collective::Reduce: rooted(req, topo, b); break;
   }

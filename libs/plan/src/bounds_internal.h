@@ -37,6 +37,11 @@ std::string describe_set(const topo::Topology& t, const std::vector<char>& in);
 /// Rank weight per vertex for the first `p` ranks.
 std::vector<double> rank_weights(const topo::Topology& t, int p);
 
+/// AlltoAll: the maximum concurrent flow among the first p ranks over every link, any vertex
+/// forwarding (bounds_flow.cpp), in GB/s a pair; 0 where it is not computed (ranks sharing a
+/// vertex, a link of unknown bandwidth, an LP past its size limit). Memoised per (fp, p).
+double concurrent_flow_gbps(const topo::Topology& t, int p, std::uint64_t fp);
+
 /// A max-flow network over the whole topology (every link both ways; GPUs relay, as a plan may
 /// forward through one) plus a source and a sink joined to every vertex, so each query only sets
 /// capacities. Boost.Graph's push-relabel.
