@@ -174,11 +174,11 @@ struct Scratch {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dependents;
   std::vector<std::uint32_t> rank_begin;
   std::vector<QueueHop> queue_hops;
-  std::vector<QueueSlot> queue_routes;
+  sim::BigVector<QueueSlot> queue_routes;
   std::vector<std::uint32_t> queue_route_at;
   std::vector<std::uint16_t> in_flight;
   std::vector<std::uint32_t> blocked;
-  std::vector<sim::Profile> profile;
+  sim::BigVector<sim::Profile> profile;
   std::vector<std::pair<std::uint32_t, Kind>> immediate;
   std::vector<Event> due;
   sim::EventQueue<Event> heap;
@@ -1002,7 +1002,7 @@ class Simulator {
   std::vector<RouteNeed> needs_;
   Network net_;
   std::vector<QueueHop>& queue_hops_ = scratch_->queue_hops;  // per hop of net_.routes, as net_.hop_res
-  std::vector<QueueSlot>& queue_routes_ = scratch_->queue_routes;          // Queue: the routes as sends read them
+  sim::BigVector<QueueSlot>& queue_routes_ = scratch_->queue_routes;       // Queue: the routes as sends read them
   std::vector<std::uint32_t>& queue_route_at_ = scratch_->queue_route_at;  // Queue: each route's head in queue_routes_
 
   sim::EventQueue<Event>& heap_ = scratch_->heap;
@@ -1013,7 +1013,7 @@ class Simulator {
   std::size_t completed_ = 0;
   std::uint32_t last_done_ = kNone;
   double now_at_last_done_ = 0;                             // its end
-  std::vector<sim::Profile>& profile_ = scratch_->profile;  // Queue: per resource
+  sim::BigVector<sim::Profile>& profile_ = scratch_->profile;  // Queue: per resource
   sim::Admission admission_;
   int window_ = 8;
   std::uint32_t nch_ = 1;                                                 // channels the programs use (highest + 1)
