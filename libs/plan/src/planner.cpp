@@ -72,7 +72,12 @@ struct Trial {
                     millions(sim.unfolded_op_budget) + " M for such plans (generate it by name to simulate it)";
       return false;
     }
-    SimResult r = sim::simulate_folded(*plan, topo, sim, fold);
+    // Only the time is read here: no busiest links or critical path (the simulator then keeps no
+    // per-link tally and no per-op end times).
+    SimOptions timing = sim;
+    timing.top_links = 0;
+    timing.critical_path = false;
+    SimResult r = sim::simulate_folded(*plan, topo, timing, fold);
     ++tried;
     ++c.tried;
     if (search.on_plan) search.on_plan(tried);

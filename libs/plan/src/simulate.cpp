@@ -113,9 +113,7 @@ enum class Kind : std::uint8_t {
 };
 
 // seq: the order events were pushed in (unique), times 4, plus the kind: ordered as the count
-// alone, and the event stays 24 bytes with `next`, the record it will read after its op's (an
-// Arrive: the receive; a Done: the op it may start; a Post: the send's route), which the event
-// loop asks the CPU for one event ahead.
+// alone. `next`: a Post's route in the Queue model's routes (queue_routes_), kNone otherwise.
 struct Event {
   double t;
   std::uint64_t seq;
@@ -149,6 +147,20 @@ struct QueueHop {
   double rate;  // bytes per microsecond: bw_gbps[res] * kBytesPerUsPerGbps
 };
 
+// The Queue model's routes as a send reads them, each in one stretch of slots: a head (hop
+// count, latency) and then its hops as sim::Admission takes them (profile, latency before the
+// hop, rate), worked out once per simulation. A send reads one stretch of two or three cache
+// lines, asked for a few events ahead (prefetch_ahead()), where it read its route, then the
+// route's hops, then their profiles' addresses, each only once the one before had come in.
+union QueueSlot {
+  struct {
+    std::uint32_t count;
+    double latency_us;
+  } head;
+  sim::Admission::Hop hop;
+};
+static_assert(sizeof(QueueSlot) == 24);
+
 // A simulation's large arrays, kept from one simulation to the next on a thread (a compare or
 // an auto search runs a dozen, the shell many more): emptied, not freed. Fresh arrays of
 // hundreds of MiB cost page faults and the kernel's zeroing of every page (an eighth of a
@@ -162,9 +174,13 @@ struct Scratch {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dependents;
   std::vector<std::uint32_t> rank_begin;
   std::vector<QueueHop> queue_hops;
+  sim::BigVector<QueueSlot> queue_routes;
+  std::vector<std::uint32_t> queue_route_at;
   std::vector<std::uint16_t> in_flight;
-  std::vector<sim::Profile> profile;
+  std::vector<std::uint32_t> blocked;
+  sim::BigVector<sim::Profile> profile;
   std::vector<std::pair<std::uint32_t, Kind>> immediate;
+  std::vector<Event> due;
   sim::EventQueue<Event> heap;
   void clear() {
     ops.clear();
@@ -174,8 +190,12 @@ struct Scratch {
     dependents.clear();
     rank_begin.clear();
     queue_hops.clear();
+    queue_routes.clear();
+    queue_route_at.clear();
     in_flight.clear();
+    blocked.clear();
     immediate.clear();
+    due.clear();
     heap.clear();
     // Profiles are emptied when a simulation sizes them (execute()).
   }
@@ -294,7 +314,7 @@ class Simulator {
   }
 
   void finish_load(std::vector<std::pair<std::uint32_t, std::uint32_t>> dep_pairs) {
-    end_.assign(ops_.size(), 0.0);
+    if (opt_.critical_path) end_.assign(ops_.size(), 0.0);
     // Ops waiting on an op through deps: few, so a sorted list and a flag on the op waited on
     // rather than a per-op index.
     std::stable_sort(dep_pairs.begin(), dep_pairs.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -302,9 +322,12 @@ class Simulator {
     dependents_ = std::move(dep_pairs);
     if (dependents_.size() >= kNone) throw InputError("simulate: too many deps (" + std::to_string(dependents_.size()) + ")");
     // Where each op's waiting ops start in dependents_ (an index, not a binary search per op done).
-    dep_first_.assign(ops_.size() + 1, 0);
-    for (const auto& d : dependents_) ++dep_first_[d.first + 1];
-    for (std::size_t g = 0; g < ops_.size(); ++g) dep_first_[g + 1] += dep_first_[g];
+    // (None without deps: no op is then flagged kWaitedOn, and on_done() never looks.)
+    if (!dependents_.empty()) {
+      dep_first_.assign(ops_.size() + 1, 0);
+      for (const auto& d : dependents_) ++dep_first_[d.first + 1];
+      for (std::size_t g = 0; g < ops_.size(); ++g) dep_first_[g + 1] += dep_first_[g];
+    }
     // Each op's (loaded rank, channel) slot, for its window of sends in flight.
     if (static_cast<double>(rank_begin_.size() - 1) * nch_ >= static_cast<double>(kNone))
       throw InputError("simulate: too many (rank, channel) pairs (" + std::to_string(rank_begin_.size() - 1) + " ranks x " +
@@ -544,15 +567,74 @@ class Simulator {
 
   void push(double t, std::uint32_t op, Kind kind) {
     const OpRec& o = ops_[op];
-    std::uint32_t next = kind == Kind::Arrive ? o.match : kind == Kind::Done ? o.next : o.route;
+    std::uint32_t next = kind == Kind::Post ? queue_route_at_[o.route] : kNone;
     heap_.push({t, (seq_++ << 2) | static_cast<std::uint64_t>(kind), op, next});
   }
 
-  // What event e will read after its op's record, asked for ahead (a hint only).
-  void prefetch_next(const Event& e) const {
-    if (e.next == kNone) return;
-    if (e.kind() == Kind::Post || e.kind() == Kind::FlowStart) __builtin_prefetch(&net_.routes[e.next]);
-    else __builtin_prefetch(&ops_[e.next]);
+  // Hints (nothing here changes state) for the ops that the entries after entry k of a list of
+  // (op, kind) (due_ or immediate_: at(i) gives entry i, n of them) will read, in stages that
+  // follow the chain of reads, each stage nearer its entry than the stage whose data it reads:
+  // the op (10 entries ahead); the op it leads to (8: a Done's next op of its (rank, channel),
+  // an Arrive's receive) and that receive's next op or the send waiting for room (6); where the
+  // op started next is a send the Queue model admits, its route (4), the route's profiles (2)
+  // and their segments (1). A send's walk from op to segments missed the caches at each step,
+  // one miss after another; this way the misses of several entries overlap. The events of one
+  // instant are tens on a large tree, and so are the ops completing at once.
+  template <class At>
+  void prefetch_ahead(At at, std::size_t n, std::size_t k) const {
+    if (k + 10 < n) __builtin_prefetch(&ops_[at(k + 10).first]);
+    if (k + 8 < n) {
+      auto [op, kind] = at(k + 8);
+      if (kind == Kind::Done && opt_.critical_path) __builtin_prefetch(&end_[op]);
+      std::uint32_t p = kind == Kind::Done ? ops_[op].next : kind == Kind::Arrive ? ops_[op].match : kNone;
+      if (p != kNone) __builtin_prefetch(&ops_[p]);
+    }
+    if (k + 6 < n) {
+      auto [op, kind] = at(k + 6);
+      if (kind == Kind::Arrive) {
+        if (std::uint32_t f = ops_[ops_[op].match].next; f != kNone) __builtin_prefetch(&ops_[f]);
+        if (std::uint32_t b = blocked_[ops_[op].slot]; b != kNone) __builtin_prefetch(&ops_[b]);
+      }
+    }
+    if (opt_.model != LinkModel::Queue) return;
+    if (k + 4 < n) {
+      if (const QueueSlot* r = route_ahead(at(k + 4))) {
+        const char* line = reinterpret_cast<const char*>(r);
+        __builtin_prefetch(line);
+        __builtin_prefetch(line + 64);
+        __builtin_prefetch(line + 128);
+      }
+    }
+    if (k + 2 < n) {
+      if (const QueueSlot* r = route_ahead(at(k + 2)))
+        for (std::uint32_t h = 0; h < r->head.count; ++h) __builtin_prefetch(r[1 + h].hop.profile);
+    }
+    if (k + 1 < n) {
+      if (const QueueSlot* r = route_ahead(at(k + 1)))
+        for (std::uint32_t h = 0; h < r->head.count; ++h) r[1 + h].hop.profile->prefetch();
+    }
+  }
+
+  // The Queue route of the send that (op, kind) admits or may start at once: a Post's own, a
+  // Done's next op's of its (rank, channel), an Arrive's send waiting for room in the window or
+  // else the receive's next op's. Null where that is no send.
+  const QueueSlot* route_ahead(std::pair<std::uint32_t, Kind> entry) const {
+    auto [op, kind] = entry;
+    if (kind == Kind::Arrive) {
+      // The send waiting for room in op's window, posted on its arrival.
+      std::uint32_t k = ops_[op].slot;
+      if (in_flight_[k] >= static_cast<std::uint16_t>(window_) && blocked_[k] != kNone) return route_of(blocked_[k]);
+    }
+    std::uint32_t f = kind == Kind::Done     ? ops_[op].next
+                      : kind == Kind::Arrive ? ops_[ops_[op].match].next
+                      : kind == Kind::Post   ? op
+                                             : kNone;
+    return f == kNone ? nullptr : route_of(f);
+  }
+  const QueueSlot* route_of(std::uint32_t send) const {
+    const OpRec& o = ops_[send];
+    if (o.type != OpType::Send || o.route == kNone) return nullptr;
+    return &queue_routes_[queue_route_at_[o.route]];
   }
 
   void finish_at(std::uint32_t g, double t) {
@@ -585,7 +667,9 @@ class Simulator {
         // oldest to arrive (arrival never waits on the receiver, so the window cannot deadlock).
         std::uint16_t& n = in_flight_[slot(g)];
         if (n >= static_cast<std::uint16_t>(window_)) {
-          blocked_[slot(g)].push_back(g);
+          // The ops after g on its (rank, channel) wait for g: no other send of it waits.
+          if (blocked_[slot(g)] != kNone) throw std::logic_error("simulate: two sends of one (rank, channel) wait for room");
+          blocked_[slot(g)] = g;
           break;
         }
         ++n;
@@ -596,6 +680,7 @@ class Simulator {
   }
 
   void book(std::uint32_t res, std::uint64_t bytes, double occupied_us) {
+    if (opt_.top_links == 0) return;  // nothing reads them
     net_.bytes[res] += bytes;
     net_.busy_us[res] += occupied_us;
   }
@@ -603,35 +688,55 @@ class Simulator {
   // A send enters the network per_message_us after it is posted.
   void post(std::uint32_t g) {
     if (opt_.per_message_us > 0) push(now_ + opt_.per_message_us, g, opt_.model == LinkModel::Queue ? Kind::Post : Kind::FlowStart);
-    else if (opt_.model == LinkModel::Queue) queue_send(g);
+    else if (opt_.model == LinkModel::Queue) queue_send(g, queue_route_at_[ops_[g].route]);
     else flow_start(g);
   }
 
   // Queue: from its post on, the transfer takes at every moment what all of its hops have left
   // (sim::Admission, the file's header). The send completes when its last byte has left and its
   // data arrives a route latency later.
-  void queue_send(std::uint32_t g) {
-    const Route& r = net_.routes[ops_[g].route];
-    if (r.count == 0) {
+  // `at`: the send's route in queue_routes_.
+  void queue_send(std::uint32_t g, std::uint32_t at) {
+    const QueueSlot* route = &queue_routes_[at];
+    std::uint32_t count = route->head.count;
+    if (count == 0) {
       finish_at(g, now_);
       arrive_at(g, now_);
       return;
     }
-    const QueueHop* hops = queue_hops_.data() + r.first;
+    const sim::Admission::Hop* hops = &route[1].hop;
     // The hops' profiles, then their segments, fetched together rather than one miss after
     // another (hints only: nothing below changes).
-    for (std::uint32_t h = 0; h < r.count; ++h) __builtin_prefetch(&profile_[hops[h].res]);
-    for (std::uint32_t h = 0; h < r.count; ++h) profile_[hops[h].res].prefetch();
-    admit_hops_.resize(r.count);
-    double lambda = 0;
-    for (std::uint32_t h = 0; h < r.count; ++h) {
-      admit_hops_[h] = {&profile_[hops[h].res], lambda, hops[h].rate};
-      book(hops[h].res, ops_[g].bytes, static_cast<double>(ops_[g].bytes) / hops[h].rate);
-      lambda += hops[h].latency_us;
-    }
-    double left = admission_.admit(admit_hops_.data(), r.count, now_, static_cast<double>(ops_[g].bytes), now_);
+    for (std::uint32_t h = 0; h < count; ++h) __builtin_prefetch(hops[h].profile);
+    for (std::uint32_t h = 0; h < count; ++h) hops[h].profile->prefetch();
+    std::uint64_t bytes = ops_[g].bytes;
+    if (opt_.top_links > 0)
+      for (std::uint32_t h = 0; h < count; ++h)
+        book(static_cast<std::uint32_t>(hops[h].profile - profile_.data()), bytes, static_cast<double>(bytes) / hops[h].rate);
+    double left = admission_.admit(hops, count, now_, static_cast<double>(bytes), now_);
     finish_at(g, left);
-    arrive_at(g, left + r.latency_us);
+    arrive_at(g, left + route->head.latency_us);
+  }
+
+  // queue_routes_ for this simulation's profiles (the lambdas summed as queue_send() summed them).
+  void lay_out_queue_routes() {
+    queue_route_at_.resize(net_.routes.size());
+    queue_routes_.clear();
+    for (std::size_t k = 0; k < net_.routes.size(); ++k) {
+      const Route& r = net_.routes[k];
+      queue_route_at_[k] = static_cast<std::uint32_t>(queue_routes_.size());
+      QueueSlot head{};
+      head.head = {r.count, r.latency_us};
+      queue_routes_.push_back(head);
+      double lambda = 0;
+      for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
+        QueueSlot hop{};
+        hop.hop = {&profile_[queue_hops_[h].res], lambda, queue_hops_[h].rate};
+        queue_routes_.push_back(hop);
+        lambda += queue_hops_[h].latency_us;
+      }
+    }
+    if (queue_routes_.size() >= kNone) throw InputError("simulate: too many route hops (" + std::to_string(queue_routes_.size()) + ")");
   }
 
   // ---- a calibrated topology's local work (the file's header) -------------------------------
@@ -722,20 +827,20 @@ class Simulator {
       --in_flight_[k];
       return;
     }
-    auto it = blocked_.find(k);
-    if (it == blocked_.end() || it->second.empty()) {
+    std::uint32_t next = blocked_[k];
+    if (next == kNone) {
       --in_flight_[k];
       return;
     }
-    std::uint32_t next = it->second.front();
-    it->second.pop_front();
+    blocked_[k] = kNone;
     post(next);
   }
 
   void on_done(std::uint32_t g) {
     ops_[g].flags |= kDone;
-    end_[g] = now_;
+    if (opt_.critical_path) end_[g] = now_;
     last_done_ = g;  // time never goes back: the last op done is one of those ending last
+    now_at_last_done_ = now_;
     ++completed_;
     auto wake = [&](std::uint32_t s) {
       if (--ops_[s].pending == 0) {
@@ -752,10 +857,12 @@ class Simulator {
   void execute() {
     window_ = std::max(1, opt_.max_in_flight);
     in_flight_.assign((rank_begin_.size() - 1) * nch_, 0);
+    blocked_.assign(in_flight_.size(), kNone);
     if (opt_.model == LinkModel::Queue) {
       // Empty profiles, as fresh ones would be, each keeping the memory of the run before.
       profile_.resize(net_.bw_gbps.size());
       for (sim::Profile& p : profile_) p.clear();
+      lay_out_queue_routes();
     } else maxmin_ = std::make_unique<sim::MaxMinSharing>(net_);
     for (std::uint32_t g = 0; g < ops_.size(); ++g)
       if (ops_[g].pending == 0) start(g);
@@ -769,8 +876,8 @@ class Simulator {
         next_report = completed_ + kReportEvery;
       }
       for (std::size_t k = 0; k < immediate_.size(); ++k) {
+        prefetch_ahead([this](std::size_t i) { return immediate_[i]; }, immediate_.size(), k);
         auto [op, kind] = immediate_[k];
-        if (k + 1 < immediate_.size()) __builtin_prefetch(&ops_[immediate_[k + 1].first]);
         if (kind == Kind::Arrive) on_arrive(op);
         else on_done(op);
       }
@@ -795,21 +902,23 @@ class Simulator {
       if (heap_.empty()) break;
       now_ = next;
       if (maxmin_) maxmin_->advance(now_);
-      // Everything due at this instant, before rates are recomputed once for all of it.
+      // Everything due at this instant, before rates are recomputed once for all of it: taken
+      // from the queue together (tens of events an instant on a large tree), so that what each
+      // will read is asked for several events ahead (prefetch_ahead()). The order is the
+      // queue's: an event pushed meanwhile is later than all of them (a time >= now_ and a
+      // larger seq), and is taken with the next lot.
       while (!heap_.empty() && heap_.top().t == next) {
-        Event e = heap_.pop();
-        // The next event's op and the record it reads next, fetched while this one runs (the ops
-        // do not fit in any cache).
-        if (!heap_.empty()) {
-          const Event& n = heap_.top();
-          __builtin_prefetch(&ops_[n.op]);
-          prefetch_next(n);
-        }
-        switch (e.kind()) {
-          case Kind::Done: on_done(e.op); break;
-          case Kind::Arrive: on_arrive(e.op); break;
-          case Kind::FlowStart: flow_start(e.op); break;
-          case Kind::Post: queue_send(e.op); break;
+        due_.clear();
+        while (!heap_.empty() && heap_.top().t == next) due_.push_back(heap_.pop());
+        for (std::size_t k = 0; k < due_.size(); ++k) {
+          prefetch_ahead([this](std::size_t i) { return std::pair{due_[i].op, due_[i].kind()}; }, due_.size(), k);
+          const Event& e = due_[k];
+          switch (e.kind()) {
+            case Kind::Done: on_done(e.op); break;
+            case Kind::Arrive: on_arrive(e.op); break;
+            case Kind::FlowStart: flow_start(e.op); break;
+            case Kind::Post: queue_send(e.op, e.next); break;
+          }
         }
       }
     }
@@ -848,7 +957,7 @@ class Simulator {
       res.events *= fold_->size();  // each thread stands for its orbit
       res.folded = fold_->size();
     }
-    res.time_us = last == kNone ? 0.0 : end_[last];
+    res.time_us = last == kNone ? 0.0 : now_at_last_done_;
     const Request& req = plan_.info().req;
     res.algbw_gbps = algbw_gbps(req.bytes, res.time_us);
     res.busbw_gbps = res.algbw_gbps * busbw_factor(req.coll, req.nranks);
@@ -863,6 +972,7 @@ class Simulator {
     for (std::size_t k = 0; k < top; ++k)
       res.busiest.push_back({static_cast<topo::LinkId>(used[k] / 2), used[k] % 2 == 0, net_.bytes[used[k]], net_.busy_us[used[k]]});
 
+    if (!opt_.critical_path) return res;
     std::vector<std::uint32_t> chain;
     for (std::uint32_t g = last; g != kNone; g = ops_[g].crit) chain.push_back(g);
     std::reverse(chain.begin(), chain.end());
@@ -892,20 +1002,23 @@ class Simulator {
   std::vector<RouteNeed> needs_;
   Network net_;
   std::vector<QueueHop>& queue_hops_ = scratch_->queue_hops;  // per hop of net_.routes, as net_.hop_res
+  sim::BigVector<QueueSlot>& queue_routes_ = scratch_->queue_routes;       // Queue: the routes as sends read them
+  std::vector<std::uint32_t>& queue_route_at_ = scratch_->queue_route_at;  // Queue: each route's head in queue_routes_
 
   sim::EventQueue<Event>& heap_ = scratch_->heap;
   std::vector<std::pair<std::uint32_t, Kind>>& immediate_ = scratch_->immediate;  // ops completing (or arriving) now
+  std::vector<Event>& due_ = scratch_->due;                                       // the heap's events due now, in order
   std::uint64_t seq_ = 0;
   double now_ = 0;
   std::size_t completed_ = 0;
   std::uint32_t last_done_ = kNone;
-  std::vector<sim::Profile>& profile_ = scratch_->profile;  // Queue: per resource
+  double now_at_last_done_ = 0;                             // its end
+  sim::BigVector<sim::Profile>& profile_ = scratch_->profile;  // Queue: per resource
   sim::Admission admission_;
-  std::vector<sim::Admission::Hop> admit_hops_;
   int window_ = 8;
   std::uint32_t nch_ = 1;                                                 // channels the programs use (highest + 1)
   std::vector<std::uint16_t>& in_flight_ = scratch_->in_flight;           // per (rank, channel): sends not arrived
-  std::unordered_map<std::uint64_t, std::deque<std::uint32_t>> blocked_;  // sends waiting for room
+  std::vector<std::uint32_t>& blocked_ = scratch_->blocked;               // per (rank, channel): the send waiting for room, or kNone
   std::unique_ptr<sim::MaxMinSharing> maxmin_;
   std::unordered_map<topo::VertexId, int> ranks_on_;  // local_work_us(): the plan's ranks per vertex
   topo::RouteCache& routes_;

@@ -400,6 +400,39 @@ TEST_CASE("simulate: deps across channels order the ops") {
   for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin}) CHECK(simulate(plan, t, with(model)).time_us == doctest::Approx(20));
 }
 
+TEST_CASE("simulate: without the critical path and busiest links the time is the same, to the bit") {
+  // What the planner's searches ask for (only the time): no per-op end times and no per-link
+  // tally. A pipelined tree with sends waiting for room in small windows, under both models,
+  // with and without a per-message overhead (the Queue model's Post events).
+  auto plan = collkit::plan::generate("tree", {collkit::plan::Collective::AllReduce, 64 * 4096, 64, 0}, nullptr, [] {
+    collkit::plan::AlgoOptions o;
+    o.pipeline = 16;
+    return o;
+  }());
+  collkit::topo::Topology t = collkit::topo::synth({"dgx-h100", 8, "fat-tree"});
+  int checked = 0;
+  for (LinkModel model : {LinkModel::Queue, LinkModel::MaxMin})
+    for (double per_message : {0.0, 1.5})
+      for (int window : {1, 2, 8}) {
+        SimOptions full = with(model, per_message);
+        full.max_in_flight = window;
+        SimOptions timing = full;
+        timing.critical_path = false;
+        timing.top_links = 0;
+        SimResult a = simulate(*plan, t, full), b = simulate(*plan, t, timing);
+        CHECK(a.time_us > 0);
+        CHECK(b.time_us == a.time_us);
+        CHECK(b.busbw_gbps == a.busbw_gbps);
+        CHECK(b.events == a.events);
+        CHECK(!a.critical_path.empty());
+        CHECK(!a.busiest.empty());
+        CHECK(b.critical_path.empty());
+        CHECK(b.busiest.empty());
+        ++checked;
+      }
+  CHECK(checked == 12);
+}
+
 TEST_CASE("simulate reports its progress to whoever asks") {
   // 64 ranks on 8 rings, unfolded: 129024 ops, reported after every 65536 done.
   auto plan = collkit::plan::generate("ring", {collkit::plan::Collective::AllReduce, 64 * 8 * 1024, 64, 0}, nullptr, [] {

@@ -35,6 +35,9 @@ struct SimOptions {
   /// (docs/plan.md, "Symmetry"); the same result, in a fraction of the time and memory.
   bool fold_symmetry = true;
   std::size_t top_links = 5;    ///< how many busiest links to report
+  /// Trace the chain of ops that ended last (SimResult::critical_path). Without it the
+  /// simulation keeps no per-op end times: the planner's searches read only the time.
+  bool critical_path = true;
   /// planner's evaluate(): a candidate with more ops is not simulated (at a few million simulated
   /// ops per second it would take minutes; a flat ring over 16k ranks has half a billion)
   double op_budget = 64e6;
