@@ -1,0 +1,45 @@
+# Precompiled headers (COLLKIT_PCH, on by default): the standard library headers that nearly every
+# source includes (libstdc++'s C++20 <algorithm>, <functional>, <map>, ... take 0.6-0.8 s of CPU to
+# parse in each translation unit, GCC and clang alike), and doctest in the unit tests, are parsed
+# once per multi-file target instead of once per file. Nothing else goes in: nlohmann/json, fmt
+# or Boost.Graph in the header would cost every file that does not use them (a larger header to
+# load) more than it saves the few that do. Single-file targets (the tools' main.cpp, the
+# benchmarks, the fuzz targets) get none: a header precompiled for one file saves nothing.
+# C++ only: nvcc never sees it (collkit_exec_kernels is a target of its own, and the guard below
+# keeps any other language out).
+#
+# With ccache (CMAKE_CXX_COMPILER_LAUNCHER=ccache) the files built on a precompiled header are
+# cached only with CCACHE_SLOPPINESS pch_defines,time_macros: the launcher is wrapped to set it
+# (added to what the environment had at configure time). CMake passes clang -fno-pch-timestamp.
+option(COLLKIT_PCH "Precompile the standard library headers of collkit's multi-file targets" ON)
+
+set(COLLKIT_PCH_HEADERS
+  algorithm array cmath cstddef cstdint cstdlib cstring deque functional limits map memory numeric
+  optional set sstream string string_view tuple unordered_map utility vector)
+
+if(COLLKIT_PCH AND CMAKE_CXX_COMPILER_LAUNCHER)
+  list(GET CMAKE_CXX_COMPILER_LAUNCHER 0 collkit_launcher)
+  get_filename_component(collkit_launcher ${collkit_launcher} NAME)
+  if(collkit_launcher MATCHES "^ccache")
+    set(collkit_sloppiness "pch_defines,time_macros")
+    if(DEFINED ENV{CCACHE_SLOPPINESS} AND NOT "$ENV{CCACHE_SLOPPINESS}" STREQUAL "")
+      set(collkit_sloppiness "$ENV{CCACHE_SLOPPINESS},${collkit_sloppiness}")
+    endif()
+    # A normal variable: the cache keeps what was given, each configure wraps it again.
+    set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env CCACHE_SLOPPINESS=${collkit_sloppiness}
+      ${CMAKE_CXX_COMPILER_LAUNCHER})
+  endif()
+endif()
+
+# collkit_precompile(<target> [<extra header>...]): the standard headers above, plus the extra
+# ones (e.g. doctest/doctest.h), precompiled for <target>'s C++ files.
+function(collkit_precompile target)
+  if(NOT COLLKIT_PCH)
+    return()
+  endif()
+  set(headers "")
+  foreach(h IN LISTS COLLKIT_PCH_HEADERS ARGN)
+    list(APPEND headers "$<$<COMPILE_LANGUAGE:CXX>:<${h}$<ANGLE-R>>")
+  endforeach()
+  target_precompile_headers(${target} PRIVATE ${headers})
+endfunction()
