@@ -62,9 +62,9 @@ constexpr int kDefaultPipeline = 16;
 constexpr int kDeepPipeline = 64;
 /// Chains round Hamiltonian cycles (relay.h) are tried with this many chunks too.
 constexpr int kRingPipeline = 256;
-/// Host 0's pattern is also laid out with this many chunks a tree where kDeepPipeline's beat
-/// kDefaultPipeline's by more than kDeeperGain (the trees' depth still shows), in chunks of at least
-/// kMinDeeperChunk bytes.
+/// Chunks a tree also laid out, in chunks of at least kMinDeeperChunk bytes: every rank's routed
+/// trees always (fastest_pipeline), host 0's pattern where kDeepPipeline's beat kDefaultPipeline's
+/// by more than kDeeperGain (the trees' depth still shows; fastest_symmetric).
 constexpr int kDeeperPipeline = 256;
 constexpr double kDeeperGain = 0.02;
 constexpr std::uint64_t kMinDeeperChunk = 16384;
@@ -371,7 +371,7 @@ int fanout(const std::vector<std::vector<int>>& trees) {
 }
 
 /// The host share's hosts (param share_hosts "g:r,r,...": g ranks a host, then the ranks host by
-/// host), where the share crosses hosts (docs/synth.md, "The PCIe path across hosts"): root r's
+/// host), where the share crosses hosts (docs/synth.md, "Across two hosts"): root r's
 /// share goes to the other ranks of its host and to the rank of its local index on every other
 /// host (r's rail: each share chunk crosses a host's NICs once, as the trees' do), which hands it
 /// to the others of its host; every arc inside a host staged through host memory, the rail's
@@ -816,10 +816,7 @@ class SynthAlgorithm final : public Algorithm {
       // Across hosts, each root's arcs to its rail's ranks go over the routes (ShareGrid).
       if (std::optional<synth::HostGrid> hosts = stars ? share_hosts(t, p) : std::nullopt) {
         info.params["share_hosts"] = format_share_grid(*hosts);
-        ShareGrid grid;
-        grid.g = hosts->local;
-        grid.rank = hosts->rank;
-        grid.pos = hosts->pos;
+        ShareGrid grid{hosts->local, hosts->rank, hosts->pos};
         for (std::int64_t phase = 0; phase < phases; ++phase)
           for (int r = 0; r < p; ++r)
             for (int e = 0; e + 1 < grid.hosts(); ++e) {
@@ -1283,12 +1280,10 @@ class SynthAlgorithm final : public Algorithm {
     }
   }
 
-  /// Per root, the rate stars staged through host memory from every rank to every other (all at
-  /// once) reach: the least bandwidth over stars crossing of a link direction; 0 where the ranks
-  /// are not all on one host or some pair has no such path.
-  /// The rate of every rank's host share at once, over the arcs staged through host memory: the
-  /// stars on one host; across hosts (share_hosts) the share trees' arcs inside each host (their
-  /// crossings load the NICs as the trees' own do).
+  /// Per root, the rate every rank's host share reaches at once over its arcs staged through host
+  /// memory (the least bandwidth over the arcs crossing a link direction): the stars from every
+  /// rank to every other on one host; across hosts (share_hosts) the share trees' arcs inside each
+  /// host, their crossings loading the NICs as the trees' own do. 0 where some arc has no such path.
   static double host_star_rate(const topo::Topology& t, int p) {
     std::vector<std::pair<int, int>> sends;
     std::optional<synth::HostGrid> hosts = share_hosts(t, p);
