@@ -153,22 +153,24 @@ TEST_CASE("synth symmetric: the stated axes hold op for op and fold to the unfol
 TEST_CASE("synth symmetric: K intra-host trees a root where one packs short (ForestColl's MI250, four nodes)") {
   // One tree a root packs the MI250 mesh at 8.33 GB/s of the host's 21.43 (k = 3 reaches it); at
   // four nodes each local root's intra-host trees carry four roots' data, so with one the pattern
-  // ran at 1.29 x the bound (the NICs' 5.33 GB/s a root), with three 1.005.
+  // ran at 1.29 x the bound (the NICs' 5.33 GB/s a root), with three 1.016 (64 chunks a tree).
   topo::Topology t = testing::mi250_nodes(4);
   int p = static_cast<int>(t.num_ranks());
   REQUIRE(p == 64);
   Request req{Collective::AllGather, std::uint64_t{1} << 30, p, 0};
-  auto plan = generate("synth", req, &t, AlgoOptions{});
+  // 64 chunks a tree (the default lays out 1 to 256 and keeps 256 chunks, 1.005 x; one pipeline
+  // keeps the test quick under the sanitizers).
+  AlgoOptions deep;
+  deep.pipeline = 64;
+  auto plan = generate("synth", req, &t, deep);
   REQUIRE(plan->info().params.count("sym_grid"));
   CHECK(plan->info().params.at("sym_intra_k") == "3");
   double bound = lower_bound(req, t).time_us(), us = simulate(*plan, t).time_us;
   MESSAGE("K = 3: simulated " << us << " us, bound " << bound << " us, " << us / bound << " x");
   CHECK(us >= bound * (1 - 1e-9));
-  // 1.016 at 64 chunks a tree, 1.005 at 256 (laid out since 64 beat 16 by more than 2%).
-  CHECK(us <= bound * 1.01);
-  CHECK(plan->info().params.at("pipeline") == "256");
+  CHECK(us <= bound * 1.02);  // 1.016
   // --channels 1 asks for one tree a root: the one intra-host tree, as before.
-  AlgoOptions one;
+  AlgoOptions one = deep;
   one.channels = 1;
   auto single = generate("synth", req, &t, one);
   CHECK(single->info().params.count("sym_intra_k") == 0);

@@ -1139,14 +1139,15 @@ class SynthAlgorithm final : public Algorithm {
         // Up to kMaxAutoRanks the trees are also split over any walks (arcs=walks), as they all were
         // before routed arcs, and kept where they simulate faster: on 2 x dgx-h100 with one NIC's
         // link failed (docs/shell.md) the routed trees' AllReduce took 2397 us, the walks' 1879.
-        // The routed trees also at kDeeperPipeline chunks of kMinDeeperChunk bytes or more: under
-        // Queue the time does not fall evenly with chunks (2 x dgx-a100 AllGather at 16, 64 and 256:
-        // 1.059, 1.054, 1.037 x the bound).
+        // The routed trees also at kDeeperPipeline chunks of kMinDeeperChunk bytes or more, on
+        // several hosts: under Queue the time does not fall evenly with chunks (2 x dgx-a100
+        // AllGather at 16, 64 and 256: 1.059, 1.054, 1.037 x the bound).
         for (bool walks : {false, true}) {
           if (relay_optimal || (walks && req.nranks > kMaxAutoRanks) || (walks && m == kDeeperPipeline)) continue;
           AlgoOptions with = opt;
           with.pipeline = m;
           with.channels = static_cast<int>(k);
+          if (m == kDeeperPipeline && !share_hosts(t, req.nranks)) continue;  // on one host 256 never won (six presets)
           PlanInfo info = lay(req, t, with, allreduce, allreduce_root, walks ? Arcs::Walks : Arcs::Routed);
           if (m == kDeeperPipeline && output_bytes(req) / std::max<std::uint64_t>(1, info.out_chunks) < kMinDeeperChunk) continue;
           best.offer(std::move(info));
