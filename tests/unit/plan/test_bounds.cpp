@@ -155,6 +155,8 @@ TEST_CASE("bounds: AlltoAll's flow bound counts the hops pieces take") {
   double lp_us = std::stod(plan->info().params.at("lp_us")), us = simulate(*plan, dgx1).time_us;
   MESSAGE("DGX-1 AlltoAll: bound " << d.bandwidth_us << " us, LP over routes " << lp_us << " us, plan " << us << " us");
   CHECK(d.witness.rfind("the maximum concurrent flow over every link", 0) == 0);
+  // Model quantities, no clock read: the bound (an LP over every link) cannot exceed the LP over
+  // a subset of the paths (the routes and one relay), and the simulated plan cannot beat it.
   CHECK(d.bandwidth_us <= lp_us * (1 + 1e-6));
   CHECK(d.bandwidth_us >= 2 * 5668.0 * 0.99);
   CHECK(us >= d.bandwidth_us * (1 - 1e-9));
