@@ -282,7 +282,7 @@ void fit_to_plans(topo::Topology& t, const std::vector<topo::VertexId>& vertices
   };
   auto errors = [&](const topo::Topology& s) {
     std::vector<double> e;
-    for (std::size_t i = 0; i < plans.size(); ++i) e.push_back(plan::simulate(*plans[i], s).time_us / timings[i].measured_us);
+    for (std::size_t i = 0; i < plans.size(); ++i) e.push_back(plan::simulated_us(*plans[i], s) / timings[i].measured_us);
     return e;
   };
   auto cost = [&](const std::array<double, 5>& x) {

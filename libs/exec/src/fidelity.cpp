@@ -55,7 +55,7 @@ Fidelity compare_results(const std::string& file, const std::string& text, const
       if (topo) {
         json::Cursor plan_json = row.at("plan");
         auto plan = plan::from_json(plan_json.value().dump(), file + " " + plan_json.pointer());
-        out.predicted_us = plan::simulate(*plan, *topo, sim).time_us;
+        out.predicted_us = plan::simulated_us(*plan, *topo, sim);
       } else if (auto p = row.find("predicted_us")) {
         out.predicted_us = p->non_negative_number();
       }

@@ -249,7 +249,7 @@ std::unique_ptr<Plan> plan_for(std::string_view name, const Request& req, const 
   if (topo) {
     PlanInfo& info = plan->mutable_info();
     stamp(info, *topo);
-    info.predicted_us = simulate(*plan, *topo, sim).time_us;
+    info.predicted_us = simulated_us(*plan, *topo, sim);
     info.bound_us = lower_bound(req, *topo).time_us();
   }
   return plan;

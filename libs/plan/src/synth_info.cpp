@@ -96,7 +96,7 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
   if (!t) return s;
   s.on_topology = true;
   s.sim_topo_name = t->name;
-  s.time_us = simulate(plan, *t, opt).time_us;
+  s.time_us = simulated_us(plan, *t, opt);
   s.bound = lower_bound(info.req, *t);
   if (info.req.coll == Collective::AlltoAll || p < 2) return s;
   // A symmetric or torus plan beyond the general solver's 32 ranks: the three rates take max flows over

@@ -608,7 +608,7 @@ class SynthAlgorithm final : public Algorithm {
       return fastest_symmetric(req, *t, opt);
     if (both) {
       PlanInfo sym = fastest_symmetric(req, *t, opt), general = lay_general(req, *t, opt);
-      return simulate(GeneratedPlan(general, *this), *t).time_us < simulate(GeneratedPlan(sym, *this), *t).time_us ? general : sym;
+      return simulated_us(GeneratedPlan(general, *this), *t) < simulated_us(GeneratedPlan(sym, *this), *t) ? general : sym;
     }
     return lay_general(req, *t, opt);
   }
@@ -633,7 +633,7 @@ class SynthAlgorithm final : public Algorithm {
     int root = best_root(t, p);
     PlanInfo spread = lay(req, t, opt, kRsAg, -1);
     PlanInfo rooted = lay(req, t, opt, kReduceBcast, root);
-    double a = simulate(GeneratedPlan(spread, *this), t).time_us, b = simulate(GeneratedPlan(rooted, *this), t).time_us;
+    double a = simulated_us(GeneratedPlan(spread, *this), t), b = simulated_us(GeneratedPlan(rooted, *this), t);
     return b < a ? rooted : spread;
   }
 
@@ -1104,7 +1104,7 @@ class SynthAlgorithm final : public Algorithm {
     Fastest(const SynthAlgorithm& algo, const topo::Topology& t, double min_gain) : algo_(algo), t_(t), min_gain_(min_gain) {}
     /// Simulates `info`, kept if the fastest so far; returns its time.
     double offer(PlanInfo info) {
-      double us = simulate(GeneratedPlan(info, algo_), t_).time_us;
+      double us = simulated_us(GeneratedPlan(info, algo_), t_);
       if (best_us_ == 0 || us < best_us_ * (1 - min_gain_)) {
         best_ = std::move(info);
         best_us_ = us;

@@ -286,11 +286,11 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     PlanInfo per_peer = lay(false), per_link = lay(true);
     bool same_lanes = per_link.params.at("lanes") == per_peer.params.at("lanes");
     if (same_lanes && star <= 0) return per_peer;
-    double peer_us = simulate(GeneratedPlan(per_peer, *make_synth_front()), *t).time_us;
+    double peer_us = simulated_us(GeneratedPlan(per_peer, *make_synth_front()), *t);
     PlanInfo best = per_peer;
     double best_us = peer_us;
     if (!same_lanes) {
-      double link_us = simulate(GeneratedPlan(per_link, *make_synth_front()), *t).time_us;
+      double link_us = simulated_us(GeneratedPlan(per_link, *make_synth_front()), *t);
       if (link_us < peer_us) best = per_link, best_us = link_us;
     }
     if (star > 0 && std::isfinite(f.rate_gbps) && m > 1) {
@@ -308,7 +308,7 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
         x.channels = static_cast<std::uint16_t>(channels);
         x.channel_paths.assign(routed, ChannelPath::Route);
         x.channel_paths.resize(channels, ChannelPath::Host);
-        double us = simulate(GeneratedPlan(x, *make_synth_front()), *t).time_us;
+        double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t);
         if (us < best_us) best = x, best_us = us;
       }
     }
