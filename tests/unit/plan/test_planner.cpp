@@ -142,6 +142,23 @@ TEST_CASE("a ring chain's default pipeline grows with the chain, and auto search
   CHECK(small == std::vector<std::string>{"0", "32", "128"});
 }
 
+TEST_CASE("a ring takes a channel per NIC up to 32: two GB200 NVL72 hosts (72 NICs each)") {
+  // Each ring crosses the hosts through one NIC each way; 16 rings left 56 of 72 NICs idle and
+  // the NICs bound (2 x NVL72 AllGather of 1 GiB at 1.41 x the bound; 32 rings reach the NVLink
+  // domains' 1.25, the bound counting the CPUs' C2C paths that routes do not take).
+  topo::Topology t = topo::synth({"gb200-nvl72", 2, ""});
+  Request req{Collective::AllGather, 144ull << 23, 144, 0};
+  auto dflt = plan_for("ring", req, &t);
+  CHECK(dflt->info().channels == 32);
+  AlgoOptions sixteen;
+  sixteen.channels = 16;
+  CHECK(dflt->info().predicted_us < 0.92 * plan_for("ring", req, &t, sixteen)->info().predicted_us);
+  std::vector<std::string> channels;
+  for (const Knob& k : algorithm("ring").knobs(req, &t))
+    if (k.name == "channels") channels = k.values;
+  CHECK(channels == std::vector<std::string>{"0", "16"});  // 64 is past the most
+}
+
 TEST_CASE("auto does not search the knobs of candidates far behind the best, and says so") {
   // 24 ranks: past the 16 up to which auto weighs synth (its layouts were most of this test's time).
   topo::Topology t = topo::synth({"dgx-a100", 3, "fat-tree"});

@@ -106,7 +106,7 @@ class RingAlgorithm final : public Algorithm {
     int d = default_channels(req, topo, false);
     std::vector<std::string> channels{"0"};
     for (int c : d > 1 ? std::vector<int>{d / 2, 2 * d} : std::vector<int>{2, 4, 6, 8})
-      if (c >= 1 && c <= 16 && c != d) channels.push_back(std::to_string(c));
+      if (c >= 1 && c <= most_channels(req.nranks) && c != d) channels.push_back(std::to_string(c));
     return {{"channels", channels},
             {"pipeline", chain ? chain_pipelines(req) : std::vector<std::string>{"0", "2", "4"}},
             {"bidirectional", {"0", "1"}}};
@@ -181,10 +181,22 @@ class RingAlgorithm final : public Algorithm {
     // Small messages get fewer channels, as NCCL drops channels while the size is under
     // channels x 512 threads x NCCL_SIMPLE_THREAD_THRESHOLD (64 bytes) = 32 KiB a channel: a
     // 1 KiB AllReduce on 8 rings of 1024 ranks is 33 M ops of empty chunks.
-    auto by_size = static_cast<int>(std::min<std::uint64_t>(16, req.bytes / kChannelMinBytes));
-    return std::max(base, std::min(std::clamp(nics, base, 16), by_size));
+    int most = most_channels(req.nranks);
+    auto by_size = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(most), req.bytes / kChannelMinBytes));
+    return std::max(base, std::min(std::clamp(nics, base, most), by_size));
   }
   static constexpr std::uint64_t kChannelMinBytes = 32 * 1024;
+
+  // The most channels (rings) a plan gets by default or from auto's search: 32, for hosts with
+  // that many NICs or more (a GB200 NVL72 has 72: 16 rings left 56 idle and ran 2 hosts' AllGather
+  // at 1.41 x the bound), fewer where C p^2 reaches 2^25 (C rings of p ranks hold about 2 C p^2
+  // ops: 1152 ranks keep 16, whose 42 M ops fold within auto's budget); 16 before.
+  static int most_channels(int p) {
+    auto pp = static_cast<std::uint64_t>(std::max(p, 1)) * static_cast<std::uint64_t>(std::max(p, 1));
+    int c = 32;
+    while (c > 16 && static_cast<std::uint64_t>(c) * pp >= (1ull << 25)) c /= 2;
+    return c;
+  }
 
   // The orders (position -> rank) the channels' programs follow: a bidirectional ring runs its
   // odd channels backwards. Empty where positions do not make the program (p < 2, chains) or
