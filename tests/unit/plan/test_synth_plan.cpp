@@ -404,6 +404,13 @@ TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs
   Request big{Collective::ReduceScatter, std::uint64_t{1} << 20, 144, 0};
   CHECK_FALSE(algorithm("synth").in_auto(big, &nvl, &why));
   CHECK(why.find("of hosts of 16 ranks at most") != std::string::npos);
+  // Broadcast and Reduce by rails up to 1024 ranks (the ring chain auto kept there ran 2-5 x the
+  // bound); AllGather beyond 256 is not weighed.
+  Topology many = collkit::topo::synth({"dgx-h100", 33, ""});
+  CHECK(algorithm("synth").in_auto(Request{Collective::Broadcast, std::uint64_t{1} << 30, 264, 0}, &many, &why));
+  CHECK(algorithm("synth").in_auto(Request{Collective::Reduce, std::uint64_t{1} << 30, 264, 0}, &many, &why));
+  CHECK_FALSE(algorithm("synth").in_auto(Request{Collective::AllGather, std::uint64_t{264} << 20, 264, 0}, &many, &why));
+  CHECK(why.find("up to 256 ranks") != std::string::npos);
   Request sixteen{Collective::AllGather, std::uint64_t{1} << 20, 16, 0};
   Topology two = collkit::topo::synth({"dgx-a100", 2, ""});
   CHECK(algorithm("synth").in_auto(sixteen, &two, &why));

@@ -56,13 +56,16 @@ int mod(int a, int p) { return ((a % p) + p) % p; }
 /// A chain's chunks (Broadcast, Reduce, per channel) when --pipeline is not given. Its p - 2 hops
 /// of fill cost (p - 2) / k of the time, so k grows with the chain: the power of two at or above
 /// 4 (p - 1) (fill within a quarter of the time), at most kMaxChainChunks, at most kChainCells
-/// chunks over the ranks (a 1152-rank chain of 128 a channel, 16 channels, simulates in seconds:
-/// auto's budget), with chunks of kMinChainChunk bytes or more; never fewer than 8, the default
-/// before, made for chains of a box. One GB200 NVL72 (72 ranks) at 1 GiB: 8 chunks ran 12.2 x the
-/// bound and auto left the ring out (it picked scatter-allgather, 2.48 x); 512 run 1.43 x.
+/// chunks over the ranks (auto simulates the default at each channel count it tries: at 512 ranks
+/// 512 chunks a channel took 10 s of auto's Reduce, 128 take 4; its pipeline knob then goes
+/// deeper), with chunks of kMinChainChunk bytes or more; never fewer than 8, the default before,
+/// made for chains of a box. One GB200 NVL72 (72 ranks) at 1 GiB: 8 chunks ran 12.2 x the bound
+/// and auto left the ring out (it picked scatter-allgather, 2.48 x); 512 run 1.43 x.
 constexpr int kMinChainChunks = 8;
 constexpr int kMaxChainChunks = 512;
-constexpr std::uint64_t kChainCells = 1u << 18;
+constexpr std::uint64_t kChainCells = 1u << 16;
+/// auto's deeper pipelines (chain_pipelines) go up to this many chunks over the ranks.
+constexpr std::uint64_t kChainSearchCells = 1u << 18;
 constexpr std::uint64_t kMinChainChunk = 64u << 10;
 
 int default_chain_chunks(const Request& req, int channels) {
@@ -113,12 +116,14 @@ class RingAlgorithm final : public Algorithm {
   }
 
   /// A chain's pipelines searched: the default, 32 and 128 chunks, and deeper ones (512, 2048)
-  /// where their chunks hold kMinChainChunk bytes: long chains of large messages (NVL72 at 1 GiB:
-  /// 2048 chunks 1.29 x the bound where 512 give 1.43).
+  /// where their chunks hold kMinChainChunk bytes and the ranks' chunks stay within
+  /// kChainSearchCells: long chains of large messages (NVL72 at 1 GiB: 2048 chunks 1.29 x the bound
+  /// where 512 give 1.43), not chains whose simulation takes seconds (512 ranks, 16 channels).
   static std::vector<std::string> chain_pipelines(const Request& req) {
     std::vector<std::string> v{"0", "32", "128"};
+    auto p = static_cast<std::uint64_t>(std::max(req.nranks, 1));
     for (std::uint64_t k : {512u, 2048u})
-      if (req.bytes / k >= kMinChainChunk) v.push_back(std::to_string(k));
+      if (req.bytes / k >= kMinChainChunk && k * p <= kChainSearchCells) v.push_back(std::to_string(k));
     return v;
   }
 

@@ -57,6 +57,11 @@ constexpr int kMaxAutoRanks = 16;
 /// Beyond kMaxAutoRanks `auto` weighs synth where host 0's pattern or the trees by rails apply,
 /// up to this many ranks (docs/synth.md, "auto").
 constexpr int kMaxAutoSymRanks = 256;
+/// The same for Broadcast and Reduce (one root's trees by rails), up to this many ranks: laid out
+/// once beyond kSymSearchRanks, they take 1-3 s at 1024 ranks beside the 3 s of their bound, and
+/// the ring chain they replace ran 2.2-5.3 x the bound there (dgx-h100 x128: 1.24 x at 1 GiB,
+/// 1.54 x at 64 MiB; docs/synth.md, "auto").
+constexpr int kMaxAutoRootedRanks = 1024;
 constexpr int kDefaultPipeline = 16;
 /// The other pipeline every rank's trees are laid out with when --pipeline is not given.
 constexpr int kDeepPipeline = 64;
@@ -564,23 +569,24 @@ class SynthAlgorithm final : public Algorithm {
   }
 
   /// Beyond kMaxAutoRanks, where the fast paths apply (host 0's pattern on hosts alike; one
-  /// root's trees by rails on hosts of one size), up to kMaxAutoSymRanks: their layouts take
-  /// 0.1-1 s there, the general solver's tens of seconds.
+  /// root's trees by rails on hosts of one size), up to kMaxAutoSymRanks (kMaxAutoRootedRanks for
+  /// Broadcast and Reduce): their layouts take 0.1-3 s there, the general solver's tens of seconds.
   bool in_auto(const Request& req, const topo::Topology* t, std::string* why) const override {
     if (req.nranks <= kMaxAutoRanks) return supports(req, t, why);
     // Host 0's pattern is itself solved by the general solver, and one root's trees by rails are
     // laid out over every local GPU: both are quick only on hosts of at most kMaxAutoRanks ranks
     // (2 x gb200-nvl72, 72 a host, took auto past a minute for one ReduceScatter).
     std::optional<synth::HostGrid> hosts = t ? synth::equal_hosts(*t, req.nranks, nullptr) : std::nullopt;
-    bool fast = hosts && req.nranks <= kMaxAutoSymRanks && hosts->local <= kMaxAutoRanks &&
+    bool fast = hosts && req.nranks <= (rooted_request(req.coll) ? kMaxAutoRootedRanks : kMaxAutoSymRanks) &&
+                hosts->local <= kMaxAutoRanks &&
                 ((symmetric_request(req.coll) && quotient(*t, req.nranks, kSymCheckFanout, nullptr) &&
                   !(req.nranks <= kMaxRanks && symmetric_falls_short(*t, req.nranks))) ||
                  (rooted_request(req.coll) && !rails_fall_short(*t, req.nranks, req.root)));
     if (fast) return supports(req, t, why);
     if (why)
       *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) + " ranks at most, beyond only on hosts alike up to " +
-             std::to_string(kMaxAutoSymRanks) + " ranks of hosts of " + std::to_string(kMaxAutoRanks) +
-             " ranks at most (synthesis takes seconds beyond; --algo synth makes it)";
+             std::to_string(rooted_request(req.coll) ? kMaxAutoRootedRanks : kMaxAutoSymRanks) + " ranks of hosts of " +
+             std::to_string(kMaxAutoRanks) + " ranks at most (synthesis takes seconds beyond; --algo synth makes it)";
     return false;
   }
 
