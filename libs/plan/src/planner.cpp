@@ -72,12 +72,8 @@ struct Trial {
                     millions(sim.unfolded_op_budget) + " M for such plans (generate it by name to simulate it)";
       return false;
     }
-    // Only the time is read here: no busiest links or critical path (the simulator then keeps no
-    // per-link tally and no per-op end times).
-    SimOptions timing = sim;
-    timing.top_links = 0;
-    timing.critical_path = false;
-    SimResult r = sim::simulate_folded(*plan, topo, timing, fold);
+    // Only the time is read here (the fold is found above, so simulated_us() is not used).
+    SimResult r = sim::simulate_folded(*plan, topo, time_only(sim), fold);
     ++tried;
     ++c.tried;
     if (search.on_plan) search.on_plan(tried);

@@ -1114,10 +1114,14 @@ SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOption
   return sim::simulate_folded(plan, topo, o, f);
 }
 
-double simulated_us(const Plan& plan, const topo::Topology& topo, SimOptions opt) {
+SimOptions time_only(SimOptions opt) {
   opt.top_links = 0;
   opt.critical_path = false;
-  return simulate(plan, topo, opt).time_us;
+  return opt;
+}
+
+double simulated_us(const Plan& plan, const topo::Topology& topo, const SimOptions& opt) {
+  return simulate(plan, topo, time_only(opt)).time_us;
 }
 
 }  // namespace collkit::plan

@@ -78,6 +78,8 @@ TEST_CASE("auto searches each promising algorithm's knobs and says why it chose"
   CHECK(best->info().algorithm == "synth");
   CHECK(best->info().params.at("pipeline") == "256");
   CHECK(plain->info().params.at("pipeline") == "32");
+  // predicted_us is the simulator's prediction on the model topology (deterministic), not a clock
+  // reading: auto's plan against the default chain, both under the same model.
   CHECK(best->info().predicted_us < 0.85 * plain->info().predicted_us);
   CHECK(why.rfind("synth (channels=7 pipeline=256): 217.46 us, 7.42% over the bound; runner-up "
                   "ring (channels=8 pipeline=512 bidirectional=0) 226.12 us",
@@ -131,7 +133,7 @@ TEST_CASE("a ring chain's default pipeline grows with the chain, and auto search
   AlgoOptions eight;
   eight.pipeline = 8;
   double old_default = plan_for("ring", req, &t, eight)->info().predicted_us, now = plan_for("ring", req, &t)->info().predicted_us;
-  CHECK(now < 0.15 * old_default);
+  CHECK(now < 0.15 * old_default);  // simulated (model) times of the two plans, no clock read
   const Algorithm& ring = algorithm("ring");
   std::vector<std::string> deep, small;
   for (const Knob& k : ring.knobs(req, &t))
@@ -152,6 +154,7 @@ TEST_CASE("a ring takes a channel per NIC up to 32: two GB200 NVL72 hosts (72 NI
   CHECK(dflt->info().channels == 32);
   AlgoOptions sixteen;
   sixteen.channels = 16;
+  // Simulated (model) times of the two plans on the same topology, no clock read: the NICs' share.
   CHECK(dflt->info().predicted_us < 0.92 * plan_for("ring", req, &t, sixteen)->info().predicted_us);
   std::vector<std::string> channels;
   for (const Knob& k : algorithm("ring").knobs(req, &t))

@@ -577,16 +577,16 @@ class SynthAlgorithm final : public Algorithm {
     // laid out over every local GPU: both are quick only on hosts of at most kMaxAutoRanks ranks
     // (2 x gb200-nvl72, 72 a host, took auto past a minute for one ReduceScatter).
     std::optional<synth::HostGrid> hosts = t ? synth::equal_hosts(*t, req.nranks, nullptr) : std::nullopt;
-    bool fast = hosts && req.nranks <= (rooted_request(req.coll) ? kMaxAutoRootedRanks : kMaxAutoSymRanks) &&
-                hosts->local <= kMaxAutoRanks &&
+    const int most = rooted_request(req.coll) ? kMaxAutoRootedRanks : kMaxAutoSymRanks;
+    bool fast = hosts && req.nranks <= most && hosts->local <= kMaxAutoRanks &&
                 ((symmetric_request(req.coll) && quotient(*t, req.nranks, kSymCheckFanout, nullptr) &&
                   !(req.nranks <= kMaxRanks && symmetric_falls_short(*t, req.nranks))) ||
                  (rooted_request(req.coll) && !rails_fall_short(*t, req.nranks, req.root)));
     if (fast) return supports(req, t, why);
     if (why)
       *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) + " ranks at most, beyond only on hosts alike up to " +
-             std::to_string(rooted_request(req.coll) ? kMaxAutoRootedRanks : kMaxAutoSymRanks) + " ranks of hosts of " +
-             std::to_string(kMaxAutoRanks) + " ranks at most (synthesis takes seconds beyond; --algo synth makes it)";
+             std::to_string(most) + " ranks of hosts of " + std::to_string(kMaxAutoRanks) +
+             " ranks at most (synthesis takes seconds beyond; --algo synth makes it)";
     return false;
   }
 

@@ -85,10 +85,12 @@ void check_options(const SimOptions& opt);
 /// is missing, and when the plan deadlocks.
 SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOptions& opt = {});
 
-/// simulate()'s time alone: no busiest links and no critical path are kept (`opt`'s top_links and
-/// critical_path are ignored), which makes a search's many candidate simulations cheaper. The
-/// time is the same as simulate()'s.
-double simulated_us(const Plan& plan, const topo::Topology& topo, SimOptions opt = {});
+/// `opt` for a simulation whose time alone is read: no busiest links, no critical path (the
+/// simulator then keeps no per-link tally and no per-op end times). The time is the same.
+SimOptions time_only(SimOptions opt);
+
+/// simulate()'s time alone, under time_only(opt): what a search's candidate simulations read.
+double simulated_us(const Plan& plan, const topo::Topology& topo, const SimOptions& opt = {});
 
 /// Whether `plan`'s working set on some rank vertex (its ranks' input, output and scratch) is
 /// larger than the topology's calibrated last-level cache (topo::Calibration::cache_bytes): the
