@@ -91,6 +91,11 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
     s.host_chunks = st.host;
     s.host_gbps = st.host > 0 ? algo::param_positive(info, "host_gbps", 0) : 0;
     s.trees = static_cast<int>(st.trees.size());
+    for (std::size_t tr = 0; tr < st.trees.size(); ++tr)
+      for (std::size_t r = 0; r < st.trees[tr].size(); ++r) {
+        s.tree_arcs += st.trees[tr][r] >= 0;
+        s.host_arcs += !st.host_arcs.empty() && st.host_arcs[tr][r];
+      }
     measure_trees(st.trees, s);
   }
   if (!t) return s;
@@ -108,7 +113,9 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
   std::sort(nics.begin(), nics.end());
   nics.erase(std::unique(nics.begin(), nics.end()), nics.end());
   s.through_nics = nics.size() > 1;
-  topo::Topology routed = s.through_nics ? synth::routed_links(*t, p, nics) : synth::routed_links(*t, p);
+  topo::Topology routed = s.through_nics    ? synth::routed_links(*t, p, nics)
+                          : s.host_arcs > 0 ? synth::routed_host_links(*t, p)
+                                            : synth::routed_links(*t, p);
   if (s.root >= 0) {
     s.optimal_gbps = synth::broadcast_rate(*t, p, s.root).per_root_gbps;
     s.routed_gbps = synth::broadcast_rate(routed, p, s.root).per_root_gbps;
@@ -156,6 +163,8 @@ std::string describe_synth_info(const SynthInfo& s) {
     o += fmt::format("  trees: k = {} {} ({} in all); depth deepest {}, mean {:.2f}; fan-out most {}, mean {:.2f}\n", s.trees_per_root,
                      whose, s.trees, s.depth_max, s.depth_mean, s.fanout_max, s.fanout_mean);
     o += fmt::format("  pipeline: {} chunks per tree\n", s.chunks);
+    if (s.host_arcs > 0)
+      o += fmt::format("  host arcs: {} of the trees' {} arcs staged through host memory (channel_paths host)\n", s.host_arcs, s.tree_arcs);
     if (s.host_chunks > 0) {
       int slice = s.trees_per_root * s.chunks + s.host_chunks;
       o += fmt::format("  host share: {} of a root's {} chunks ({:.1f}%) sent {} staged through host memory (channel_paths host)\n",
@@ -183,7 +192,10 @@ std::string describe_synth_info(const SynthInfo& s) {
                      phases > 1 ? " (two phases)" : "", s.time_us / (t_us * phases));
   };
   line("optimal over every link:", s.optimal_gbps, s.optimal_us);
-  line(s.through_nics ? "optimal over routes via its NICs:" : "optimal over the routed links:", s.routed_gbps, s.routed_us);
+  line(s.through_nics    ? "optimal over routes via its NICs:"
+       : s.host_arcs > 0 ? "optimal over routes + host paths:"
+                         : "optimal over the routed links:",
+       s.routed_gbps, s.routed_us);
   line(fmt::format("packed, k = {}:", s.trees_per_root).c_str(), s.packed_gbps, s.packed_us);
   if (s.host_chunks > 0 && s.host_gbps > 0) {
     // The trees and the host stars side by side, each at its own rate (their links apart).

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/synth_read.h"
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/bounds.h"
@@ -310,4 +311,106 @@ TEST_CASE("synth host share: a symmetric plan refuses host_chunks in one line") 
   info.params["host_chunks"] = "-1";
   CHECK_THROWS_WITH_AS(GeneratedPlan(info, algorithm("synth")).program(0), "synth: plan parameter host_chunks -1 is not 0 to 65535",
                        collkit::InputError);
+}
+
+TEST_CASE("synth host arcs: trees packed over the routes and host paths at once, the host arcs on channels of their own") {
+  // One dgx-h100 at 64 MiB: every rank's trees over NVLink alone pack at 64.29 GB/s a root, the
+  // bound's 73.29 counts each GPU's PCIe link too; trees whose arcs may be host paths pack at 72.
+  topo::Topology t = collkit::topo::synth({"dgx-h100", 1, ""});
+  int p = static_cast<int>(t.num_ranks());
+  int plans = 0;
+  for (Collective coll : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce}) {
+    CAPTURE(coll);
+    Request req{coll, std::uint64_t{64} << 20, p, 0};
+    auto plan = generate("synth", req, &t, {});
+    const PlanInfo& info = plan->info();
+    REQUIRE(info.params.count("host_arcs"));
+    CHECK(info.params.at("arcs") == "host");
+    SynthTrees st = read_synth_trees(info);
+    REQUIRE(st.host_arcs.size() == st.trees.size());
+    // Each host arc's sends (or, up the trees, receives) are on Host channels, every other
+    // tree send on a Route one.
+    std::size_t host_sends = 0, route_sends = 0;
+    bool right = true;
+    for (int r = 0; r < p; ++r)
+      for (const Op& o : plan->program(r)) {
+        if (o.type != OpType::Send) continue;
+        REQUIRE(o.channel < info.channel_paths.size());
+        bool staged = info.channel_paths[o.channel] == ChannelPath::Host;
+        // the arc: down a tree r is the parent of o.peer, up it the child
+        bool any = false;
+        for (std::size_t tr = 0; tr < st.trees.size(); ++tr) {
+          auto peer = static_cast<std::size_t>(o.peer), me = static_cast<std::size_t>(r);
+          if (st.trees[tr][peer] == r && st.host_arcs[tr][peer]) any = true;
+          if (st.trees[tr][me] == o.peer && st.host_arcs[tr][me]) any = true;
+        }
+        right = right && (!staged || any);
+        (staged ? host_sends : route_sends) += 1;
+      }
+    CHECK(right);
+    CHECK(host_sends > 0);
+    CHECK(route_sends > host_sends);
+    // Faster than the routed trees at their best k and m, nearer the bound.
+    double us = simulate(*plan, t).time_us, bound = lower_bound(req, t).time_us();
+    AlgoOptions routed_opt;
+    routed_opt.channels = 1;
+    routed_opt.pipeline = 64;
+    double routed = simulate(*generate("synth", req, &t, routed_opt), t).time_us;
+    MESSAGE(to_string(coll) << ": " << us / bound << " x the bound, routed trees " << routed / bound);
+    CHECK(us >= bound * (1 - 1e-9));
+    CHECK(us < routed);
+    SynthInfo si = synth_info(*plan, &t, {});
+    CHECK(si.host_arcs > 0);
+    CHECK(si.routed_gbps > 72);  // over routes and host paths, not NVLink alone
+    CHECK(describe_synth_info(si).find("optimal over routes + host paths:") != std::string::npos);
+    CHECK(verify(*plan).ok);
+    auto back = from_json(to_json(*plan), "s.json");
+    CHECK(simulate(*back, t).time_us == doctest::Approx(us).epsilon(1e-12));
+    // A tree arc sent elsewhere is caught by the verifier.
+    ExplicitPlan bad = materialize(*plan);
+    bool changed = false;
+    for (Op& o : bad.mutable_program(0))
+      if (!changed && o.type == OpType::Send && info.channel_paths[o.channel] == ChannelPath::Host) {
+        o.peer = (o.peer + 1) % p == 0 ? 1 : (o.peer + 1) % p;
+        changed = true;
+      }
+    REQUIRE(changed);
+    CHECK_FALSE(verify(bad).ok);
+    ++plans;
+  }
+  CHECK(plans == 3);
+}
+
+TEST_CASE("synth host arcs: a malformed host_arcs is refused in one line") {
+  topo::Topology t = collkit::topo::synth({"dgx-h100", 1, ""});
+  auto plan = generate("synth", {Collective::AllGather, std::uint64_t{64} << 20, 8, 0}, &t, {});
+  PlanInfo info = plan->info();
+  REQUIRE(info.params.count("host_arcs"));
+  std::size_t trees = read_synth_trees(info).trees.size();
+  std::string root_arc = "0" + std::string(trees - 1, ';');  // rank 0 roots tree 0
+  struct Bad {
+    std::string text, why;
+  };
+  std::vector<Bad> cases{{"x", "expected ranks 0..7 at character 0"},
+                         {"9", "expected ranks 0..7 at character 0"},
+                         {"1", "1 trees, expected " + std::to_string(trees)},
+                         {root_arc, "rank 0 is the root of tree 0: no arc leads to it"}};
+  int refused = 0;
+  for (const Bad& b : cases) {
+    CAPTURE(b.text);
+    PlanInfo bad = info;
+    bad.params["host_arcs"] = b.text;
+    CHECK_THROWS_WITH_AS(GeneratedPlan(bad, algorithm("synth")).program(0), ("synth: plan parameter host_arcs: " + b.why).c_str(),
+                         collkit::InputError);
+    ++refused;
+  }
+  CHECK(refused == 4);
+  // Host arcs are for packed trees: a symmetric plan refuses them.
+  topo::Topology two = collkit::topo::synth({"dgx-h100", 2, ""});
+  AlgoOptions sym;
+  sym.inter = "symmetric";
+  PlanInfo s = generate("synth", {Collective::AllGather, 1 << 20, 16, 0}, &two, sym)->info();
+  s.params["host_arcs"] = "";
+  CHECK_THROWS_WITH_AS(GeneratedPlan(s, algorithm("synth")).program(0),
+                       "synth: plan parameter host_arcs: host arcs are for packed trees, not symmetric or torus ones", collkit::InputError);
 }

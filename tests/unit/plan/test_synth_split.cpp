@@ -5,6 +5,7 @@
 
 #include "collkit/topo/routing.h"
 #include "collkit/topo/synth.h"
+#include "nic_route.h"
 #include "plan/sim_topologies.h"
 #include "synth/rate.h"
 #include "synth/routed.h"
@@ -200,4 +201,38 @@ TEST_CASE("synth split routed: every arc is the route between its ends, and k tr
   MESSAGE("arcs checked: " << arcs << ", arcs of plain splitting off their route: " << unrouted_before);
   CHECK(arcs > 300);
   CHECK(unrouted_before > 0);
+}
+
+TEST_CASE("synth split: routed with host paths, every arc is a route or the path through host memory") {
+  // One dgx-h100: the routes between GPUs take the NVSwitch alone (64.29 GB/s a root); with the
+  // paths staged through host memory each GPU's PCIe link adds in, and 4 trees a root pack at
+  // 72 of the bound's 73.29.
+  Topology t = collkit::topo::synth({"dgx-h100", 1, ""});
+  int p = static_cast<int>(t.num_ranks());
+  double routed = synth::rate_for_trees(synth::routed_links(t, p), p, 4);
+  double x = synth::rate_for_trees(synth::routed_host_links(t, p), p, 4);
+  CHECK(routed == doctest::Approx(450.0 / 7).epsilon(1e-6));
+  CHECK(x > routed * 1.1);
+  synth::SplitGraph g = synth::split_routed(t, p, 4, x / 4, -1, true);
+  CHECK(g.unit_gbps * 4 == doctest::Approx(x).epsilon(1e-9));
+  CHECK(synth::min_rooted_flow(g) >= 4 * p);
+  collkit::topo::Router router(t);
+  sim::HostRoutes host(t);
+  std::map<std::pair<VertexId, VertexId>, std::int64_t> used, room;
+  for (const auto& l : t.links()) {
+    room[{l.a, l.b}] += synth::link_units(l.bw_gbps, g.unit_gbps);
+    room[{l.b, l.a}] += synth::link_units(l.bw_gbps, g.unit_gbps);
+  }
+  int routes = 0, host_paths = 0;
+  for (const auto& a : g.arcs) {
+    VertexId from = g.nodes[a.from], to = g.nodes[a.to];
+    bool is_route = a.path == router.route(from, to).vertices(t), is_host = a.path == host.route(from, to).vertices(t);
+    CHECK((is_route || is_host));
+    routes += is_route;
+    host_paths += is_host;
+    for (std::size_t i = 0; i + 1 < a.path.size(); ++i) used[{a.path[i], a.path[i + 1]}] += a.units;
+  }
+  for (const auto& [dir, units] : used) CHECK(units <= room[dir]);
+  CHECK(routes > 0);
+  CHECK(host_paths > 0);
 }

@@ -82,6 +82,16 @@ constexpr std::uint64_t kMinDeeperChunk = 16384;
 /// 3 and 6 are there for links of unlike bandwidths: DGX-1's six NVLinks a GPU (150 GB/s in, 7
 /// roots) hold 3 trees a root exactly, 21.43 GB/s, where 1, 2 and 4 reach 16.7, 20.0 and 20.0.
 constexpr std::int64_t kTreeCounts[] = {1, 2, 3, 4, 6, 8};
+/// Trees a root packed over routes and host paths together (Arcs::Host), where that packing is
+/// more than kHostArcGain above the routed trees' rate. Fewer pack too coarsely to use the PCIe
+/// links beside NVLink (dgx-h100 x1: 69.2 GB/s at k = 2, 72.0 at 4 and 8, of the bound's 73.3;
+/// k = 2 simulated 6-12% over the bound, 4 and 8 3.0-5.6%).
+constexpr std::int64_t kHostArcTrees[] = {4, 8};
+constexpr double kHostArcGain = 0.005;
+/// Host arcs only where each root's slice is this large: below it the trees' depth, not the PCIe
+/// links beside NVLink, sets the time (dgx-h100 x1 AllGather: they win from 16 MiB, 2 MiB a
+/// root; 2 x dgx-h100 only at 1 GiB), and their packing costs up to a second on two hosts.
+constexpr std::uint64_t kHostArcMinSlice = 2u << 20;
 /// The counts laid out and simulated (fastest_pipeline): that default, and a second with more
 /// rate where there is one (below; the rate's gain against the smaller messages, decided by
 /// simulation: 2 x dgx-h100 AllGather, k = 1 at 32.1 GB/s a root 1.086 x the bound, k = 2 at
@@ -122,13 +132,17 @@ std::int64_t default_trees(const topo::Topology& t, int p) { return tree_counts(
 /// is one (split_routed); any walk of the routed links (split_switches); or a route with the
 /// fewest links, data for farther ranks relayed through the ranks between (synth/relay.h), in
 /// shortest-path trees or in chains round Hamiltonian cycles (k / 2 cycles, both ways).
-/// Or (Direct) a link joining two ranks alone, over no switch, PCIe or NIC (direct_links).
-enum class Arcs { Routed, Walks, Relay, Rings, Direct };
+/// Or (Direct) a link joining two ranks alone, over no switch, PCIe or NIC (direct_links). Or
+/// (Host) a route or, between two ranks on one host, the path staged through host memory
+/// (routed_host_links): the trees pack NVLink, the NICs and PCIe at once.
+enum class Arcs { Routed, Walks, Relay, Rings, Direct, Host };
 
-/// Trees and the rate per root they were packed at (k units).
+/// Trees and the rate per root they were packed at (k units); with Arcs::Host, per tree and rank,
+/// whether the arc from its parent is staged through host memory (else empty).
 struct Synthesised {
   std::vector<std::vector<int>> trees;
   double packed_gbps = 0;
+  std::vector<std::vector<char>> host;
 };
 
 /// Per tree (by root rank, k each), every rank's parent rank, -1 at the root; with root >= 0,
@@ -149,7 +163,7 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
     synth::RelayTrees relay;
     if (root < 0 && arcs == Arcs::Relay) relay = synth::relay_trees(t, p, static_cast<int>(k));
     if (root < 0 && arcs == Arcs::Rings && k % 2 == 0) relay = synth::ring_trees(t, p, static_cast<int>(k / 2));
-    Synthesised out{std::move(relay.trees), relay.per_root_gbps};
+    Synthesised out{std::move(relay.trees), relay.per_root_gbps, {}};
     std::lock_guard lock(mu);
     return memo.emplace(key, std::move(out)).first->second;
   }
@@ -161,27 +175,41 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   std::optional<topo::Topology> direct;
   if (arcs == Arcs::Direct) direct = synth::direct_links(t, p);
   const topo::Topology& base = direct ? *direct : t;
-  topo::Topology routed = synth::routed_links(base, p);
+  bool host = arcs == Arcs::Host;
+  topo::Topology routed = host ? synth::routed_host_links(base, p) : synth::routed_links(base, p);
   double x = synth::rate_for_trees(routed, p, k, root);
   if (x <= 0) {  // Direct: the rank-to-rank links do not join every rank
     std::lock_guard lock(mu);
     return memo.emplace(key, Synthesised{}).first->second;
   }
   synth::SplitGraph g = walks ? synth::split_switches(routed, p, k, x / static_cast<double>(k), root)
-                              : synth::split_routed(base, p, k, x / static_cast<double>(k), root);
+                              : synth::split_routed(base, p, k, x / static_cast<double>(k), root, host);
   synth::Packing pk = synth::pack_trees(g);
   std::vector<int> rank_of(t.num_vertices(), -1);
   for (int r = 0; r < p; ++r) rank_of[t.rank_vertex(static_cast<topo::Rank>(r))] = r;
-  std::vector<std::vector<int>> trees;
-  std::vector<std::vector<std::vector<int>>> by_root(static_cast<std::size_t>(p));
+  // Host arcs: an arc that is not the route between its ends is the host path (split_routed).
+  topo::Router router(t);
+  auto staged = [&](const synth::SplitGraph::Arc& a) { return host && a.path != router.route(g.nodes[a.from], g.nodes[a.to]).vertices(t); };
+  std::vector<std::vector<std::pair<std::vector<int>, std::vector<char>>>> by_root(static_cast<std::size_t>(p));
+  bool any_staged = false;
   for (const synth::Tree& tr : pk.trees) {
     std::vector<int> parent(static_cast<std::size_t>(p), -1);
-    for (std::size_t a : tr.arcs) parent[static_cast<std::size_t>(rank_of[g.nodes[g.arcs[a].to]])] = rank_of[g.nodes[g.arcs[a].from]];
-    by_root[static_cast<std::size_t>(rank_of[g.nodes[tr.root]])].push_back(std::move(parent));
+    std::vector<char> via_host(static_cast<std::size_t>(p), 0);
+    for (std::size_t a : tr.arcs) {
+      auto child = static_cast<std::size_t>(rank_of[g.nodes[g.arcs[a].to]]);
+      parent[child] = rank_of[g.nodes[g.arcs[a].from]];
+      via_host[child] = staged(g.arcs[a]);
+      any_staged = any_staged || via_host[child];
+    }
+    by_root[static_cast<std::size_t>(rank_of[g.nodes[tr.root]])].emplace_back(std::move(parent), std::move(via_host));
   }
+  Synthesised out;
+  out.packed_gbps = g.unit_gbps * static_cast<double>(k);
   for (auto& list : by_root)
-    for (auto& parent : list) trees.push_back(std::move(parent));
-  Synthesised out{std::move(trees), g.unit_gbps * static_cast<double>(k)};
+    for (auto& [parent, via_host] : list) {
+      out.trees.push_back(std::move(parent));
+      if (any_staged) out.host.push_back(std::move(via_host));
+    }
   std::lock_guard lock(mu);
   memo.emplace(key, out);
   return out;
@@ -317,6 +345,35 @@ std::string format_trees(const std::vector<std::vector<int>>& trees) {
   return s;
 }
 
+/// The "host_arcs" parameter (format_host_arcs) read back and checked against `trees`: one list
+/// per tree, of ranks each with a parent there.
+std::vector<std::vector<char>> parse_host_arcs(const std::string& s, const std::vector<std::vector<int>>& trees) {
+  auto bad = [](const std::string& why) { return InputError("synth: plan parameter host_arcs: " + why); };
+  std::vector<std::vector<char>> host(1, std::vector<char>(trees.empty() ? 0 : trees[0].size(), 0));
+  const char* c = s.data();
+  const char* end = c + s.size();
+  while (c < end) {
+    if (*c == ';') {
+      host.emplace_back(host[0].size(), 0);
+      ++c;
+      continue;
+    }
+    int r = 0;
+    auto [q, ec] = std::from_chars(c, end, r);
+    std::size_t t = host.size() - 1;
+    if (ec != std::errc() || r < 0 || static_cast<std::size_t>(r) >= host[0].size())
+      throw bad("expected ranks 0.." + std::to_string(static_cast<long long>(host[0].size()) - 1) + " at character " +
+                std::to_string(c - s.data()));
+    if (t < trees.size() && trees[t][static_cast<std::size_t>(r)] < 0)
+      throw bad("rank " + std::to_string(r) + " is the root of tree " + std::to_string(t) + ": no arc leads to it");
+    if (t < trees.size()) host[t][static_cast<std::size_t>(r)] = 1;
+    c = q;
+    if (c < end && *c == ',') ++c;
+  }
+  if (host.size() != trees.size()) throw bad(std::to_string(host.size()) + " trees, expected " + std::to_string(trees.size()));
+  return host;
+}
+
 /// The "trees" parameter read back and checked: p k trees, tree t rooted at rank t / k, every
 /// rank's parent chain reaching the root; with root >= 0, k trees all rooted there.
 std::vector<std::vector<int>> parse_trees(const PlanInfo& info, int p, int k, int root) {
@@ -364,15 +421,54 @@ std::vector<std::vector<int>> parse_trees(const PlanInfo& info, int p, int k, in
   return trees;
 }
 
-/// The most children a rank has in any tree: channels per tree.
-int fanout(const std::vector<std::vector<int>>& trees) {
-  int most = 1;
-  for (const std::vector<int>& parent : trees) {
-    std::vector<int> children(parent.size(), 0);
-    for (int up : parent)
-      if (up >= 0) most = std::max(most, ++children[static_cast<std::size_t>(up)]);
+/// Channels per tree: the most children over routes a rank has in any tree, then (param
+/// host_arcs) the most over paths staged through host memory, on channels of their own so that
+/// channel_paths can mark them "host".
+struct TreeSlots {
+  int routes = 1;
+  int host = 0;
+  int total() const { return routes + host; }
+};
+TreeSlots slots_of(const std::vector<std::vector<int>>& trees, const std::vector<std::vector<char>>& host_arcs) {
+  TreeSlots s;
+  for (std::size_t t = 0; t < trees.size(); ++t) {
+    const std::vector<int>& parent = trees[t];
+    std::vector<int> routes(parent.size(), 0), host(parent.size(), 0);
+    for (std::size_t c = 0; c < parent.size(); ++c) {
+      if (parent[c] < 0) continue;
+      auto up = static_cast<std::size_t>(parent[c]);
+      if (!host_arcs.empty() && host_arcs[t][c]) s.host = std::max(s.host, ++host[up]);
+      else s.routes = std::max(s.routes, ++routes[up]);
+    }
   }
-  return most;
+  return s;
+}
+/// The most children a rank has in any tree: channels per tree (no host arcs).
+int fanout(const std::vector<std::vector<int>>& trees) { return slots_of(trees, {}).total(); }
+/// The slot of the arc into `child` in a tree of `parent`s: its place among its parent's children
+/// of its kind (rank order), after the routes' slots for a host arc (via_host, where not null).
+int arc_slot(const std::vector<int>& parent, const std::vector<char>* via_host, int child, const TreeSlots& s) {
+  auto c = static_cast<std::size_t>(child);
+  char kind = via_host ? (*via_host)[c] : 0;
+  int slot = kind ? s.routes : 0;
+  for (std::size_t b = 0; b < c; ++b) slot += parent[b] == parent[c] && (via_host ? (*via_host)[b] : 0) == kind;
+  return slot;
+}
+
+/// The param host_arcs: per tree (';' between), the ranks (',' between) whose arc from their
+/// parent is staged through host memory.
+std::string format_host_arcs(const std::vector<std::vector<char>>& host) {
+  std::string s;
+  for (std::size_t t = 0; t < host.size(); ++t) {
+    if (t) s += ';';
+    bool first = true;
+    for (std::size_t r = 0; r < host[t].size(); ++r)
+      if (host[t][r]) {
+        s += (first ? "" : ",") + std::to_string(r);
+        first = false;
+      }
+  }
+  return s;
 }
 
 /// The host share's hosts (param share_hosts "g:r,r,...": g ranks a host, then the ranks host by
@@ -515,6 +611,10 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
     throw InputError(
         "synth: plan parameter sym_grid: symmetric trees are for AllGather, ReduceScatter and AllReduce over every rank's trees");
   if (p > 1 && !sym) st.trees = parse_trees(info, p, st.k, sh.root);
+  if (info.params.count("host_arcs") > 0) {
+    if (sym || p < 2) throw InputError("synth: plan parameter host_arcs: host arcs are for packed trees, not symmetric or torus ones");
+    st.host_arcs = parse_host_arcs(info.params.at("host_arcs"), st.trees);
+  }
   return st;
 }
 
@@ -681,7 +781,8 @@ class SynthAlgorithm final : public Algorithm {
     std::shared_ptr<const synth::TreeSet> sym = info.params.count("sym_grid") ? synth::shared_trees(info.params, p, k) : nullptr;
     std::shared_ptr<const synth::TorusTrees> tor = info.params.count("sym_torus") ? synth::shared_torus_trees(info.params, p) : nullptr;
     std::size_t ntrees = sym || tor ? static_cast<std::size_t>(p * k) : trees.size();
-    int slots = sym ? sym->most_children : tor ? tor->most_children : fanout(trees);
+    TreeSlots tree_slots = slots_of(trees, st.host_arcs);
+    int slots = sym ? sym->most_children : tor ? tor->most_children : tree_slots.total();
     int tree_channels = static_cast<int>(ntrees) * slots;
     auto um = static_cast<std::uint32_t>(m), unit = static_cast<std::uint32_t>(k * m + host);
     auto root_of = [&](std::size_t t) { return sh.root >= 0 ? sh.root : static_cast<int>(t) / k; };
@@ -709,16 +810,16 @@ class SynthAlgorithm final : public Algorithm {
     }
     for (std::size_t t = 0; t < trees.size() && !sym; ++t) {
       const std::vector<int>& parent = trees[t];
-      std::vector<int> children;
-      for (int c = 0; c < p; ++c)
-        if (parent[static_cast<std::size_t>(c)] == rank) children.push_back(c);
+      const std::vector<char>* via_host = st.host_arcs.empty() ? nullptr : &st.host_arcs[t];
+      std::vector<int> children, at;
       int first = static_cast<int>(t) * slots;
-      int up_ch = first;
-      if (rank != root_of(t)) {
-        int above = parent[static_cast<std::size_t>(rank)];
-        for (int c = 0; c < rank; ++c) up_ch += parent[static_cast<std::size_t>(c)] == above;
-      }
-      places.push_back({parent[static_cast<std::size_t>(rank)], std::move(children), first, up_ch});
+      for (int c = 0; c < p; ++c)
+        if (parent[static_cast<std::size_t>(c)] == rank) {
+          children.push_back(c);
+          if (via_host) at.push_back(first + arc_slot(parent, via_host, c, tree_slots));
+        }
+      int up_ch = rank == root_of(t) ? first : first + arc_slot(parent, via_host, rank, tree_slots);
+      places.push_back({parent[static_cast<std::size_t>(rank)], std::move(children), first, up_ch, std::move(at)});
     }
     // Tree t's chunk i: `mine` in a slice of k m chunks (the one a rank roots, or the whole
     // vector of a one-root plan), `theirs` in a buffer of p k m.
@@ -747,6 +848,7 @@ class SynthAlgorithm final : public Algorithm {
       Tree place = places[t];
       place.first += shift;
       place.up_ch += shift;
+      for (int& ch : place.at) ch += shift;
       for (std::uint32_t i = 0; i < um; ++i) {
         // Down after up (AllReduce): the root sends once the chunk's total is complete; a rank
         // of one root's trees receives over the output chunk its partial sum went up from.
@@ -765,12 +867,15 @@ class SynthAlgorithm final : public Algorithm {
 
  private:
   /// One rank's place in one tree: its parent (-1 at the root), children, the tree's first
-  /// channel (child q's arc is on first + q) and the channel of the arc to its parent.
+  /// channel (child q's arc is on first + q, or on at[q] where given: host arcs) and the channel
+  /// of the arc to its parent.
   struct Tree {
     int parent;
     std::vector<int> children;
     int first;
     int up_ch;
+    std::vector<int> at = {};
+    int child_ch(std::size_t q) const { return at.empty() ? first + static_cast<int>(q) : at[q]; }
   };
 
   /// The plan for `allreduce` (rs-ag: every rank's trees; reduce-bcast: `root`'s trees; for other
@@ -797,25 +902,38 @@ class SynthAlgorithm final : public Algorithm {
     if (req.coll == Collective::AllReduce) info.params["allreduce"] = std::string(allreduce);
     if (req.coll == Collective::AllReduce && probe.root >= 0) info.params["root"] = std::to_string(probe.root);
     int slots = 1;
+    TreeSlots tree_slots;
     if (p > 1) {
       Synthesised syn = synthesise(t, p, k, probe.root, arcs);
       if (syn.trees.empty())
         throw InputError(arcs == Arcs::Direct ? "synth: the links between ranks do not join every rank"
                                               : "synth: the topology has no neighbour graph to relay trees over");
       if (arcs != Arcs::Routed)
-        info.params["arcs"] = arcs == Arcs::Walks ? "walks" : arcs == Arcs::Relay ? "relay" : arcs == Arcs::Direct ? "direct" : "rings";
-      slots = fanout(syn.trees);
+        info.params["arcs"] = arcs == Arcs::Walks    ? "walks"
+                              : arcs == Arcs::Relay  ? "relay"
+                              : arcs == Arcs::Direct ? "direct"
+                              : arcs == Arcs::Host   ? "host"
+                                                     : "rings";
+      tree_slots = slots_of(syn.trees, syn.host);
+      slots = tree_slots.total();
       info.params["trees"] = format_trees(syn.trees);
+      if (!syn.host.empty()) info.params["host_arcs"] = format_host_arcs(syn.host);
       info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
     }
     std::int64_t channels = p > 1 ? phases * roots * k * slots + (req.coll == Collective::Broadcast) : 1;
+    // Tree arcs staged through host memory: each tree's last tree_slots.host channels.
+    if (tree_slots.host > 0 && channels <= 65535) {
+      info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
+      for (std::int64_t tree = 0; tree < phases * roots * k; ++tree)
+        for (int s = tree_slots.routes; s < slots; ++s) info.channel_paths[static_cast<std::size_t>(tree * slots + s)] = ChannelPath::Host;
+    }
     if (host > 0 && p > 1) {
       // The host share's channels after the trees', staged through host memory, per phase: every
       // rank's stars, p (p - 1) (host_share), or one root's chain, p - 1 (rooted_host_share).
       bool stars = probe.root < 0;
       info.params["host_chunks"] = std::to_string(host);
       info.params["host_gbps"] = fmt::format("{:.9g}", stars ? host_star_rate(t, p) : chain_host_rate(t, p, probe.root));
-      info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
+      info.channel_paths.resize(static_cast<std::size_t>(channels), ChannelPath::Route);
       std::int64_t trees_end = channels;
       channels += phases * (stars ? p * (p - 1) : p - 1);
       info.channel_paths.resize(static_cast<std::size_t>(std::min<std::int64_t>(channels, 65535)), ChannelPath::Host);
@@ -1160,8 +1278,47 @@ class SynthAlgorithm final : public Algorithm {
         }
     offer_relay(best, req, t, opt, allreduce, allreduce_root);
     offer_torus(best, req, t, opt, allreduce, allreduce_root);
+    if (!relay_optimal) offer_host_arcs(best, req, t, opt, allreduce, allreduce_root);
     if (!relay_optimal) offer_host_share(best, req, t, opt, allreduce, allreduce_root);
     return best.take();
+  }
+
+  /// Every rank's trees packed over the routes and, between two ranks on one host, the paths
+  /// staged through host memory at once (Arcs::Host; docs/synth.md, "Host arcs"), where those
+  /// paths add links, each root's slice is kHostArcMinSlice or more and the packing beats the
+  /// routed trees' rate: kHostArcTrees trees a root (or --channels; a later count only where it
+  /// packs faster than the one before, or on one box) at 64 and 256 chunks a tree (or --pipeline),
+  /// each kept if it simulates faster.
+  void offer_host_arcs(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                       int allreduce_root) const {
+    int p = req.nranks;
+    if (p < 2 || p > kMaxAutoRanks || shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || !symmetric_request(req.coll)) return;
+    if (std::max(input_bytes(req), output_bytes(req)) / static_cast<std::uint64_t>(p) < kHostArcMinSlice) return;
+    topo::Topology links = synth::routed_host_links(t, p);
+    if (links.num_links() == synth::routed_links(t, p).num_links()) return;
+    double routed = 0;  // the routed trees' best rate (memoised: fastest_pipeline laid them out)
+    for (std::int64_t k : trees_to_try(req, t, opt)) routed = std::max(routed, synthesise(t, p, k, -1, Arcs::Routed).packed_gbps);
+    std::vector<std::int64_t> ks(std::begin(kHostArcTrees), std::end(kHostArcTrees));
+    if (opt.channels > 0) ks = {opt.channels};
+    std::vector<int> ms{kDeepPipeline, kDeeperPipeline};
+    if (opt.pipeline > 0) ms = {opt.pipeline};
+    bool one_box = !share_hosts(t, p);
+    double before = 0;  // the last count's rate over routes and host paths
+    for (std::int64_t k : ks) {
+      double rate = synth::rate_for_trees(links, p, k);
+      if (!one_box && rate <= before * (1 + kHostArcGain)) continue;
+      before = std::max(before, rate);
+      Synthesised syn = synthesise(t, p, k, -1, Arcs::Host);
+      if (syn.host.empty() || syn.packed_gbps <= routed * (1 + kHostArcGain)) continue;
+      for (int m : ms) {
+        AlgoOptions with = opt;
+        with.pipeline = m;
+        with.channels = static_cast<int>(k);
+        PlanInfo info = lay(req, t, with, allreduce, allreduce_root, Arcs::Host);
+        if (m == kDeeperPipeline && output_bytes(req) / std::max<std::uint64_t>(1, info.out_chunks) < kMinDeeperChunk) continue;
+        best.offer(std::move(info));
+      }
+    }
   }
 
   /// Blink's PCIe path beside NVLink (docs/synth.md "The PCIe path"): on one host, where sends
@@ -1636,7 +1793,7 @@ class SynthAlgorithm final : public Algorithm {
       ops.push_back(o);
     }
     for (std::size_t q = 0; q < t.children.size(); ++q) {
-      int ch = t.first + static_cast<int>(q);
+      int ch = t.child_ch(q);
       Op o = send(t.children[q], at, 1, static_cast<std::uint16_t>(ch));
       if (got != kNoDep && (root || ch != t.up_ch)) o.depend_on(got);
       ops.push_back(o);
@@ -1650,7 +1807,7 @@ class SynthAlgorithm final : public Algorithm {
   static std::uint32_t up(std::vector<Op>& ops, const Tree& t, ChunkRef own, ChunkRef acc) {
     std::uint32_t last = kNoDep;
     for (std::size_t q = 0; q < t.children.size(); ++q) {
-      Op o = recv_reduce(t.children[q], last == kNoDep ? own : acc, acc, 1, static_cast<std::uint16_t>(t.first + static_cast<int>(q)));
+      Op o = recv_reduce(t.children[q], last == kNoDep ? own : acc, acc, 1, static_cast<std::uint16_t>(t.child_ch(q)));
       if (last != kNoDep) o.depend_on(last);
       last = static_cast<std::uint32_t>(ops.size());
       ops.push_back(o);

@@ -20,6 +20,9 @@ struct SynthTrees {
   int host = 0;
   /// Per tree (by root rank, k each), every rank's parent rank, -1 at the root; none on one rank.
   std::vector<std::vector<int>> trees;
+  /// Per tree and rank, whether the arc from its parent is staged through host memory (param
+  /// host_arcs, Arcs::Host: on the tree's last channels, channel_paths "host"); empty: none.
+  std::vector<std::vector<char>> host_arcs;
 };
 SynthTrees read_synth_trees(const PlanInfo& info);
 

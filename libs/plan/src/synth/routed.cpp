@@ -45,13 +45,41 @@ topo::Topology with_links(const topo::Topology& t, const std::vector<char>& used
 
 }  // namespace
 
-topo::Topology routed_links(const topo::Topology& t, int p) {
-  std::vector<topo::VertexId> ends = rank_vertices(t, p);
+namespace {
+
+/// Per link, whether the route between some two of `ends` takes it.
+std::vector<char> routes_use(const topo::Topology& t, const std::vector<topo::VertexId>& ends) {
   std::vector<char> used(t.num_links(), 0);
   topo::Router router(t);
   for (topo::VertexId a : ends)
     for (const topo::Path& path : router.routes_to(a, ends))
       for (const topo::Hop& h : path.hops) used[h.link] = 1;
+  return used;
+}
+
+/// Calls f(path) for the host-memory path between every two distinct rank vertices of `ends` on
+/// one host that has one.
+template <class F>
+void for_host_paths(const topo::Topology& t, const std::vector<topo::VertexId>& ends, F&& f) {
+  sim::HostRoutes hr(t);
+  for (topo::VertexId a : ends)
+    for (topo::VertexId b : ends) {
+      if (a == b || t.vertex(a).host.empty() || t.vertex(a).host != t.vertex(b).host) continue;
+      topo::Path path = hr.route(a, b);
+      if (path.found && !path.hops.empty()) f(path);
+    }
+}
+
+}  // namespace
+
+topo::Topology routed_links(const topo::Topology& t, int p) { return with_links(t, routes_use(t, rank_vertices(t, p))); }
+
+topo::Topology routed_host_links(const topo::Topology& t, int p) {
+  std::vector<topo::VertexId> ends = rank_vertices(t, p);
+  std::vector<char> used = routes_use(t, ends);
+  for_host_paths(t, ends, [&](const topo::Path& path) {
+    for (const topo::Hop& h : path.hops) used[h.link] = 1;
+  });
   return with_links(t, used);
 }
 
@@ -101,21 +129,23 @@ topo::Topology routed_links(const topo::Topology& t, int p, const std::vector<in
   return with_links(t, used);
 }
 
-RouteWalks::RouteWalks(const topo::Topology& t, int p) {
+RouteWalks::RouteWalks(const topo::Topology& t, int p, bool host_paths) {
   std::vector<topo::VertexId> ends = rank_vertices(t, p);
   topo::Router router(t);
-  std::string key;
   for (topo::VertexId a : ends)
-    for (const topo::Path& path : router.routes_to(a, ends)) {
-      if (!path.found || path.hops.empty()) continue;
-      ++routes_;
-      std::vector<topo::VertexId> v = path.vertices(t);
-      for (std::size_t i = 0; i + 1 < v.size(); ++i)
-        for (std::size_t j = i + 2; j <= v.size(); ++j) {
-          key.clear();
-          append(key, v.data() + i, j - i);
-          parts_.insert(key);
-        }
+    for (const topo::Path& path : router.routes_to(a, ends))
+      if (path.found && !path.hops.empty()) add(path.vertices(t));
+  if (host_paths) for_host_paths(t, ends, [&](const topo::Path& path) { add(path.vertices(t)); });
+}
+
+void RouteWalks::add(const std::vector<topo::VertexId>& v) {
+  ++routes_;
+  std::string key;
+  for (std::size_t i = 0; i + 1 < v.size(); ++i)
+    for (std::size_t j = i + 2; j <= v.size(); ++j) {
+      key.clear();
+      append(key, v.data() + i, j - i);
+      parts_.insert(key);
     }
 }
 

@@ -23,6 +23,11 @@ topo::Topology routed_links(const topo::Topology& t, int p);
 /// channel of such a plan may load. A pair with no route through one of them keeps the others'.
 topo::Topology routed_links(const topo::Topology& t, int p, const std::vector<int>& nics);
 
+/// As routed_links(t, p), with the links of the paths staged through host memory (sim::HostRoutes,
+/// channel_paths "host") between every two of the first p ranks on one host: what a plan whose
+/// tree arcs may be either loads (Arcs::Host in synth.cpp).
+topo::Topology routed_host_links(const topo::Topology& t, int p);
+
 /// A copy of t (same vertices, ids and ranks) with only the links that join two of the first p
 /// ranks' vertices (NVLink or xGMI between GPUs). A GPU never forwards (topo/routing.h), so the
 /// routes over it are those links alone: trees packed on it (Arcs::Direct in synth.cpp) leave
@@ -39,9 +44,11 @@ double host_paths_rate(const topo::Topology& t, const std::vector<std::pair<int,
 /// every contiguous part of them: splitting that joins only walks whose join is such a part
 /// (split.h) ends with arcs from rank vertex a to b that are exactly the route from a to b, so
 /// the sends of a plan load the links as the packing assumed (docs/synth.md, "Routed arcs").
+/// With `host_paths`, the paths staged through host memory between two ranks on one host too, so
+/// that an arc is either the route between its ends or that path.
 class RouteWalks {
  public:
-  RouteWalks(const topo::Topology& t, int p);
+  RouteWalks(const topo::Topology& t, int p, bool host_paths = false);
   /// Whether the vertices `walk` (at least two) are consecutive on some route.
   bool contains(const std::vector<topo::VertexId>& walk) const;
   /// Whether walk a followed by walk b (b starting where a ends) is consecutive on some route.
@@ -49,6 +56,8 @@ class RouteWalks {
   std::size_t routes() const { return routes_; }
 
  private:
+  /// Every contiguous part (two vertices or more) of the walk v.
+  void add(const std::vector<topo::VertexId>& v);
   std::unordered_set<std::string> parts_;
   std::size_t routes_ = 0;
 };

@@ -474,8 +474,8 @@ SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double
   return split_with(t, p, k, unit_gbps, root, nullptr, nullptr);
 }
 
-SplitGraph split_routed(const topo::Topology& t, int p, std::int64_t k, double unit_gbps, int root) {
-  RouteWalks routes(t, p);
+SplitGraph split_routed(const topo::Topology& t, int p, std::int64_t k, double unit_gbps, int root, bool host_paths) {
+  RouteWalks routes(t, p, host_paths);
   std::int64_t want = (root >= 0 ? 1 : p) * k;
   int flows = 0, attempts = 0;
   auto attempt = [&](double unit, std::int64_t& kept) {

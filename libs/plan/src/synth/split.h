@@ -58,8 +58,9 @@ SplitGraph split_switches(const topo::Topology& t, int p, std::int64_t k, double
 /// vertex less than p k; then the unit is lowered (by the share kept) and splitting run again, at
 /// most kRoutedAttempts times, then bisected kRoutedRefinements times between the largest unit
 /// that fitted and the smallest that did not. The result's unit_gbps is the unit that fitted.
-/// Throws collkit::Error if none did.
-SplitGraph split_routed(const topo::Topology& t, int p, std::int64_t k, double unit_gbps, int root = -1);
+/// Throws collkit::Error if none did. With `host_paths`, an arc may also be the path staged
+/// through host memory between two ranks on one host (RouteWalks).
+SplitGraph split_routed(const topo::Topology& t, int p, std::int64_t k, double unit_gbps, int root = -1, bool host_paths = false);
 
 /// The least, over nodes v, of the max flow to v from a source feeding each node roots(v) k units
 /// over the arcs: at least the sum of roots(v) k means that many trees fit (Edmonds' branching

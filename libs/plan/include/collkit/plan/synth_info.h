@@ -53,6 +53,9 @@ struct SynthInfo {
   /// and the rate per root those stars reach (param host_gbps; 0: none).
   int host_chunks = 0;
   double host_gbps = 0;
+  /// Tree arcs staged through host memory (param host_arcs, docs/synth.md "Host arcs"), and all
+  /// the trees' arcs; with some, routed_gbps is over the routed links and the host paths together.
+  int host_arcs = 0, tree_arcs = 0;
 };
 
 /// Reads a synthesised plan's parameters (checked as its programs check them) and, with a
