@@ -273,10 +273,10 @@ TEST_CASE("msccl export: synth plans, their tree arcs' channels shared within MS
 TEST_CASE("msccl export: synth plans over MSCCL's limits are refused with the reason") {
   topo::Topology t = topo::synth({"dgx-a100", 1, ""});
   AlgoOptions deep;
-  deep.pipeline = 64;  // the root's copy and 64 sends on one tree arc's threadblock
+  deep.pipeline = 65;  // 65 sends on one tree arc's threadblock (the root's copy on a threadblock of its own)
   CHECK_THROWS_WITH_AS(
-      to_msccl_xml(*generate("synth", Request{Collective::AllGather, 8ull * 64 * 64 * 8, 8, 0}, &t, deep), {}),
-      "rank 0 threadblock 0 needs 65 steps, MSCCL allows 64 (--max-steps for a runtime built with a larger MSCCL_MAX_NUM_STEPS)",
+      to_msccl_xml(*generate("synth", Request{Collective::AllGather, 8ull * 65 * 64 * 8, 8, 0}, &t, deep), {}),
+      "rank 0 threadblock 1 needs 65 steps, MSCCL allows 64 (--max-steps for a runtime built with a larger MSCCL_MAX_NUM_STEPS)",
       InputError);
   // 40 trees per rank between two GPUs: 40 arcs each way between the same two ranks, which no
   // two MSCCL channels' threadblocks may share.
@@ -285,7 +285,7 @@ TEST_CASE("msccl export: synth plans over MSCCL's limits are refused with the re
   many.channels = 40;
   many.pipeline = 1;
   CHECK_THROWS_WITH_AS(to_msccl_xml(*generate("synth", Request{Collective::AllGather, 8ull * 80, 2, 0}, &pair, many), {}),
-                       "the plan's 80 channels need 40 MSCCL channels (those towards one peer cannot share one), MSCCL allows 32 "
+                       "the plan's 81 channels need 40 MSCCL channels (those towards one peer cannot share one), MSCCL allows 32 "
                        "(--max-channels for a runtime with more)",
                        InputError);
 }

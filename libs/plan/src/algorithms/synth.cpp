@@ -215,14 +215,26 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   return out;
 }
 
+/// Channels a plan of trees has beside its trees' for a rank's copy of its own data into its
+/// output (AllGather: every rank's own slice; Broadcast: the root's vector), after the trees'
+/// channels: on a tree's channel the copy held back that tree's first sends (ForestColl's A100
+/// node, one NVSwitch: AllGather 1.074 x the bound under Queue with the copy before the first
+/// tree's sends, 1.000 beside them).
+int copy_channels(Collective c) { return c == Collective::AllGather || c == Collective::Broadcast ? 1 : 0; }
+
 /// A symmetry of a plan of every rank's trees (k per root, `slots` channels each, tree_channels a
-/// phase, nch in all): ranks move by `rank`, and each phase's channels with their trees' roots.
-SymmetryAxis tree_axis(const std::vector<int>& rank, int order, int k, int slots, int tree_channels, int nch) {
+/// phase, nch in all): ranks move by `rank`, and each phase's channels with their trees' roots;
+/// the channels after `trees_end` (copy_channels) stay.
+SymmetryAxis tree_axis(const std::vector<int>& rank, int order, int k, int slots, int tree_channels, int trees_end, int nch) {
   SymmetryAxis a;
   a.rank = rank;
   a.order = order;
   a.channel.resize(static_cast<std::size_t>(nch));
   for (int c = 0; c < nch; ++c) {
+    if (c >= trees_end) {
+      a.channel[static_cast<std::size_t>(c)] = c;
+      continue;
+    }
     int phase = c / tree_channels, w = c % tree_channels, t = w / slots;
     a.channel[static_cast<std::size_t>(c)] =
         phase * tree_channels + (rank[static_cast<std::size_t>(t / k)] * k + t % k) * slots + w % slots;
@@ -755,11 +767,11 @@ class SynthAlgorithm final : public Algorithm {
     std::shared_ptr<const synth::TreeSet> ts = synth::shared_trees(info.params, p, st.k);
     int k = st.k, slots = ts->most_children, tree_channels = p * k * slots, nch = std::max<int>(1, info.channels);
     int phases = sh.up && sh.down ? 2 : 1;
-    if (!q || phases * tree_channels != nch) return {};
+    if (!q || phases * tree_channels + copy_channels(info.req.coll) != nch) return {};
     std::vector<SymmetryAxis> axes;
     for (const synth::Generator& g : synth::generators(*q)) {
       if (g.local && q->grid.num_hosts() >= kSymLocalAxisHosts) continue;
-      axes.push_back(tree_axis(g.rank, g.order, k, slots, tree_channels, nch));
+      axes.push_back(tree_axis(g.rank, g.order, k, slots, tree_channels, phases * tree_channels, nch));
     }
     return axes;
   }
@@ -787,8 +799,8 @@ class SynthAlgorithm final : public Algorithm {
     auto um = static_cast<std::uint32_t>(m), unit = static_cast<std::uint32_t>(k * m + host);
     auto root_of = [&](std::size_t t) { return sh.root >= 0 ? sh.root : static_cast<int>(t) / k; };
     if (req.coll == Collective::AllGather)
-      ops.push_back(copy(in(0), out(static_cast<std::uint32_t>(rank) * unit), unit, static_cast<std::uint16_t>(rank * k * slots)));
-    // Broadcast: the root's own copy on a channel of its own, beside its sends.
+      ops.push_back(copy(in(0), out(static_cast<std::uint32_t>(rank) * unit), unit, static_cast<std::uint16_t>(tree_channels)));
+    // AllGather, Broadcast: the own copy on a channel of its own, beside the sends (copy_channels).
     if (req.coll == Collective::Broadcast && rank == sh.root)
       ops.push_back(copy(in(0), out(0), unit, static_cast<std::uint16_t>(tree_channels)));
     // Each tree arc has a channel of its own (tree t, the child's place among its parent's
@@ -858,10 +870,11 @@ class SynthAlgorithm final : public Algorithm {
     }
     if (host > 0 && sh.root < 0) {
       std::optional<ShareGrid> grid = read_share_grid(info);
-      host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels, grid ? &*grid : nullptr);
+      host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels + copy_channels(req.coll),
+                 grid ? &*grid : nullptr);
     }
     if (host > 0 && sh.root >= 0)
-      rooted_host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels + (req.coll == Collective::Broadcast));
+      rooted_host_share(ops, sh, rank, p, k * m, host, (sh.up && sh.down ? 2 : 1) * tree_channels + copy_channels(req.coll));
     return ops;
   }
 
@@ -920,7 +933,7 @@ class SynthAlgorithm final : public Algorithm {
       if (!syn.host.empty()) info.params["host_arcs"] = format_host_arcs(syn.host);
       info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
     }
-    std::int64_t channels = p > 1 ? phases * roots * k * slots + (req.coll == Collective::Broadcast) : 1;
+    std::int64_t channels = p > 1 ? phases * roots * k * slots + copy_channels(req.coll) : 1;
     // Tree arcs staged through host memory: each tree's last tree_slots.host channels.
     if (tree_slots.host > 0 && channels <= 65535) {
       info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
@@ -987,7 +1000,7 @@ class SynthAlgorithm final : public Algorithm {
     info.params["packed_gbps"] = fmt::format("{:.9g}", rate);
     Shape sh = shape(req, kRsAg, -1, k, m);
     std::int64_t phases = sh.up && sh.down ? 2 : 1;
-    std::int64_t channels = phases * p * k * synth::shared_trees(info.params, p, k)->most_children;
+    std::int64_t channels = phases * p * k * synth::shared_trees(info.params, p, k)->most_children + copy_channels(req.coll);
     return with_channels(std::move(info), req, sh, channels, std::to_string(k) + " symmetric trees per rank");
   }
 
@@ -1033,7 +1046,7 @@ class SynthAlgorithm final : public Algorithm {
     PlanInfo info;
     info.req = req;
     int k = static_cast<int>(trees.size());
-    std::int64_t channels = static_cast<std::int64_t>(k) * fanout(trees) + (req.coll == Collective::Broadcast);
+    std::int64_t channels = static_cast<std::int64_t>(k) * fanout(trees) + copy_channels(req.coll);
     if (channels > 65535)
       throw InputError("synth: " + std::to_string(k) + " trees from the root need " + std::to_string(channels) +
                        " channels, more than a plan holds (65535)");
@@ -1159,7 +1172,7 @@ class SynthAlgorithm final : public Algorithm {
     info.params["packed_gbps"] = fmt::format("{:.9g}", rate);
     Shape sh = shape(req, kRsAg, -1, tt.k, m);
     std::int64_t phases = sh.up && sh.down ? 2 : 1;
-    std::int64_t channels = phases * p * tt.k * tt.most_children;
+    std::int64_t channels = phases * p * tt.k * tt.most_children + copy_channels(req.coll);
     return with_channels(std::move(info), req, sh, channels, std::to_string(tt.k) + " torus trees per rank");
   }
 
@@ -1213,10 +1226,10 @@ class SynthAlgorithm final : public Algorithm {
     std::shared_ptr<const synth::TorusTrees> tt = synth::shared_torus_trees(info.params, p);
     int k = st.k, slots = tt->most_children, tree_channels = p * k * slots, nch = std::max<int>(1, info.channels);
     int phases = sh.up && sh.down ? 2 : 1;
-    if (k != tt->k || phases * tree_channels != nch) return {};
+    if (k != tt->k || phases * tree_channels + copy_channels(info.req.coll) != nch) return {};
     std::vector<SymmetryAxis> axes;
     for (const synth::TorusShift& s : synth::torus_shifts(tt->grid)) {
-      axes.push_back(tree_axis(s.rank, s.order, k, slots, tree_channels, nch));
+      axes.push_back(tree_axis(s.rank, s.order, k, slots, tree_channels, phases * tree_channels, nch));
     }
     return axes;
   }
