@@ -106,8 +106,8 @@ expect_eq "$(python3 -c 'import sys,xml.etree.ElementTree as E; print(len(E.pars
 "$plan" export --format msccl-xml "$TMP/sb.json" -o "$TMP/sb.xml"
 expect_eq "$(python3 -c 'import sys,xml.etree.ElementTree as E; a = E.parse(sys.argv[1]).getroot(); print(a.get("coll"), len(a.findall("gpu")), int(a.get("nchannels")) <= 32)' "$TMP/sb.xml")" \
   "broadcast 8 True" "synth broadcast as msccl xml"
-"$plan" generate --topo "$TMP/a100.json" --coll allgather --size 1M --algo synth --pipeline 64 -o "$TMP/sg.json"
-expect_fail 2 "coll-plan: error: $TMP/sg.json: rank 0 threadblock 0 needs 65 steps, MSCCL allows 64 (--max-steps for a runtime built with a larger MSCCL_MAX_NUM_STEPS)" "$plan" export --format msccl-xml "$TMP/sg.json"
+"$plan" generate --topo "$TMP/a100.json" --coll allgather --size 1M --algo synth --pipeline 65 -o "$TMP/sg.json"
+expect_fail 2 "coll-plan: error: $TMP/sg.json: rank 0 threadblock 1 needs 65 steps, MSCCL allows 64 (--max-steps for a runtime built with a larger MSCCL_MAX_NUM_STEPS)" "$plan" export --format msccl-xml "$TMP/sg.json"
 "$plan" export --format msccl-xml --max-steps 256 "$TMP/sg.json" -o "$TMP/sg.xml" && grep -q "<algo " "$TMP/sg.xml" && ok "--max-steps 256 exports the 65-step plan" || bad "--max-steps 256 refused"
 
 # synth-info: a synthesised plan's trees or flow LP; with --topo, the simulated time beside the
