@@ -238,6 +238,10 @@ void torus(Topology& t, const Spec& s, const std::vector<HostNics>& hosts) {
   };
   for (std::size_t h = 0; h < hosts.size(); ++h) {
     auto c = coord(h);
+    // The router's place in the torus: routes take dimension order by it (routing.h).
+    std::string at;
+    for (int x : c) at += (at.empty() ? "" : ",") + std::to_string(x);
+    t.mutable_vertex(routers[h]).attrs["torus_coord"] = at;
     for (std::size_t d = 0; d < dims.size(); ++d) {
       if (dims[d] == 1) continue;
       // The +1 neighbour only, so each ring edge is made once. In a ring of 2 the + and - ports

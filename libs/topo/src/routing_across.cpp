@@ -5,8 +5,10 @@
 // than the rest of a simulation together.
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <queue>
+#include <string_view>
 
 #include "collkit/core/error.h"
 #include "routing_internal.h"
@@ -51,6 +53,32 @@ FabricTables::FabricTables(const Topology& topo, const std::vector<int>& hosts, 
       if (host[a.peer] >= 0) down.push_back(a.link);
     std::sort(down.begin(), down.end());
     for (std::size_t k = 0; k < down.size(); ++k) port[down[k]] = static_cast<std::uint32_t>(k);
+  }
+  torus_coord.resize(fabric.size());
+  for (VertexId f : fabric) {
+    auto it = topo.vertex(f).attrs.find("torus_coord");
+    if (it == topo.vertex(f).attrs.end()) continue;
+    std::vector<int> c;
+    bool ok = true;
+    for (std::string_view rest = it->second; ok && !rest.empty();) {
+      std::size_t comma = rest.find(',');
+      std::string_view part = rest.substr(0, comma);
+      int x = 0;
+      auto [q, ec] = std::from_chars(part.data(), part.data() + part.size(), x);
+      ok = ec == std::errc() && q == part.data() + part.size();
+      c.push_back(x);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+    if (ok) torus_coord[pos[f]] = std::move(c);  // not a list of numbers: no coordinates
+  }
+  torus_router.assign(members.size(), -1);
+  for (VertexId f : fabric) {
+    if (torus_coord[pos[f]].empty()) continue;
+    for (const Adjacent& a : topo.adjacent(f)) {
+      if (host[a.peer] < 0) continue;
+      std::int64_t& r = torus_router[static_cast<std::size_t>(host[a.peer])];
+      r = r < 0 || r == pos[f] ? pos[f] : -2;  // -2: several routers, none is the host's
+    }
   }
   widest_from.resize(fabric.size());
   pays = pay();
@@ -392,9 +420,34 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
       lv.tied_first[pv] = first;
       lv.tied_count[pv] = static_cast<std::uint32_t>(lv.tied_pool.size()) - first;
     }
-    std::uint32_t count = lv.tied_count[pv];
+    std::uint32_t count = lv.tied_count[pv], first = lv.tied_first[pv];
     if (count == 0) throw Error("routing: no predecessor of " + t_.vertex(v).id + " ties its label (internal error)");
-    auto [link, u] = lv.tied_pool[lv.tied_first[pv] + (key + depth) % count];
+    // In a torus, dimension order: the hop into v crosses the highest dimension in which v and
+    // the source's router differ (the dimensions below it were crossed before).
+    const std::vector<int>& cv = f_.torus_coord[pv];
+    std::int64_t home = home_ >= 0 ? f_.torus_router[static_cast<std::size_t>(home_)] : -1;
+    if (count > 1 && !cv.empty() && home >= 0 && f_.torus_coord[static_cast<std::size_t>(home)].size() == cv.size()) {
+      const std::vector<int>& cs = f_.torus_coord[static_cast<std::size_t>(home)];
+      std::size_t dim = cv.size();
+      while (dim > 0 && cv[dim - 1] == cs[dim - 1]) --dim;
+      auto crosses = [&](std::uint32_t i) {
+        VertexId u = lv.tied_pool[first + i].second;
+        if (f_.host[u] >= 0) return false;
+        const std::vector<int>& cu = f_.torus_coord[f_.pos[u]];
+        return cu.size() == cv.size() && cu[dim - 1] != cv[dim - 1];
+      };
+      std::uint32_t in_dim = 0;
+      for (std::uint32_t i = 0; i < count && dim > 0; ++i) in_dim += crosses(i) ? 1 : 0;
+      if (in_dim > 0) {
+        // Among the ties in that dimension (both ways round an even ring), the destination's key.
+        std::uint32_t want = (key + depth) % in_dim, seen = 0, pick = 0;
+        for (std::uint32_t i = 0; i < count; ++i)
+          if (crosses(i) && seen++ == want) pick = i;
+        first += pick;
+        count = 1;
+      }
+    }
+    auto [link, u] = lv.tied_pool[first + (key + depth) % count];
     p.hops.push_back(hop_from(t_, link, u));
     v = u;
   }

@@ -99,6 +99,11 @@ struct FabricTables {
   /// Per link from a fabric vertex into a host: its port number among that fabric vertex's
   /// links into hosts (in link order), the key of destination-based ECMP (AcrossHosts::path).
   std::vector<std::uint32_t> port;
+  /// Per fabric position, its coordinates in a torus (vertex attribute "torus_coord", written by
+  /// the torus fabric), empty elsewhere; per host number, the fabric position of the torus router
+  /// its links reach (-1: none or not one). Routes in a torus take dimension order (AcrossHosts::path).
+  std::vector<std::vector<int>> torus_coord;
+  std::vector<std::int64_t> torus_router;
   std::vector<std::vector<double>> widest_from;  // per fabric position: empty until needed
   std::vector<std::pair<double, std::vector<std::vector<Label>>>> shortest_from;  // per level
 
@@ -118,7 +123,10 @@ struct FabricTables {
 /// of a torus), the route takes the one the destination picks: the routes are destination-based
 /// like an InfiniBand subnet manager's fat-tree routing (D-mod-k), keyed by the port at which the
 /// route leaves the fabric, so the flows to the ports of one leaf climb distinct spines and every
-/// spine's links carry an even share, instead of one hashed choice per source.
+/// spine's links carry an even share, instead of one hashed choice per source. In a torus (routers
+/// with coordinates) the tie is broken by dimension order first, as torus networks route: the
+/// lowest dimension in which source and destination differ is crossed first, so every
+/// translate of a route is a route and uniform traffic loads each dimension's links evenly.
 class AcrossHosts {
  public:
   /// `use_tables`: the fabric labels from the shared tables (else from a search per source).

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "collkit/topo/routing.h"
@@ -305,6 +306,46 @@ TEST_CASE("flows to the ports of one leaf climb distinct spines (destination-bas
     CHECK(spines.size() == 4);
   }
   CHECK(checked == 16);
+}
+
+TEST_CASE("routes in a torus take dimension order, and every torus link carries as many routes") {
+  // A 3x3 torus of one GPU a host: the four diagonal neighbours of a host are two hops away, by
+  // either dimension first. In dimension order every route first crosses x, so the routes between
+  // all 72 pairs load each of the 36 torus link directions with 3 (4 direct: 1 each; 4 diagonal:
+  // 2 hops each); a tie broken by hashing loaded some with 4 and others with 2.
+  Topology t = synth({"pcie-8gpu:gpus=1", 9, "torus:dims=3x3"});
+  CHECK(t.vertex(t.at("fabric/router4")).attrs.at("torus_coord") == "1,1");
+  Router r(t);
+  auto coord = [&](VertexId v) { return t.vertex(v).attrs.at("torus_coord"); };
+  std::map<std::size_t, int> load;
+  std::size_t routes = 0;
+  bool ordered = true;
+  for (int a = 0; a < 9; ++a)
+    for (int b = 0; b < 9; ++b) {
+      if (a == b) continue;
+      Path p = r.route_ranks(static_cast<Rank>(a), static_cast<Rank>(b));
+      REQUIRE(p.found);
+      std::vector<VertexId> routers;
+      for (VertexId v : p.vertices(t))
+        if (t.vertex(v).attrs.count("torus_coord")) routers.push_back(v);
+      // x (the first coordinate) changes only before y does.
+      bool y_moved = false;
+      for (std::size_t i = 0; i + 1 < routers.size(); ++i) {
+        std::string x = coord(routers[i]), z = coord(routers[i + 1]);
+        bool x_step = x.substr(0, x.find(',')) != z.substr(0, z.find(','));
+        ordered = ordered && !(x_step && y_moved);
+        y_moved = y_moved || !x_step;
+      }
+      for (const Hop& h : p.hops) {
+        const Link& l = t.link(h.link);
+        if (t.vertex(l.a).attrs.count("torus_coord") && t.vertex(l.b).attrs.count("torus_coord")) ++load[h.channel()];
+      }
+      ++routes;
+    }
+  CHECK(ordered);
+  CHECK(routes == 72);
+  REQUIRE(load.size() == 36);
+  for (const auto& [dir, n] : load) CHECK(n == 3);
 }
 
 TEST_CASE("reachable_from is exactly where routes_from finds a route, from every vertex") {
