@@ -7,6 +7,7 @@
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/bounds.h"
 #include "collkit/plan/simulate.h"
+#include "collkit/plan/verify.h"
 #include "collkit/topo/synth.h"
 #include "plan/plan_testing.h"
 #include "plan/sim_topologies.h"
@@ -224,4 +225,46 @@ TEST_CASE("synth alltoall: a changed relay is caught, bad input refused") {
   REQUIRE(info.params.at("pipeline") == "64");
   CHECK_THROWS_WITH_AS(refused("0>1>2:65").program(0), "synth: plan parameter relays: commodity 0>2 relays more than its 64 chunks",
                        collkit::InputError);
+}
+
+TEST_CASE("synth alltoall: hosts with more NICs than ranks spread each lane over them (lane_nics)") {
+  // A 3x3 torus of one GPU a host, two NICs a host: through its own NIC alone each rank sends its
+  // 8 blocks at 25 GB/s, the LP over those routes is 1.26 x the bound (each GPU's 31.5 GB/s PCIe
+  // link); each lane through both NICs in turn reaches the bound under MaxMin.
+  collkit::topo::Topology t = collkit::topo::synth({"pcie-8gpu:gpus=1", 9, "torus:dims=3x3"});
+  Request req{Collective::AlltoAll, 9ull * 64 * 64 * 1024, 9, 0};
+  auto plan = generate("synth", req, &t, {});
+  const PlanInfo& info = plan->info();
+  REQUIRE(info.params.count("lane_nics"));
+  CHECK(info.params.at("lane_nics") == "2");
+  CHECK(info.channel_nics == std::vector<std::int16_t>{0, 1});
+  CHECK(verify(*plan).ok);
+  SimOptions maxmin;
+  maxmin.model = LinkModel::MaxMin;
+  double bound = lower_bound(req, t).time_us(), fair = simulate(*plan, t, maxmin).time_us, lp = std::stod(info.params.at("lp_us"));
+  PlanInfo one = info;
+  one.params.erase("lane_nics");
+  one.channel_nics.clear();
+  one.channels = static_cast<std::uint16_t>(info.channels / 2);
+  double own = simulate(GeneratedPlan(one, algorithm("synth")), t, maxmin).time_us;
+  MESSAGE("3x3 torus AlltoAll, MaxMin: " << fair / bound << " x the bound through both NICs, " << own / bound << " through its own");
+  CHECK(fair <= bound * 1.01);
+  CHECK(fair < 0.9 * lp);
+  CHECK(own >= lp * (1 - 1e-6));
+  // Where each rank has a NIC of its own (DGX hosts) lanes keep to it.
+  collkit::topo::Topology two = collkit::topo::synth({"dgx-h100", 2, ""});
+  CHECK_FALSE(generate("synth", {Collective::AlltoAll, 16ull * 16 * 64 * 1024, 16, 0}, &two, {})->info().params.count("lane_nics"));
+  // Out of range, or beside relays, refused in one line.
+  int refused = 0;
+  for (const char* bad : {"0", "9"}) {
+    PlanInfo b = info;
+    b.params["lane_nics"] = bad;
+    CHECK_THROWS_WITH_AS(GeneratedPlan(b, algorithm("synth")).program(0),
+                         (std::string("synth: plan parameter lane_nics ") + bad + " is not 1 to 8" +
+                          (std::string(bad) == "9" ? " (1 where chunks are relayed or staged through host memory)" : ""))
+                             .c_str(),
+                         collkit::InputError);
+    ++refused;
+  }
+  CHECK(refused == 2);
 }

@@ -32,6 +32,7 @@
 #include "collkit/plan/simulate.h"
 #include "collkit/topo/routing.h"
 #include "common.h"
+#include "nic_route.h"
 #include "synth/mcf.h"
 #include "synth/routed.h"
 #include "synth_read.h"
@@ -48,6 +49,8 @@ constexpr int kMaxRanks = 64;
 constexpr int kDefaultChunks = 64;
 /// The host share is laid out on one host of at most this many ranks (p (p - 1) channels).
 constexpr int kMaxHostRanks = 16;
+/// NICs a lane's chunks may be spread over (param lane_nics).
+constexpr int kMaxLaneNics = 8;
 /// The smallest chunk the default makes: 16 KiB, where one more message costs (at a few us) about
 /// what its bytes take on a 25 GB/s NIC.
 constexpr std::uint64_t kMinChunkBytes = 16 << 10;
@@ -199,6 +202,27 @@ std::pair<std::string, int> lanes_of(const topo::Topology& t, int p, bool by_lin
   return {text, total};
 }
 
+/// The NICs out of every host of the first p ranks (sim::NicRoutes numbers them per host): the
+/// fewest any of them has, where the ranks are on two hosts or more and every host has more NICs
+/// than ranks (a rank's own NIC then leaves others idle; where each rank has one of its own, as
+/// on DGX hosts, the others' are theirs), at most kMaxLaneNics; else 1.
+int lane_nics(const topo::Topology& t, int p) {
+  topo::RouteCache cache(t);
+  sim::NicRoutes via(t, cache);
+  std::map<std::string, int> ranks_on;
+  int k = kMaxLaneNics;
+  for (int r = 0; r < p; ++r) {
+    topo::VertexId v = t.rank_vertex(static_cast<topo::Rank>(r));
+    ++ranks_on[t.vertex(v).host];
+    int n = 0;
+    while (n < kMaxLaneNics && via.nic_of(v, n)) ++n;
+    k = std::min(k, n);
+  }
+  int most = 0;
+  for (const auto& [host, n] : ranks_on) most = std::max(most, n);
+  return ranks_on.size() > 1 && k > most ? k : 1;
+}
+
 /// Per relay rank, its scratch block for each hop through it (hops' order); and the most any rank holds.
 std::pair<std::vector<int>, int> scratch_slots(const std::vector<Hop>& hops, int p) {
   std::vector<int> slot(hops.size()), used(static_cast<std::size_t>(p), 0);
@@ -285,13 +309,27 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     double star = hops.empty() && p <= kMaxHostRanks ? synth::host_paths_rate(*t, pairs) : 0;
     PlanInfo per_peer = lay(false), per_link = lay(true);
     bool same_lanes = per_link.params.at("lanes") == per_peer.params.at("lanes");
-    if (same_lanes && star <= 0) return per_peer;
+    if (same_lanes && star <= 0 && (!hops.empty() || lane_nics(*t, p) < 2)) return per_peer;
     double peer_us = simulated_us(GeneratedPlan(per_peer, *make_synth_front()), *t);
     PlanInfo best = per_peer;
     double best_us = peer_us;
     if (!same_lanes) {
       double link_us = simulated_us(GeneratedPlan(per_link, *make_synth_front()), *t);
       if (link_us < peer_us) best = per_link, best_us = link_us;
+    }
+    // Across hosts of several NICs each, a lane per peer through each NIC in turn (lane_nics):
+    // a rank's traffic to other hosts leaves by its own NIC otherwise, and where each host has
+    // one GPU and two NICs (a torus of such hosts) that NIC, not the fabric, binds.
+    if (int k = lane_nics(*t, p); hops.empty() && k > 1 && m >= k) {
+      PlanInfo x = per_peer;
+      x.params["lane_nics"] = std::to_string(k);
+      std::size_t channels = (static_cast<std::size_t>(x.channels) - hops.size()) * static_cast<std::size_t>(k) + hops.size();
+      if (channels <= 65535) {
+        x.channels = static_cast<std::uint16_t>(channels);
+        for (int n = 0; n < k; ++n) x.channel_nics.push_back(static_cast<std::int16_t>(n));
+        double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t);
+        if (us < best_us) best = x, best_us = us;
+      }
     }
     if (star > 0 && std::isfinite(f.rate_gbps) && m > 1) {
       double nearest = m * star / (star + f.rate_gbps);
@@ -387,8 +425,17 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
   // (i - a) mod n, so ranks sending over their own NICs to one host take its ranks in turn, not
   // all the same one first (and on one switch, rank a + 1 + t at turn t: a permutation each turn).
   std::vector<std::vector<int>> lane = parse_lanes(info, p);
+  // Param lane_nics = K: each lane is K channels, one through each NIC (channel_nics), the
+  // straight chunks of a pair taking them in turn (chunk j on the lane's (j mod K)-th).
+  int nics = param_int(info, "lane_nics", 1);
+  if (nics < 1 || nics > kMaxLaneNics || (nics > 1 && (!hops.empty() || host > 0)))
+    throw InputError("synth: plan parameter lane_nics " + std::to_string(nics) + " is not 1 to " + std::to_string(kMaxLaneNics) +
+                     (nics > 1 ? " (1 where chunks are relayed or staged through host memory)" : ""));
   std::vector<int> base(P + 1, 0);
-  for (std::size_t a = 0; a < P; ++a) base[a + 1] = base[a] + 1 + *std::max_element(lane[a].begin(), lane[a].end());
+  for (std::size_t a = 0; a < P; ++a) base[a + 1] = base[a] + (1 + *std::max_element(lane[a].begin(), lane[a].end())) * nics;
+  auto lane_ch = [&](int a, int l, const Item& it) {
+    return static_cast<std::uint16_t>(base[static_cast<std::size_t>(a)] + l * nics + (it.hop < 0 ? it.j % nics : 0));
+  };
   std::size_t host_base = static_cast<std::size_t>(base[P]) + hops.size();
   std::size_t need = host_base + (host > 0 ? P * (P - 1) : 0);
   if (need > info.channels)
@@ -425,8 +472,8 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
   for (int l = 0; l < base[static_cast<std::size_t>(r) + 1] - base[static_cast<std::size_t>(r)]; ++l)
     for (const Lane& x : lane_items(r, l, -1)) {
       const Hop* h = x.it.hop < 0 ? nullptr : &hops[static_cast<std::size_t>(x.it.hop)];
-      ops.push_back(send(x.b, in(u32(h ? h->d * m + h->first + x.it.j : x.b * m + straight_from(r, x.b) + x.it.j)), 1,
-                         static_cast<std::uint16_t>(base[static_cast<std::size_t>(r)] + l)));
+      ops.push_back(
+          send(x.b, in(u32(h ? h->d * m + h->first + x.it.j : x.b * m + straight_from(r, x.b) + x.it.j)), 1, lane_ch(r, l, x.it)));
     }
   for (int b = 0; b < p && host > 0; ++b)
     for (int j = 0; j < host && b != r; ++j) ops.push_back(send(b, in(u32(b * m + m - host + j)), 1, host_ch(r, b)));
@@ -438,8 +485,7 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
     for (const Lane& x : lane_items(a, l, r)) {
       const Item& it = x.it;
       if (it.hop >= 0) got[static_cast<std::size_t>(it.hop)].push_back(u32(static_cast<int>(ops.size())));
-      ops.push_back(recv(a, it.hop < 0 ? out(u32(a * m + from + it.j)) : held(it.hop, it.j), 1,
-                         static_cast<std::uint16_t>(base[static_cast<std::size_t>(a)] + l)));
+      ops.push_back(recv(a, it.hop < 0 ? out(u32(a * m + from + it.j)) : held(it.hop, it.j), 1, lane_ch(a, l, it)));
     }
   }
   for (int a = 0; a < p && host > 0; ++a)
