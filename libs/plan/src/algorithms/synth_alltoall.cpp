@@ -309,7 +309,7 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     double star = hops.empty() && p <= kMaxHostRanks ? synth::host_paths_rate(*t, pairs) : 0;
     PlanInfo per_peer = lay(false), per_link = lay(true);
     bool same_lanes = per_link.params.at("lanes") == per_peer.params.at("lanes");
-    if (same_lanes && star <= 0 && (!hops.empty() || lane_nics(*t, p) < 2)) return per_peer;
+    if (same_lanes && star <= 0 && lane_nics(*t, p) < 2) return per_peer;
     double peer_us = simulated_us(GeneratedPlan(per_peer, *make_synth_front()), *t);
     PlanInfo best = per_peer;
     double best_us = peer_us;
@@ -319,11 +319,16 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     }
     // Across hosts of several NICs each, a lane per peer through each NIC in turn (lane_nics):
     // a rank's traffic to other hosts leaves by its own NIC otherwise, and where each host has
-    // one GPU and two NICs (a torus of such hosts) that NIC, not the fabric, binds.
-    if (int k = lane_nics(*t, p); hops.empty() && k > 1 && m >= k) {
+    // one GPU and two NICs (a torus of such hosts) that NIC, not the fabric, binds. Without the
+    // LP's relays (which keep a channel each): going both ways round a ring of 4, the lanes of
+    // an antipodal pair through the two NICs split over both directions as relays would.
+    if (int k = lane_nics(*t, p); k > 1 && m >= k) {
       PlanInfo x = per_peer;
       x.params["lane_nics"] = std::to_string(k);
-      std::size_t channels = (static_cast<std::size_t>(x.channels) - hops.size()) * static_cast<std::size_t>(k) + hops.size();
+      x.params["relays"] = "";
+      x.scratch_chunks = 0;
+      x.scratch_bytes = 0;
+      std::size_t channels = (static_cast<std::size_t>(x.channels) - hops.size()) * static_cast<std::size_t>(k);
       if (channels <= 65535) {
         x.channels = static_cast<std::uint16_t>(channels);
         for (int n = 0; n < k; ++n) x.channel_nics.push_back(static_cast<std::int16_t>(n));
