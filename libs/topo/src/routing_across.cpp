@@ -439,10 +439,19 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
       std::uint32_t in_dim = 0;
       for (std::uint32_t i = 0; i < count && dim > 0; ++i) in_dim += crosses(i) ? 1 : 0;
       if (in_dim > 0) {
-        // Among the ties in that dimension (both ways round an even ring), the destination's key.
-        std::uint32_t want = (key + depth) % in_dim, seen = 0, pick = 0;
-        for (std::uint32_t i = 0; i < count; ++i)
-          if (crosses(i) && seen++ == want) pick = i;
+        // Both ways round an even ring (an antipodal pair): the sources of even coordinate there
+        // go up (u = v - 1), the odd ones down, the other way for a destination's odd port, so
+        // the pairs exchanging across the ring at once load both directions evenly.
+        std::size_t d = dim - 1;
+        bool go_up = (static_cast<std::uint32_t>(cs[d]) + key) % 2 == 0;
+        std::uint32_t pick = count;
+        for (std::uint32_t i = 0; i < count; ++i) {
+          if (!crosses(i)) continue;
+          int cu = f_.torus_coord[f_.pos[lv.tied_pool[first + i].second]][d];
+          bool up = cv[d] - cu == 1 || (cv[d] == 0 && cu > 1);
+          if (pick == count || up == go_up) pick = i;
+          if (up == go_up) break;
+        }
         first += pick;
         count = 1;
       }

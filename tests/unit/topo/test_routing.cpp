@@ -346,6 +346,29 @@ TEST_CASE("routes in a torus take dimension order, and every torus link carries 
   CHECK(routes == 72);
   REQUIRE(load.size() == 36);
   for (const auto& [dir, n] : load) CHECK(n == 3);
+  // A 4x4 torus: a pair two apart in a ring of 4 ties both ways round; sources of even
+  // coordinate go up, odd ones down, so the 240 pairs' 512 hops put 8 on each of the 64 torus
+  // link directions.
+  Topology t4 = synth({"pcie-8gpu:gpus=1", 16, "torus:dims=4x4"});
+  Router r4(t4);
+  std::map<std::size_t, int> load4;
+  int hops = 0;
+  for (int a = 0; a < 16; ++a)
+    for (int b = 0; b < 16; ++b) {
+      if (a == b) continue;
+      Path p = r4.route_ranks(static_cast<Rank>(a), static_cast<Rank>(b));
+      REQUIRE(p.found);
+      for (const Hop& h : p.hops) {
+        const Link& l = t4.link(h.link);
+        if (t4.vertex(l.a).attrs.count("torus_coord") && t4.vertex(l.b).attrs.count("torus_coord")) {
+          ++load4[h.channel()];
+          ++hops;
+        }
+      }
+    }
+  CHECK(hops == 512);
+  REQUIRE(load4.size() == 64);
+  for (const auto& [dir, n] : load4) CHECK(n == 8);
 }
 
 TEST_CASE("reachable_from is exactly where routes_from finds a route, from every vertex") {
