@@ -474,7 +474,7 @@ std::vector<Op> alltoall_program(const PlanInfo& info, int r) {
     return out;
   };
   // 1. Own blocks leave, relayed and straight chunks interleaved; the own block is copied.
-  for (int l = 0; l < base[static_cast<std::size_t>(r) + 1] - base[static_cast<std::size_t>(r)]; ++l)
+  for (int l = 0; l < (base[static_cast<std::size_t>(r) + 1] - base[static_cast<std::size_t>(r)]) / nics; ++l)
     for (const Lane& x : lane_items(r, l, -1)) {
       const Hop* h = x.it.hop < 0 ? nullptr : &hops[static_cast<std::size_t>(x.it.hop)];
       ops.push_back(
