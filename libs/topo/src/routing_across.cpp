@@ -430,15 +430,7 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
       const std::vector<int>& cs = f_.torus_coord[static_cast<std::size_t>(home)];
       std::size_t dim = cv.size();
       while (dim > 0 && cv[dim - 1] == cs[dim - 1]) --dim;
-      auto crosses = [&](std::uint32_t i) {
-        VertexId u = lv.tied_pool[first + i].second;
-        if (f_.host[u] >= 0) return false;
-        const std::vector<int>& cu = f_.torus_coord[f_.pos[u]];
-        return cu.size() == cv.size() && cu[dim - 1] != cv[dim - 1];
-      };
-      std::uint32_t in_dim = 0;
-      for (std::uint32_t i = 0; i < count && dim > 0; ++i) in_dim += crosses(i) ? 1 : 0;
-      if (in_dim > 0) {
+      if (dim > 0) {
         // Both ways round an even ring (an antipodal pair): the sources of even coordinate there
         // go up (u = v - 1), the odd ones down, the other way for a destination's odd port, so
         // the pairs exchanging across the ring at once load both directions evenly.
@@ -446,14 +438,18 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
         bool go_up = (static_cast<std::uint32_t>(cs[d]) + key) % 2 == 0;
         std::uint32_t pick = count;
         for (std::uint32_t i = 0; i < count; ++i) {
-          if (!crosses(i)) continue;
-          int cu = f_.torus_coord[f_.pos[lv.tied_pool[first + i].second]][d];
-          bool up = cv[d] - cu == 1 || (cv[d] == 0 && cu > 1);
+          VertexId u = lv.tied_pool[first + i].second;
+          if (f_.host[u] >= 0) continue;
+          const std::vector<int>& cu = f_.torus_coord[f_.pos[u]];
+          if (cu.size() != cv.size() || cu[d] == cv[d]) continue;  // not a hop in dimension d
+          bool up = cv[d] - cu[d] == 1 || (cv[d] == 0 && cu[d] > 1);
           if (pick == count || up == go_up) pick = i;
           if (up == go_up) break;
         }
-        first += pick;
-        count = 1;
+        if (pick < count) {
+          first += pick;
+          count = 1;
+        }
       }
     }
     auto [link, u] = lv.tied_pool[first + (key + depth) % count];

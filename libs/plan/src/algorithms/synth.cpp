@@ -188,8 +188,11 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   std::vector<int> rank_of(t.num_vertices(), -1);
   for (int r = 0; r < p; ++r) rank_of[t.rank_vertex(static_cast<topo::Rank>(r))] = r;
   // Host arcs: an arc that is not the route between its ends is the host path (split_routed).
-  topo::Router router(t);
-  auto staged = [&](const synth::SplitGraph::Arc& a) { return host && a.path != router.route(g.nodes[a.from], g.nodes[a.to]).vertices(t); };
+  std::optional<topo::Router> router;
+  if (host) router.emplace(t);
+  auto staged = [&](const synth::SplitGraph::Arc& a) {
+    return router && a.path != router->route(g.nodes[a.from], g.nodes[a.to]).vertices(t);
+  };
   std::vector<std::vector<std::pair<std::vector<int>, std::vector<char>>>> by_root(static_cast<std::size_t>(p));
   bool any_staged = false;
   for (const synth::Tree& tr : pk.trees) {

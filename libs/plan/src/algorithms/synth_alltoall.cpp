@@ -309,7 +309,8 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     double star = hops.empty() && p <= kMaxHostRanks ? synth::host_paths_rate(*t, pairs) : 0;
     PlanInfo per_peer = lay(false), per_link = lay(true);
     bool same_lanes = per_link.params.at("lanes") == per_peer.params.at("lanes");
-    if (same_lanes && star <= 0 && lane_nics(*t, p) < 2) return per_peer;
+    int nics = lane_nics(*t, p);
+    if (same_lanes && star <= 0 && nics < 2) return per_peer;
     double peer_us = simulated_us(GeneratedPlan(per_peer, *make_synth_front()), *t);
     PlanInfo best = per_peer;
     double best_us = peer_us;
@@ -322,16 +323,16 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     // one GPU and two NICs (a torus of such hosts) that NIC, not the fabric, binds. Without the
     // LP's relays (which keep a channel each): going both ways round a ring of 4, the lanes of
     // an antipodal pair through the two NICs split over both directions as relays would.
-    if (int k = lane_nics(*t, p); k > 1 && m >= k) {
+    if (nics > 1 && m >= nics) {
       PlanInfo x = per_peer;
-      x.params["lane_nics"] = std::to_string(k);
+      x.params["lane_nics"] = std::to_string(nics);
       x.params["relays"] = "";
       x.scratch_chunks = 0;
       x.scratch_bytes = 0;
-      std::size_t channels = (static_cast<std::size_t>(x.channels) - hops.size()) * static_cast<std::size_t>(k);
+      std::size_t channels = (static_cast<std::size_t>(x.channels) - hops.size()) * static_cast<std::size_t>(nics);
       if (channels <= 65535) {
         x.channels = static_cast<std::uint16_t>(channels);
-        for (int n = 0; n < k; ++n) x.channel_nics.push_back(static_cast<std::int16_t>(n));
+        for (int n = 0; n < nics; ++n) x.channel_nics.push_back(static_cast<std::int16_t>(n));
         double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t);
         if (us < best_us) best = x, best_us = us;
       }
