@@ -6,6 +6,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/plan/tuning.h"
+#include "simulate_memo.h"
 #include "simulate_symmetry.h"
 
 namespace collkit::plan {
@@ -49,6 +50,7 @@ struct Trial {
   const Bound& bound;
   int& tried;
   std::string fingerprint;  // topo's, hex
+  sim::TimeMemo& memo;
 
   bool run(const Algorithm& a, const AlgoOptions& opt, Candidate& c) {
     std::unique_ptr<Plan> plan = generate(a.name(), req, &topo, opt);
@@ -72,8 +74,19 @@ struct Trial {
                     millions(sim.unfolded_op_budget) + " M for such plans (generate it by name to simulate it)";
       return false;
     }
-    // Only the time is read here (the fold is found above, so simulated_us() is not used).
-    SimResult r = sim::simulate_folded(*plan, topo, time_only(sim), fold);
+    // Only the time is read here (the fold is found above, so simulated_us() is not used): a
+    // plan simulated before in this search (by synth's own search, or at another knob value that
+    // laid the same plan out) is not simulated again.
+    SimResult r;
+    std::string key = sim::TimeMemo::key(*plan, sim);
+    if (std::optional<double> us = memo.find(key)) {
+      r.time_us = *us;
+      r.algbw_gbps = algbw_gbps(req.bytes, r.time_us);
+      r.busbw_gbps = r.algbw_gbps * busbw_factor(req.coll, req.nranks);
+    } else {
+      r = sim::simulate_folded(*plan, topo, time_only(sim), fold);
+      memo.keep(std::move(key), r.time_us);
+    }
     ++tried;
     ++c.tried;
     if (search.on_plan) search.on_plan(tried);
@@ -139,7 +152,10 @@ Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOp
   sim.folds = sim::fold_cache(sim);  // and their symmetry checks shared
   Evaluation ev;
   ev.bound = lower_bound(req, topo);
-  Trial trial{req, topo, sim, search, ev.bound, ev.tried, topo.fingerprint_hex()};
+  // The candidates' simulated times, kept for the search (simulate_memo.h); one already in force
+  // for this topology (a search inside another) is shared.
+  sim::TimeMemo memo(topo);
+  Trial trial{req, topo, sim, search, ev.bound, ev.tried, topo.fingerprint_hex(), *sim::TimeMemo::in_force(topo)};
   auto best_index = [&] {
     ev.best = -1;
     for (std::size_t i = 0; i < ev.candidates.size(); ++i)

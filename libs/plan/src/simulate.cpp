@@ -59,6 +59,7 @@
 #include "collkit/topo/routing.h"
 #include "nic_route.h"
 #include "simulate_internal.h"
+#include "simulate_memo.h"
 #include "simulate_symmetry.h"
 
 namespace collkit::plan {
@@ -1121,7 +1122,13 @@ SimOptions time_only(SimOptions opt) {
 }
 
 double simulated_us(const Plan& plan, const topo::Topology& topo, const SimOptions& opt) {
-  return simulate(plan, topo, time_only(opt)).time_us;
+  sim::TimeMemo* memo = sim::TimeMemo::in_force(topo);
+  std::string key = memo ? sim::TimeMemo::key(plan, opt) : std::string();
+  if (memo)
+    if (std::optional<double> us = memo->find(key)) return *us;
+  double us = simulate(plan, topo, time_only(opt)).time_us;
+  if (memo) memo->keep(std::move(key), us);
+  return us;
 }
 
 }  // namespace collkit::plan

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -33,6 +34,7 @@
 #include "collkit/topo/routing.h"
 #include "common.h"
 #include "nic_route.h"
+#include "simulate_memo.h"
 #include "synth/mcf.h"
 #include "synth/routed.h"
 #include "synth_read.h"
@@ -533,6 +535,10 @@ class SynthFront final : public Algorithm {
   }
 
   PlanInfo layout(const Request& req, const topo::Topology* t, const AlgoOptions& opt) const override {
+    // Its searches lay some plans out more than once (rs-ag's winner is simulated again beside
+    // reduce-bcast's): each simulated once (simulate_memo.h; auto's memo, when in force, shared).
+    std::optional<sim::TimeMemo> memo;
+    if (t) memo.emplace(*t);
     return req.coll == Collective::AlltoAll ? alltoall_layout(req, t, opt) : trees_->layout(req, t, opt);
   }
 
