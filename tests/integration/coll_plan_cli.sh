@@ -119,12 +119,12 @@ expect_eq "$(sed -n 2p "$TMP/si.txt")" "  trees: k = 7 from root 3 (7 in all); d
 expect_eq "$(sed -n 3p "$TMP/si.txt")" "  pipeline: 4 chunks per tree" "synth-info: broadcast's pipeline"
 "$plan" generate --topo "$TMP/a100.json" --coll allgather --size 1M --algo synth -o "$TMP/sg1.json" >/dev/null
 "$plan" synth-info "$TMP/sg1.json" --topo "$TMP/a100.json" >"$TMP/si.txt"
-expect_eq "$(sed -n 2p "$TMP/si.txt")" "  trees: k = 1 per rank (8 in all); depth deepest 1, mean 1.00; fan-out most 7, mean 7.00" \
+expect_eq "$(sed -n 2p "$TMP/si.txt")" "  trees: k = 4 per rank (32 in all); depth deepest 1, mean 1.00; fan-out most 7, mean 7.00" \
   "synth-info: allgather's trees"
 expect_eq "$(grep -c '^on dgx-a100: simulated [0-9.]* us  bound 2.77 us  gap ' "$TMP/si.txt")" 1 "synth-info: time and bound"
 expect_eq "$(grep -c '^    optimal over every link: *47.36 GB/s *2.77 us  simulated ' "$TMP/si.txt")" 1 "synth-info: optimum"
 expect_eq "$(grep -c '^    optimal over the routed links: *42.86 GB/s *3.06 us  simulated ' "$TMP/si.txt")" 1 "synth-info: routed optimum"
-expect_eq "$(grep -c '^    packed, k = 1: *42.86 GB/s' "$TMP/si.txt")" 1 "synth-info: packed rate"
+expect_eq "$(grep -c '^    packed, k = 4: *42.86 GB/s' "$TMP/si.txt")" 1 "synth-info: packed rate"
 "$plan" generate --topo "$TMP/a100.json" --coll allreduce --size 1M --algo synth -o "$TMP/sr1.json" >/dev/null
 expect_eq "$("$plan" synth-info "$TMP/sr1.json" | sed -n 2p)" "  allreduce as rs-ag (ReduceScatter up every rank's trees, AllGather down them)" \
   "synth-info: allreduce's form"

@@ -63,6 +63,10 @@ constexpr int kMaxAutoSymRanks = 256;
 /// 1.54 x at 64 MiB; docs/synth.md, "auto").
 constexpr int kMaxAutoRootedRanks = 1024;
 constexpr int kDefaultPipeline = 16;
+/// The fewest chunks a tree laid out when --pipeline is not given: small messages want few, large
+/// ones many (the depth costs (d + m - 1) / m). `auto` once tried this and kDeepPipeline on top of
+/// synth's own search; at 64 KiB 4 chunks beat 16 by 12-79% (one and two hosts of the presets).
+constexpr int kShallowPipeline = 4;
 /// The other pipeline every rank's trees are laid out with when --pipeline is not given.
 constexpr int kDeepPipeline = 64;
 /// Chains round Hamiltonian cycles (relay.h) are tried with this many chunks too.
@@ -82,6 +86,8 @@ constexpr std::uint64_t kMinDeeperChunk = 16384;
 /// 3 and 6 are there for links of unlike bandwidths: DGX-1's six NVLinks a GPU (150 GB/s in, 7
 /// roots) hold 3 trees a root exactly, 21.43 GB/s, where 1, 2 and 4 reach 16.7, 20.0 and 20.0.
 constexpr std::int64_t kTreeCounts[] = {1, 2, 3, 4, 6, 8};
+/// Trees a root every rank's trees are also laid out with up to kMaxAutoRanks (trees_to_try).
+constexpr std::int64_t kKnobTrees[] = {1, 2, 4};
 /// Trees a root packed over routes and host paths together (Arcs::Host), where that packing is
 /// more than kHostArcGain above the routed trees' rate. Fewer pack too coarsely to use the PCIe
 /// links beside NVLink (dgx-h100 x1: 69.2 GB/s at k = 2, 72.0 at 4 and 8, of the bound's 73.3;
@@ -650,12 +656,11 @@ class SynthAlgorithm final : public Algorithm {
     }
   }
 
-  /// None beyond kMaxAutoRanks: the symmetric and by-rails layouts choose their fan-out and
-  /// pipeline by simulating them already, and each knob value would lay all of them out again.
-  std::vector<Knob> knobs(const Request& req, const topo::Topology*) const override {
-    if (req.nranks > kMaxAutoRanks) return {};
-    return {{"channels", {"0", "1", "2", "4"}}, {"pipeline", {"0", "4", "64"}}};
-  }
+  /// None: every layout chooses its trees a root, fan-out and chunks by simulating them already
+  /// (fastest_pipeline, fastest_rooted, fastest_symmetric), over the values auto's knobs tried
+  /// (channels 1, 2, 4; pipeline 4, 64), and each knob value would lay them out again. What auto
+  /// chooses, `--algo synth` makes again.
+  std::vector<Knob> knobs(const Request&, const topo::Topology*) const override { return {}; }
 
   bool supports(const Request& req, const topo::Topology* t, std::string* why) const override {
     auto no = [&](std::string w) {
@@ -1275,7 +1280,7 @@ class SynthAlgorithm final : public Algorithm {
     // (4x4x2 torus: 10 s of it).
     bool relay_optimal = relay_at_optimum(req, t, opt, allreduce, allreduce_root);
     for (std::int64_t k : trees_to_try(req, t, opt))
-      for (int m : {kDefaultPipeline, kDeepPipeline, kDeeperPipeline})
+      for (int m : {kShallowPipeline, kDefaultPipeline, kDeepPipeline, kDeeperPipeline})
         // Up to kMaxAutoRanks the trees are also split over any walks (arcs=walks), as they all were
         // before routed arcs, and kept where they simulate faster: on 2 x dgx-h100 with one NIC's
         // link failed (docs/shell.md) the routed trees' AllReduce took 2397 us, the walks' 1879.
@@ -1400,7 +1405,14 @@ class SynthAlgorithm final : public Algorithm {
   /// Trees per root laid out for every rank's trees: --channels, or tree_counts (one or two).
   static std::vector<std::int64_t> trees_to_try(const Request& req, const topo::Topology& t, const AlgoOptions& opt) {
     if (opt.channels > 0) return {opt.channels};
-    return tree_counts(synth::routed_links(t, req.nranks), req.nranks);
+    std::vector<std::int64_t> ks = tree_counts(synth::routed_links(t, req.nranks), req.nranks);
+    // Up to kMaxAutoRanks also the counts `auto` once searched as a knob on top of this search:
+    // fewer trees than the rate asks for mean larger messages, more a rate the counts within 5%
+    // leave (dgx1-v100 x2 ReduceScatter 1 GiB: 2 trees a root 4.5% faster than tree_counts' 1).
+    if (req.nranks <= kMaxAutoRanks)
+      for (std::int64_t k : kKnobTrees)
+        if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(k);
+    return ks;
   }
 
   /// The rate of rooted_host_share's chain from `root`: synth::host_paths_rate over its arcs (two GPUs
@@ -1528,8 +1540,10 @@ class SynthAlgorithm final : public Algorithm {
                    int allreduce_root) const {
     if (shape(req, allreduce, allreduce_root, 1, 1).root >= 0) return;
     std::vector<int> ks{opt.channels}, ms{opt.pipeline};
-    if (opt.channels <= 0) ks = {1, 2};
-    if (opt.pipeline <= 0) ms = {kDefaultPipeline, kDeepPipeline};
+    // Up to kMaxAutoRanks also 4 trees a root and 4 chunks a tree, as auto's knobs once tried (2
+    // x dgx-a100 AllReduce 16 MiB: 4 trees a root 0.65% faster than 1 or 2).
+    if (opt.channels <= 0) ks = req.nranks <= kMaxAutoRanks ? std::vector<int>{1, 2, 4} : std::vector<int>{1, 2};
+    if (opt.pipeline <= 0) ms = {kShallowPipeline, kDefaultPipeline, kDeepPipeline};
     if (synthesise(t, req.nranks, ks.front(), -1, Arcs::Relay).trees.empty()) return;  // no neighbour graph
     // Chains round Hamiltonian cycles only where no host holds two ranks (the tori of one GPU a
     // host they are for): on the presets' two hosts they never won, and their 5 layouts (with
@@ -1634,7 +1648,7 @@ class SynthAlgorithm final : public Algorithm {
         for (std::int64_t k : tree_counts(synth::routed_links(t, req.nranks), req.nranks, shape(req, allreduce, allreduce_root, 1, 1).root))
           if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(static_cast<int>(k));
     }
-    if (opt.pipeline <= 0) ms = {kDefaultPipeline, 64, 128};
+    if (opt.pipeline <= 0) ms = {kShallowPipeline, kDefaultPipeline, 64, 128};
     Fastest best(*this, t, 0);
     offer_root_chains(best, req, t, opt);
     // Broadcast and Reduce on hosts of one size: the pieces-per-rail trees (synth::rooted_trees),
