@@ -204,25 +204,11 @@ void alltoall(const Request& req, const Topology& t, std::uint64_t fp, Bound& b)
 void rooted(const Request& req, const Topology& t, Bound& b) {
   VertexId root = t.rank_vertex(static_cast<topo::Rank>(req.root));
   bool reduce = req.coll == Collective::Reduce;
-  FlowNet net(t);
-  double inf = FlowNet::unbounded(total_bw(t));
-  std::vector<char> done(t.num_vertices(), 0);
-  done[root] = 1;
-  double worst = std::numeric_limits<double>::infinity();
-  VertexId worst_v = root;
-  for (int r = 0; r < req.nranks; ++r) {
-    VertexId v = t.rank_vertex(static_cast<topo::Rank>(r));
-    if (done[v]) continue;
-    done[v] = 1;
-    std::vector<double> src(t.num_vertices(), 0.0), dst(t.num_vertices(), 0.0);
-    src[reduce ? v : root] = inf;
-    dst[reduce ? root : v] = inf;
-    double f = net.run(1.0, src, dst);
-    if (f < worst) {
-      worst = f;
-      worst_v = v;
-    }
-  }
+  std::vector<VertexId> ranks;
+  for (int r = 0; r < req.nranks; ++r) ranks.push_back(t.rank_vertex(static_cast<topo::Rank>(r)));
+  LeastFlow least = least_flow(t, root, ranks, reduce);
+  double worst = least.gbps;
+  VertexId worst_v = least.at;
   if (worst_v == root) return;
   b.bandwidth_us = static_cast<double>(req.bytes) / worst * kUsPerByteGbps;
   std::string rootname = "root rank " + std::to_string(req.root) + " (" + t.vertex(root).id + ")";

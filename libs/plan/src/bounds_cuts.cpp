@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <queue>
 #include <set>
 #include <string_view>
 
@@ -320,6 +322,60 @@ RankCut max_ratio_cut(const Topology& t, int p, std::uint64_t fingerprint) {
 
 RankCut min_rank_cut(const Topology& t, int p, std::uint64_t fingerprint) {
   return memoised(t, p, fingerprint, [](const Topology& g, const std::vector<double>& w) { return search_min_rank_cut(g, w); });
+}
+
+namespace {
+
+// Per vertex, the largest bottleneck (narrowest link's bandwidth) of a path from `from` to it
+// (infinite at `from`, 0 where no path leads): a flow that path alone carries.
+std::vector<double> widest_paths(const Topology& t, topo::VertexId from) {
+  std::vector<double> w(t.num_vertices(), 0.0);
+  w[from] = std::numeric_limits<double>::infinity();
+  std::priority_queue<std::pair<double, topo::VertexId>> heap;
+  heap.emplace(w[from], from);
+  while (!heap.empty()) {
+    auto [b, u] = heap.top();
+    heap.pop();
+    if (b < w[u]) continue;
+    for (const topo::Adjacent& a : t.adjacent(u)) {
+      double through = std::min(b, t.link(a.link).bw_gbps);
+      if (through > w[a.peer]) {
+        w[a.peer] = through;
+        heap.emplace(through, a.peer);
+      }
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+LeastFlow least_flow(const Topology& t, topo::VertexId from, const std::vector<topo::VertexId>& to, bool into) {
+  LeastFlow out;
+  out.gbps = std::numeric_limits<double>::infinity();
+  out.at = from;
+  FlowNet net(t);
+  double inf = FlowNet::unbounded(total_bw(t));
+  std::vector<double> at_least(t.num_vertices(), 0.0);  // what the paths from vertices done show
+  std::vector<char> done(t.num_vertices(), 0);
+  done[from] = 1;
+  for (topo::VertexId v : to) {
+    if (done[v]) continue;
+    done[v] = 1;
+    if (at_least[v] >= out.gbps) continue;
+    std::vector<double> src(t.num_vertices(), 0.0), dst(t.num_vertices(), 0.0);
+    src[into ? v : from] = inf;
+    dst[into ? from : v] = inf;
+    double f = net.run(1.0, src, dst);
+    ++out.flows;
+    if (f < out.gbps) {
+      out.gbps = f;
+      out.at = v;
+    }
+    std::vector<double> w = widest_paths(t, v);
+    for (std::size_t x = 0; x < w.size(); ++x) at_least[x] = std::max(at_least[x], std::min(f, w[x]));
+  }
+  return out;
 }
 
 }  // namespace collkit::plan::bounds

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
+#include <random>
 
 #include "algorithms/common.h"
 #include "bounds_internal.h"
@@ -391,4 +393,52 @@ TEST_CASE("bounds: the smallest cut between two rank vertices is exact") {
     }
   }
   CHECK(checked == 9);
+}
+
+TEST_CASE("bounds: the least flow from a root skips ranks a path shows no lower, and finds what every max flow finds") {
+  // Against one max flow per rank, both ways, on presets whose hosts a switch joins (most ranks
+  // skipped), DGX-1's cube-mesh (paths of unlike links) and copies with a random fifth of the
+  // links at 1/8 to 2 x their bandwidth (the least flow anywhere).
+  std::mt19937_64 rng(20261206);
+  int checked = 0, skipped = 0;
+  for (auto [node, hosts] : {std::pair{"dgx-h100", 4}, {"dgx1-v100", 2}, {"mi300x", 2}, {"pcie-8gpu", 2}})
+    for (int variant = 0; variant < 3; ++variant) {
+      collkit::topo::Topology t = collkit::topo::synth({node, hosts, ""});
+      if (variant > 0) {
+        std::uniform_real_distribution<double> u(0, 1), f(0.125, 2);
+        for (std::size_t l = 0; l < t.num_links(); ++l)
+          if (u(rng) < 0.2) t.mutable_link(static_cast<collkit::topo::LinkId>(l)).bw_gbps *= f(rng);
+      }
+      std::vector<collkit::topo::VertexId> ranks;
+      for (std::size_t r = 0; r < t.num_ranks(); ++r) ranks.push_back(t.rank_vertex(static_cast<collkit::topo::Rank>(r)));
+      bounds::FlowNet net(t);
+      double inf = bounds::FlowNet::unbounded(bounds::total_bw(t));
+      for (bool into : {false, true})
+        for (collkit::topo::VertexId root : {ranks.front(), ranks[ranks.size() / 2 + 1]}) {
+          CAPTURE(node);
+          CAPTURE(variant);
+          CAPTURE(into);
+          double least = std::numeric_limits<double>::infinity();
+          std::vector<double> flow(t.num_vertices(), 0.0);
+          for (collkit::topo::VertexId v : ranks) {
+            if (v == root) continue;
+            std::vector<double> src(t.num_vertices(), 0.0), dst(t.num_vertices(), 0.0);
+            src[into ? v : root] = inf;
+            dst[into ? root : v] = inf;
+            flow[v] = net.run(1.0, src, dst);
+            least = std::min(least, flow[v]);
+          }
+          bounds::LeastFlow got = bounds::least_flow(t, root, ranks, into);
+          CHECK(got.gbps == doctest::Approx(least).epsilon(1e-9));
+          // The witness has the least flow (of ranks whose flows tie but for rounding, maybe
+          // another than the first the loop above finds).
+          CHECK(got.at != root);
+          CHECK(flow[got.at] == doctest::Approx(least).epsilon(1e-9));
+          CHECK(got.flows <= static_cast<int>(ranks.size()) - 1);
+          skipped += static_cast<int>(ranks.size()) - 1 - got.flows;
+          ++checked;
+        }
+    }
+  CHECK(checked == 48);
+  CHECK(skipped > checked * 4);  // most ranks of a host are reached over its switch
 }

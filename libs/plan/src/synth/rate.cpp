@@ -85,17 +85,12 @@ Rate broadcast_rate(const topo::Topology& t, int p, int root) {
   Rate r;
   r.per_root_gbps = std::numeric_limits<double>::infinity();
   std::vector<double> w = bounds::rank_weights(t, p);
-  topo::VertexId from = t.rank_vertex(static_cast<topo::Rank>(root));
-  bounds::FlowNet net(t);
-  double inf = bounds::FlowNet::unbounded(bounds::total_bw(t));
-  for (std::size_t v = 0; v < w.size(); ++v) {
-    if (w[v] <= 0 || v == from) continue;
-    std::vector<double> src(w.size(), 0), dst(w.size(), 0);
-    src[from] = inf;
-    dst[v] = inf;
-    r.per_root_gbps = std::min(r.per_root_gbps, net.run(1.0, src, dst));
-    ++r.flows;
-  }
+  std::vector<topo::VertexId> ranks;
+  for (std::size_t v = 0; v < w.size(); ++v)
+    if (w[v] > 0) ranks.push_back(static_cast<topo::VertexId>(v));
+  bounds::LeastFlow least = bounds::least_flow(t, t.rank_vertex(static_cast<topo::Rank>(root)), ranks, false);
+  r.per_root_gbps = least.gbps;
+  r.flows = least.flows;
   if (std::isinf(r.per_root_gbps)) return r;
   r.cut_gbps = r.per_root_gbps;
   r.cut_ranks = 1;
