@@ -240,6 +240,28 @@ RankCut search_max_ratio_cut(const Topology& t, const std::vector<double>& w) {
   return best;
 }
 
+// Per vertex, the largest bottleneck (narrowest link's bandwidth) of a path from `from` to it
+// (infinite at `from`, 0 where no path leads): a flow that path alone carries.
+std::vector<double> widest_paths(const Topology& t, topo::VertexId from) {
+  std::vector<double> w(t.num_vertices(), 0.0);
+  w[from] = std::numeric_limits<double>::infinity();
+  std::priority_queue<std::pair<double, topo::VertexId>> heap;
+  heap.emplace(w[from], from);
+  while (!heap.empty()) {
+    auto [b, u] = heap.top();
+    heap.pop();
+    if (b < w[u]) continue;
+    for (const topo::Adjacent& a : t.adjacent(u)) {
+      double through = std::min(b, t.link(a.link).bw_gbps);
+      if (through > w[a.peer]) {
+        w[a.peer] = through;
+        heap.emplace(through, a.peer);
+      }
+    }
+  }
+  return w;
+}
+
 /// min over vertex sets S holding some but not all ranks of B+(S): every such S separates the
 /// first rank vertex r0 from some other rank vertex t, so it is the least of the max flows from
 /// r0 to each t (exact up to floating point), after the cuts that cost no max flow (each rank
@@ -286,10 +308,16 @@ RankCut search_min_rank_cut(const Topology& t, const std::vector<double>& w) {
   double finite = total_bw(t);
   std::vector<double> src(n, 0.0), dst(n, 0.0);
   src[ranked.front()] = FlowNet::unbounded(finite);
+  // A rank vertex whose flow from r0 a path from one already done shows to be no lower than the
+  // best cut so far is skipped, as least_flow does (on hosts a switch joins, one max flow a host).
+  std::vector<double> at_least(n, 0.0);
   for (std::size_t k = 1; k < ranked.size(); ++k) {
+    if (!best.in.empty() && at_least[ranked[k]] >= best.out_gbps) continue;
     dst[ranked[k]] = FlowNet::unbounded(finite);
     double flow = net.run(1.0, src, dst);
     dst[ranked[k]] = 0;
+    std::vector<double> wide = widest_paths(t, ranked[k]);
+    for (std::size_t x = 0; x < n; ++x) at_least[x] = std::max(at_least[x], std::min(flow, wide[x]));
     if (!better(flow * (1 + 1e-12))) continue;
     std::vector<char> in = net.source_side(1e-12 * std::max(1.0, finite));
     RankCut c{in, weight(w, in), leaving(t, in)};
@@ -323,32 +351,6 @@ RankCut max_ratio_cut(const Topology& t, int p, std::uint64_t fingerprint) {
 RankCut min_rank_cut(const Topology& t, int p, std::uint64_t fingerprint) {
   return memoised(t, p, fingerprint, [](const Topology& g, const std::vector<double>& w) { return search_min_rank_cut(g, w); });
 }
-
-namespace {
-
-// Per vertex, the largest bottleneck (narrowest link's bandwidth) of a path from `from` to it
-// (infinite at `from`, 0 where no path leads): a flow that path alone carries.
-std::vector<double> widest_paths(const Topology& t, topo::VertexId from) {
-  std::vector<double> w(t.num_vertices(), 0.0);
-  w[from] = std::numeric_limits<double>::infinity();
-  std::priority_queue<std::pair<double, topo::VertexId>> heap;
-  heap.emplace(w[from], from);
-  while (!heap.empty()) {
-    auto [b, u] = heap.top();
-    heap.pop();
-    if (b < w[u]) continue;
-    for (const topo::Adjacent& a : t.adjacent(u)) {
-      double through = std::min(b, t.link(a.link).bw_gbps);
-      if (through > w[a.peer]) {
-        w[a.peer] = through;
-        heap.emplace(through, a.peer);
-      }
-    }
-  }
-  return w;
-}
-
-}  // namespace
 
 LeastFlow least_flow(const Topology& t, topo::VertexId from, const std::vector<topo::VertexId>& to, bool into) {
   LeastFlow out;
