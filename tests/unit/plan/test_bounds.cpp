@@ -401,9 +401,15 @@ TEST_CASE("bounds: the least flow from a root skips ranks a path shows no lower,
   // links at 1/8 to 2 x their bandwidth (the least flow anywhere).
   std::mt19937_64 rng(20261206);
   int checked = 0, skipped = 0;
-  for (auto [node, hosts] : {std::pair{"dgx-h100", 4}, {"dgx1-v100", 2}, {"mi300x", 2}, {"pcie-8gpu", 2}})
+  struct Preset {
+    const char* node;
+    int hosts;
+  };
+  for (Preset preset : {Preset{"dgx-h100", 4}, Preset{"dgx1-v100", 2}, Preset{"mi300x", 2}, Preset{"pcie-8gpu", 2}})
     for (int variant = 0; variant < 3; ++variant) {
-      collkit::topo::Topology t = collkit::topo::synth({node, hosts, ""});
+      // A named member, not a structured binding: clang 14 cannot capture one (CAPTURE's lambda).
+      const char* node = preset.node;
+      collkit::topo::Topology t = collkit::topo::synth({node, preset.hosts, ""});
       if (variant > 0) {
         std::uniform_real_distribution<double> u(0, 1), f(0.125, 2);
         for (std::size_t l = 0; l < t.num_links(); ++l)
