@@ -240,27 +240,38 @@ RankCut search_max_ratio_cut(const Topology& t, const std::vector<double>& w) {
   return best;
 }
 
-// Per vertex, the largest bottleneck (narrowest link's bandwidth) of a path from `from` to it
-// (infinite at `from`, 0 where no path leads): a flow that path alone carries.
-std::vector<double> widest_paths(const Topology& t, topo::VertexId from) {
-  std::vector<double> w(t.num_vertices(), 0.0);
-  w[from] = std::numeric_limits<double>::infinity();
-  std::priority_queue<std::pair<double, topo::VertexId>> heap;
-  heap.emplace(w[from], from);
-  while (!heap.empty()) {
-    auto [b, u] = heap.top();
-    heap.pop();
-    if (b < w[u]) continue;
-    for (const topo::Adjacent& a : t.adjacent(u)) {
-      double through = std::min(b, t.link(a.link).bw_gbps);
-      if (through > w[a.peer]) {
-        w[a.peer] = through;
-        heap.emplace(through, a.peer);
+// What the max flows found so far show of the others' (least_flow's argument, bounds_internal.h):
+// per vertex, a flow from the common source that it has at least.
+class FlowFloor {
+ public:
+  explicit FlowFloor(const Topology& t) : t_(t), at_least_(t.num_vertices(), 0.0) {}
+  double at_least(topo::VertexId v) const { return at_least_[v]; }
+  /// v's flow is f: every vertex that a path from v reaches has at least the smaller of f and the
+  /// path's narrowest link (the widest such path, found as Dijkstra's with max-min for sum-min).
+  void found(topo::VertexId v, double f) {
+    std::vector<double> w(t_.num_vertices(), 0.0);
+    w[v] = f;
+    std::priority_queue<std::pair<double, topo::VertexId>> heap;
+    heap.emplace(f, v);
+    while (!heap.empty()) {
+      auto [b, u] = heap.top();
+      heap.pop();
+      if (b < w[u]) continue;
+      for (const topo::Adjacent& a : t_.adjacent(u)) {
+        double through = std::min(b, t_.link(a.link).bw_gbps);
+        if (through > w[a.peer]) {
+          w[a.peer] = through;
+          heap.emplace(through, a.peer);
+        }
       }
     }
+    for (std::size_t x = 0; x < w.size(); ++x) at_least_[x] = std::max(at_least_[x], w[x]);
   }
-  return w;
-}
+
+ private:
+  const Topology& t_;
+  std::vector<double> at_least_;
+};
 
 /// min over vertex sets S holding some but not all ranks of B+(S): every such S separates the
 /// first rank vertex r0 from some other rank vertex t, so it is the least of the max flows from
@@ -310,14 +321,13 @@ RankCut search_min_rank_cut(const Topology& t, const std::vector<double>& w) {
   src[ranked.front()] = FlowNet::unbounded(finite);
   // A rank vertex whose flow from r0 a path from one already done shows to be no lower than the
   // best cut so far is skipped, as least_flow does (on hosts a switch joins, one max flow a host).
-  std::vector<double> at_least(n, 0.0);
+  FlowFloor floor(t);
   for (std::size_t k = 1; k < ranked.size(); ++k) {
-    if (!best.in.empty() && at_least[ranked[k]] >= best.out_gbps) continue;
+    if (!best.in.empty() && floor.at_least(ranked[k]) >= best.out_gbps) continue;
     dst[ranked[k]] = FlowNet::unbounded(finite);
     double flow = net.run(1.0, src, dst);
     dst[ranked[k]] = 0;
-    std::vector<double> wide = widest_paths(t, ranked[k]);
-    for (std::size_t x = 0; x < n; ++x) at_least[x] = std::max(at_least[x], std::min(flow, wide[x]));
+    floor.found(ranked[k], flow);
     if (!better(flow * (1 + 1e-12))) continue;
     std::vector<char> in = net.source_side(1e-12 * std::max(1.0, finite));
     RankCut c{in, weight(w, in), leaving(t, in)};
@@ -358,13 +368,13 @@ LeastFlow least_flow(const Topology& t, topo::VertexId from, const std::vector<t
   out.at = from;
   FlowNet net(t);
   double inf = FlowNet::unbounded(total_bw(t));
-  std::vector<double> at_least(t.num_vertices(), 0.0);  // what the paths from vertices done show
+  FlowFloor floor(t);
   std::vector<char> done(t.num_vertices(), 0);
   done[from] = 1;
   for (topo::VertexId v : to) {
     if (done[v]) continue;
     done[v] = 1;
-    if (at_least[v] >= out.gbps) continue;
+    if (floor.at_least(v) >= out.gbps) continue;
     std::vector<double> src(t.num_vertices(), 0.0), dst(t.num_vertices(), 0.0);
     src[into ? v : from] = inf;
     dst[into ? from : v] = inf;
@@ -374,8 +384,7 @@ LeastFlow least_flow(const Topology& t, topo::VertexId from, const std::vector<t
       out.gbps = f;
       out.at = v;
     }
-    std::vector<double> w = widest_paths(t, v);
-    for (std::size_t x = 0; x < w.size(); ++x) at_least[x] = std::max(at_least[x], std::min(f, w[x]));
+    floor.found(v, f);
   }
   return out;
 }

@@ -336,7 +336,8 @@ TEST_CASE("synth host arcs: trees packed over the routes and host paths at once,
     auto plan = generate("synth", req, &t, {});
     const PlanInfo& info = plan->info();
     if (!c.arcs) {
-      // A share through host memory beside the routed trees, faster than those trees alone.
+      // A share through host memory beside the routed trees, faster than those trees alone: the
+      // simulator's predictions on the model topology (deterministic), not clock readings.
       CHECK(info.params.count("host_chunks"));
       CHECK(info.params.count("host_arcs") == 0);
       AlgoOptions routed_opt;
