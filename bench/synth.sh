@@ -65,9 +65,9 @@ row() {
   # shape: k and depth of the trees, or the LP's relays
   local shape
   shape=$(awk '/^  trees: /{sub(/^  trees: /,""); sub(/; fan-out.*/,""); s=$0} /^  allreduce as /{f=$3} /^  relays: /{sub(/^  relays: /,""); sub(/;.*/,""); s="relays " $0} /^  host share: /{h="; host share " $3 " of " $7 " chunks " ($0 ~ /each block/ ? "a block" : "a root")} /^  host arcs: /{h="; host arcs " $3 " of " $7} END{print (f ? f ", " : "") s h}' "$tmp/info.txt")
-  # the simulated time over the optimum of routed sends (the rate over the links routes take)
+  # the simulated time over the optimum of routed sends (the rate over the links routes take; AlltoAll: the flow LP's)
   local routed
-  routed=$(awk '/optimal over (the routed links|routes via its NICs|routes \+ host paths):|(routed links|links between ranks) \+ host paths:/{r=$(NF-1)} END{print (r ? r : "-")}' "$tmp/info.txt")
+  routed=$(awk '/optimal over (the routed links|routes via its NICs|routes \+ host paths):|(routed links|links between ranks) \+ host paths:|over the LP optimum/{r=$(NF-1)} END{print (r ? r : "-")}' "$tmp/info.txt")
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$coll" "$sim" "${best:--}" "$best_algo" "-" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b - a}')" "$shape" "$routed" \
     | awk -F'\t' 'BEGIN{OFS="\t"} {split($3, s, " "); print $1, $2, s[1], s[2], s[3], $4, $5, $7, $8, $9}' >>"$tmp/$table.tsv"
 }
@@ -131,7 +131,7 @@ o.append(f"Written by `bench/synth.sh` on {datetime.date.today()} (commit {commi
          "Shape: from `coll-plan synth-info` (trees per root k, depth deepest and mean; AllReduce's form; "
          "AlltoAll's relayed paths). Synth / routed optimum: `synth-info`'s simulated time over the time at the optimal rate "
          "over the links rank-to-rank routes take, the least any plan of routed sends can be over (for a plan whose channels name their NIC, the routes through each of those NICs; for a plan with a host share or host arcs, the routed links plus the paths staged through host memory, or where its trees keep to the links joining two ranks, those links plus the host paths; AllReduce: two phases "
-         "at it; AlltoAll: none).\n")
+         "at it; AlltoAll: the maximum concurrent flow LP over the routes through any NIC of the two hosts, the paths staged through host memory on one host and relays through one rank, every path a plan of sends may take).\n")
 table("main", ["topology", "collective", "bound (us)", "synth / bound", "synth / routed optimum", "best classic / bound", "synthesis (s)", "shape"],
       lambda r: [r["name"], r["coll"], f"{float(r['b']):.0f}", ratio(r["t"], r["b"]), r["routed"], f"{ratio(r['best'], r['b'])} ({r['best_algo']})",
                  r["secs"], r["shape"]],

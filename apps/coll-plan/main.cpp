@@ -117,7 +117,7 @@ void print_flow_lp(const plan::Plan& p, double time_us, const std::string& file,
   if (!p.info().params.count("lp_us")) return;
   plan::SynthInfo s = collkit::naming_file(file, [&] { return plan::synth_info(p, nullptr, {}); });
   if (!(s.lp_us > 0)) return;
-  out << fmt::format("  flow LP optimum {} us ({} GB/s per pair over the ranks' routes)  gap {:.1f}%\n", us(s.lp_us),
+  out << fmt::format("  flow LP optimum {} us ({} GB/s per pair: routes through any NIC, host paths, relays)  gap {:.1f}%\n", us(s.lp_us),
                      s.lp_gbps > 0 ? p.info().params.at("lp_gbps") : "?", 100.0 * (time_us - s.lp_us) / s.lp_us);
 }
 

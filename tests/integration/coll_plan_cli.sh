@@ -31,7 +31,7 @@ done
 
 # synth AlltoAll: the flow LP's optimum beside the bound (dgx-h100 x2: the NICs bind, 6.25 GB/s a pair).
 "$plan" generate --topo "$TMP/t.json" --coll alltoall --size 1G --algo synth -o "$TMP/a2a.json" >"$TMP/a2a.txt"
-expect_eq "$(grep -c "^  flow LP optimum 10737.42 us (6.25 GB/s per pair over the ranks' routes)  gap " "$TMP/a2a.txt")" 1 \
+expect_eq "$(grep -c "^  flow LP optimum 10737.42 us (6.25 GB/s per pair: routes through any NIC, host paths, relays)  gap " "$TMP/a2a.txt")" 1 \
   "synth alltoall: LP optimum printed"
 "$plan" verify "$TMP/a2a.json" >/dev/null && ok "synth alltoall verifies" || bad "synth alltoall verify"
 
@@ -129,7 +129,7 @@ expect_eq "$(grep -c '^    packed, k = 4: *42.86 GB/s' "$TMP/si.txt")" 1 "synth-
 expect_eq "$("$plan" synth-info "$TMP/sr1.json" | sed -n 2p)" "  allreduce as rs-ag (ReduceScatter up every rank's trees, AllGather down them)" \
   "synth-info: allreduce's form"
 "$plan" synth-info "$TMP/a2a.json" --topo "$TMP/t.json" >"$TMP/si.txt"
-expect_eq "$(sed -n 2,3p "$TMP/si.txt")" "  LP optimum 6.25 GB/s per pair over the ranks' routes: 10737.42 us
+expect_eq "$(sed -n 2,3p "$TMP/si.txt")" "  LP optimum 6.25 GB/s per pair (routes through any NIC, host paths, relays): 10737.42 us
   relays: 0 paths through 0 ranks, 0 of 15360 chunks (0.0%); 64 chunks per block" "synth-info: alltoall's LP"
 expect_eq "$(grep -c '^  over the LP optimum (10737.42 us): 1.0[0-9]* x$' "$TMP/si.txt")" 1 "synth-info: alltoall over its LP"
 expect_fail 2 "coll-plan: error: $TMP/r4.json: not a synthesised plan (algorithm ring); synth-info reads plans made by --algo synth" \

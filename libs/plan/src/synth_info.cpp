@@ -145,7 +145,8 @@ std::string describe_synth_info(const SynthInfo& s) {
                   s.topo_name.empty() ? "" : ", made for " + s.topo_name, a2a ? "maximum concurrent flow LP" : "packed spanning trees");
   if (a2a) {
     if (s.lp_gbps > 0)
-      o += fmt::format("  LP optimum {} GB/s per pair over the ranks' routes: {} us\n", fmt::format("{:.4g}", s.lp_gbps), us(s.lp_us));
+      o += fmt::format("  LP optimum {} GB/s per pair (routes through any NIC, host paths, relays): {} us\n",
+                       fmt::format("{:.4g}", s.lp_gbps), us(s.lp_us));
     double pair_chunks = static_cast<double>(req.nranks) * (req.nranks - 1) * s.chunks;
     o += fmt::format("  relays: {} paths through {} ranks, {} of {} chunks ({:.1f}%); {} chunks per block\n", s.relayed_paths,
                      s.relay_ranks, s.relayed_chunks, static_cast<long long>(pair_chunks),

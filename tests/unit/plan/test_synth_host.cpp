@@ -22,6 +22,7 @@
 #include "nic_route.h"
 #include "plan/plan_testing.h"
 #include "plan/sim_topologies.h"
+#include "synth/mcf.h"
 
 using namespace collkit::plan;
 using collkit::plan::testing::make_vertex;
@@ -210,9 +211,10 @@ TEST_CASE("synth host share: one root's trees and a chain through host memory re
 }
 
 TEST_CASE("synth host share: AlltoAll sends the last chunks of each block through host memory, beyond the LP over routes") {
-  // The flow LP keeps to the routes (the NVSwitch, 40 GB/s a GPU: 13.33 a pair); the last h of
-  // each block's chunks go straight staged through host memory (10.5 a pair over the PCIe links),
-  // so the plan beats the LP's time and nears the bound's (71.5 GB/s a GPU).
+  // The flow LP over the routes keeps to the NVSwitch (40 GB/s a GPU: 13.33 a pair); the last h
+  // of each block's chunks go straight staged through host memory (10.5 a pair over the PCIe
+  // links), so the plan beats that LP's time and nears the bound's (71.5 GB/s a GPU). The
+  // optimum the plan states (lp_us) is the LP with the host paths too: no plan beats it.
   topo::Topology t = nvlink_and_pcie();
   Request req{Collective::AlltoAll, std::uint64_t{1} << 30, 4, 0};
   auto plan = generate("synth", req, &t, {});
@@ -222,10 +224,20 @@ TEST_CASE("synth host share: AlltoAll sends the last chunks of each block throug
   CHECK(h > 0);
   CHECK(h < m);
   CHECK(std::count(info.channel_paths.begin(), info.channel_paths.end(), ChannelPath::Host) == 4 * 3);
-  double lp = std::stod(info.params.at("lp_us")), bound = lower_bound(req, t).time_us(), us = simulate(*plan, t).time_us;
-  MESSAGE("AlltoAll: " << us / bound << " x the bound, " << us / lp << " x the LP over routes, host chunks " << h << " of " << m);
-  CHECK(us < 0.8 * lp);
+  double bound = lower_bound(req, t).time_us(), us = simulate(*plan, t).time_us;
+  double block = static_cast<double>(req.bytes / 4) * 1e-3;  // us at 1 GB/s
+  double routes_lp = block / synth::max_concurrent_flow(t, 4).rate_gbps, lp = std::stod(info.params.at("lp_us"));
+  MESSAGE("AlltoAll: " << us / bound << " x the bound, " << us / routes_lp << " x the LP over routes, " << us / lp
+                       << " x the LP with host paths, host chunks " << h << " of " << m);
+  CHECK(routes_lp == doctest::Approx(block / (40.0 / 3)).epsilon(1e-6));
+  CHECK(us < 0.8 * routes_lp);
+  CHECK(lp < 0.8 * routes_lp);
+  CHECK(lp >= bound * (1 - 1e-6));
+  CHECK(us >= lp * (1 - 1e-6));
   CHECK(us >= bound * (1 - 1e-6));
+  synth::ConcurrentFlow host_lp = synth::max_concurrent_flow(t, 4, {.host_paths = true});
+  CHECK(host_lp.paths == 4 * 3);                                            // one host path a pair
+  CHECK(synth::max_concurrent_flow(t, 4, {.every_nic = true}).paths == 0);  // one host: no NIC path
   CHECK(verify(*plan).ok);
   CHECK(describe_synth_info(synth_info(*plan, &t, {})).find(" of each block's " + std::to_string(m) + " chunks (its last)") !=
         std::string::npos);

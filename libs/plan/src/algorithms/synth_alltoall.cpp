@@ -62,15 +62,15 @@ struct Hop {
   int s, via, d, first, count;
 };
 
-/// The flow LP for the first p ranks of t, memoised per (topology, p): `auto` lays a plan out once
-/// per knob value. GLPK is not shared between threads, so one solve runs at a time.
-synth::ConcurrentFlow flow_for(const topo::Topology& t, int p) {
+/// The flow LP for the first p ranks of t, memoised per (topology, p, paths): `auto` lays a plan
+/// out once per knob value. GLPK is not shared between threads, so one solve runs at a time.
+synth::ConcurrentFlow flow_for(const topo::Topology& t, int p, const synth::FlowPaths& also = {}) {
   static std::mutex mu;
-  static std::map<std::pair<std::uint64_t, int>, synth::ConcurrentFlow> memo;
+  static std::map<std::tuple<std::uint64_t, int, bool, bool>, synth::ConcurrentFlow> memo;
   std::lock_guard lock(mu);
-  auto key = std::make_pair(t.fingerprint(), p);
+  auto key = std::make_tuple(t.fingerprint(), p, also.every_nic, also.host_paths);
   if (auto it = memo.find(key); it != memo.end()) return it->second;
-  return memo.emplace(key, synth::max_concurrent_flow(t, p)).first->second;
+  return memo.emplace(key, synth::max_concurrent_flow(t, p, also)).first->second;
 }
 
 /// The LP's relayed shares as whole chunks of m: per commodity, the largest remainders of
@@ -261,7 +261,11 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
   info.req = req;
   std::vector<Hop> hops;
   if (p > 1) {
-    synth::ConcurrentFlow f = flow_for(*t, p);
+    // The relays come from the LP over the routes; the optimum the plan is held to ("lp_gbps",
+    // "lp_us") is the LP over every path its sends may take: the routes, through any NIC of the
+    // two hosts, staged through host memory on one host, or relayed through a rank. The layouts
+    // below take some of them (lane_nics, host_chunks, relays), none all at once.
+    synth::ConcurrentFlow f = flow_for(*t, p), widest = flow_for(*t, p, {.every_nic = true, .host_paths = true});
     // Rounding is to a chunk of a block; no chunk smaller than an element, and by default none
     // below kMinChunkBytes, where a message's overhead outweighs a finer split.
     auto elems = static_cast<std::int64_t>(block / req.elem_bytes);
@@ -270,9 +274,9 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     int m = static_cast<int>(std::clamp<std::int64_t>(want, 1, std::max<std::int64_t>(elems, 1)));
     hops = round_relays(f.relays, m);
     info.params["pipeline"] = std::to_string(m);
-    if (std::isfinite(f.rate_gbps)) {
-      info.params["lp_gbps"] = format_number(f.rate_gbps);
-      info.params["lp_us"] = format_number(static_cast<double>(block) / f.rate_gbps * bounds::kUsPerByteGbps);
+    if (std::isfinite(widest.rate_gbps)) {
+      info.params["lp_gbps"] = format_number(widest.rate_gbps);
+      info.params["lp_us"] = format_number(static_cast<double>(block) / widest.rate_gbps * bounds::kUsPerByteGbps);
     }
     info.in_chunks = info.out_chunks = static_cast<std::uint32_t>(p * m);
     int slots = scratch_slots(hops, p).second;
@@ -518,7 +522,8 @@ class SynthFront final : public Algorithm {
   std::string_view name() const override { return trees_->name(); }
 
   std::string_view formula(Collective c) const override {
-    if (c == Collective::AlltoAll) return "(n/p)/lambda*: the maximum concurrent flow over the ranks' routes, one relay at most";
+    if (c == Collective::AlltoAll)
+      return "(n/p)/lambda*: the maximum concurrent flow over the ranks' routes (through any NIC, or host memory), one relay at most";
     return trees_->formula(c);
   }
 

@@ -26,7 +26,7 @@ struct SynthInfo {
   int chunks = 0;          ///< chunks per tree (pipeline); AlltoAll: chunks per block
   std::string allreduce;   ///< AllReduce: "rs-ag" or "reduce-bcast"
   // AlltoAll: the flow LP.
-  double lp_gbps = 0;      ///< lambda*, per pair over the ranks' routes (0: not recorded)
+  double lp_gbps = 0;      ///< lambda*, per pair over every path a plan's sends may take (0: not recorded)
   double lp_us = 0;        ///< a block over lambda*
   int relayed_paths = 0;   ///< (source, relay, destination) paths with chunks on them
   int relay_ranks = 0;     ///< distinct ranks that relay
