@@ -723,6 +723,11 @@ class Simulator {
   void lay_out_queue_routes() {
     queue_route_at_.resize(net_.routes.size());
     queue_routes_.clear();
+    // Its size exactly, once: growing by doubling copied it (a million routes: 15% of a pairwise
+    // AllGather's simulation on 1024 ranks) and touched each new block's pages afresh.
+    std::size_t slots = net_.routes.size();
+    for (const Route& r : net_.routes) slots += r.count;
+    queue_routes_.reserve(slots);
     for (std::size_t k = 0; k < net_.routes.size(); ++k) {
       const Route& r = net_.routes[k];
       queue_route_at_[k] = static_cast<std::uint32_t>(queue_routes_.size());

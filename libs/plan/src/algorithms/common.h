@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers shared by the algorithm files: building ops, reading params.
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -95,6 +96,19 @@ inline bool symmetric_chunks(const PlanInfo& info) {
   return true;
 }
 
+/// The shift of every rank one place on (r -> r + 1 mod p), channels fixed: a symmetry of plans
+/// whose rank r talks to r + s and r - s at the place rank 0 talks to s and -s, on the same
+/// channel, with chunks even enough (symmetric_chunks()); none for fewer than 2 ranks.
+inline std::vector<SymmetryAxis> shift_axes(const PlanInfo& info) {
+  int p = info.req.nranks;
+  if (p < 2 || !symmetric_chunks(info)) return {};
+  SymmetryAxis a;
+  a.order = p;
+  for (int r = 0; r < p; ++r) a.rank.push_back((r + 1) % p);
+  for (int c = 0; c < std::max<int>(1, info.channels); ++c) a.channel.push_back(c);
+  return {a};
+}
+
 /// A rank permutation decoded: at[i] is the rank at position i, pos[r] the position of rank r.
 struct Order {
   std::vector<int> at, pos;
@@ -102,7 +116,7 @@ struct Order {
 /// param_order() and its inverse, decoded once and shared: a plan expands every rank's program
 /// from the same PlanInfo, and decoding a 16k-rank order (and searching it) for each of them made
 /// expanding all programs quadratic in ranks. The last few orders are kept per thread, each found
-/// again by comparing its text, so a changed parameter is never served stale.
+/// again by its text (hash, then the text itself), so a changed parameter is never served stale.
 std::shared_ptr<const Order> shared_order(const PlanInfo& info, const std::string& key, int n);
 
 }  // namespace collkit::plan::algo

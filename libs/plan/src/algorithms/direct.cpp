@@ -79,6 +79,13 @@ class DirectAlgorithm final : public Algorithm {
     return info;
   }
 
+  // Rank r sends to r + s and receives from r - s on lane (s - 1) mod lanes, as rank 0 does to
+  // s and -s: the shift of every rank one place on is a symmetry (not of the rooted ones).
+  std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
+    if (info.req.coll == Collective::Broadcast || info.req.coll == Collective::Reduce) return {};
+    return shift_axes(info);
+  }
+
   std::vector<Op> program(const PlanInfo& info, int r) const override {
     int p = info.req.nranks;
     int channels = param_int(info, "channels", 1);
