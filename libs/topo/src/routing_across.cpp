@@ -160,6 +160,32 @@ const std::vector<Label>& FabricTables::shortest(VertexId entry, double level) {
 AcrossHosts::AcrossHosts(FabricTables& f, const NicAffinity& aff, VertexId src, bool use_tables)
     : f_(f), aff_(aff), t_(f.t), src_(src), home_(f.host[src]), use_tables_(use_tables) {}
 
+std::vector<AcrossHosts::Local>& AcrossHosts::spare() {
+  thread_local std::vector<Local> kept;
+  return kept;
+}
+
+void AcrossHosts::reuse(Local& l) {
+  std::vector<Local>& kept = spare();
+  if (kept.empty()) return;
+  l = std::move(kept.back());
+  kept.pop_back();
+}
+
+AcrossHosts::~AcrossHosts() {
+  // Enough for a source's far hosts on a few thousand hosts; beyond, freed as before.
+  constexpr std::size_t kMostKept = 8192;
+  std::vector<Local>& kept = spare();
+  auto keep = [&](std::unordered_map<std::uint64_t, Local>& far) {
+    for (auto& entry : far) {
+      if (kept.size() >= kMostKept) return;
+      kept.push_back(std::move(entry.second));
+    }
+  };
+  keep(far_w_);
+  for (Level& lv : levels_) keep(lv.far);
+}
+
 bool AcrossHosts::entry_ok(VertexId y, int set) const {
   if (!f_.nic[y] || set < 0) return true;
   const auto& allowed = aff_.sets[static_cast<std::size_t>(set)];
@@ -287,6 +313,7 @@ double AcrossHosts::bottleneck(VertexId dst) {
 const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set, VertexId dst) {
   auto [it, fresh] = far_w_.try_emplace(far_key(h, set));
   Local& l = it->second;
+  if (fresh) reuse(l);
   if (!fresh && (l.complete || l.settled[f_.pos[dst]])) return l;
   // A new one stops at dst; one stopped before dst is searched again, to the end.
   const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
@@ -355,6 +382,7 @@ AcrossHosts::Level& AcrossHosts::level(double level) {
 const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set, VertexId dst) {
   auto [it, fresh] = lv.far.try_emplace(far_key(h, set));
   Local& l = it->second;
+  if (fresh) reuse(l);
   if (!fresh && (l.complete || l.settled[f_.pos[dst]])) return l;
   // A new one stops at dst; one stopped before dst is searched again, to the end.
   const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
