@@ -55,23 +55,28 @@ std::vector<int> param_order(const PlanInfo& info, const std::string& key, int n
 
 std::shared_ptr<const Order> shared_order(const PlanInfo& info, const std::string& key, int n) {
   struct Entry {
+    std::size_t hash;
     std::string text;
     int n;
     std::shared_ptr<const Order> order;
   };
-  constexpr std::size_t kKept = 4;
+  // Enough for a ring of 32 channels, each with an order of its own (ring_for asks for every
+  // channel's in turn, rank after rank); the text's hash is compared first, so a lookup reads
+  // the whole text only where it is found.
+  constexpr std::size_t kKept = 64;
   thread_local std::vector<Entry> kept;
   auto it = info.params.find(key);
   const std::string none;
   const std::string& text = it == info.params.end() ? none : it->second;
+  std::size_t hash = std::hash<std::string>{}(text);
   for (const Entry& e : kept)
-    if (e.n == n && e.text == text) return e.order;
+    if (e.hash == hash && e.n == n && e.text == text) return e.order;
   auto order = std::make_shared<Order>();
   order->at = param_order(info, key, n);
   order->pos.assign(static_cast<std::size_t>(n), 0);
   for (int i = 0; i < n; ++i) order->pos[static_cast<std::size_t>(order->at[static_cast<std::size_t>(i)])] = i;
   if (kept.size() == kKept) kept.erase(kept.begin());
-  kept.push_back({text, n, order});
+  kept.push_back({hash, text, n, order});
   return order;
 }
 

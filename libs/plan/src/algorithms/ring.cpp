@@ -26,10 +26,18 @@ namespace {
 using namespace algo;
 
 struct Ring {
-  int C = 1;               // channels of the plan
-  std::vector<int> order;  // position -> rank
-  int pos = 0;             // this rank's position
-  int next = 0, prev = 0;  // ranks
+  int C = 1;                         // channels of the plan
+  int p = 1;                         // ranks
+  std::shared_ptr<const Order> ord;  // the channel's order param, decoded once per plan (shared_order)
+  bool reversed = false;             // run backwards (a bidirectional ring's odd channels)
+  int shift = 0;                     // then rotated: position q reads the reversed order at q + shift
+  int pos = 0;                       // this rank's position
+  int next = 0, prev = 0;            // ranks
+  /// The rank at position q.
+  int at(int q) const {
+    if (!reversed) return ord->at[static_cast<std::size_t>(q)];
+    return ord->at[static_cast<std::size_t>(p - 1 - (q + shift + p) % p)];
+  }
 };
 
 Ring ring_for(const PlanInfo& info, int rank, int channel, bool reversed) {
@@ -37,17 +45,17 @@ Ring ring_for(const PlanInfo& info, int rank, int channel, bool reversed) {
   std::string key = "order" + std::to_string(channel);
   Ring r;
   r.C = param_int(info, "channels", 1);
-  r.order = param_order(info, info.params.count(key) ? key : "order", p);
-  if (reversed) {
-    std::reverse(r.order.begin(), r.order.end());
-    // A chain keeps its ends when reversed: Broadcast starts at the root, Reduce ends there.
-    if (info.req.coll == Collective::Broadcast) std::rotate(r.order.begin(), r.order.end() - 1, r.order.end());
-    if (info.req.coll == Collective::Reduce) std::rotate(r.order.begin(), r.order.begin() + 1, r.order.end());
-  }
-  for (int q = 0; q < p; ++q)
-    if (r.order[static_cast<std::size_t>(q)] == rank) r.pos = q;
-  r.next = r.order[static_cast<std::size_t>((r.pos + 1) % p)];
-  r.prev = r.order[static_cast<std::size_t>((r.pos + p - 1) % p)];
+  r.p = p;
+  r.ord = shared_order(info, info.params.count(key) ? key : "order", p);
+  r.reversed = reversed;
+  // A chain keeps its ends when reversed: Broadcast starts at the root (the reversed order turned
+  // one place right), Reduce ends there (one place left).
+  if (reversed && info.req.coll == Collective::Broadcast) r.shift = -1;
+  if (reversed && info.req.coll == Collective::Reduce) r.shift = 1;
+  int forward = r.ord->pos[static_cast<std::size_t>(rank)];
+  r.pos = reversed ? ((p - 1 - forward - r.shift) % p + p) % p : forward;
+  r.next = r.at((r.pos + 1) % p);
+  r.prev = r.at((r.pos + p - 1) % p);
   return r;
 }
 
@@ -376,7 +384,7 @@ class RingAlgorithm final : public Algorithm {
       auto rename = [&](ChunkRef& x) {
         if (x.buf == Buf::Output) return;
         int q = static_cast<int>(x.chunk) / (C * k), j = static_cast<int>(x.chunk) % k;
-        x.chunk = slice(C, c, k, r.order[static_cast<std::size_t>(q)], j);
+        x.chunk = slice(C, c, k, r.at(q), j);
       };
       if (o.type != OpType::Recv) rename(o.src);
       if (o.type != OpType::Send) rename(o.dst);
@@ -385,7 +393,7 @@ class RingAlgorithm final : public Algorithm {
   }
 
   static void all_gather(std::vector<Op>& ops, const Ring& r, int p, int c, int C, int k, std::uint16_t ch) {
-    auto slot = [&](int q, int j) { return slice(C, c, k, r.order[static_cast<std::size_t>(q)], j); };
+    auto slot = [&](int q, int j) { return slice(C, c, k, r.at(q), j); };
     for (int j = 0; j < k; ++j) ops.push_back(copy(in(local(c, k, j)), out(slot(r.pos, j)), 1, ch));
     ag_phase(ops, r, p, k, ch, slot, [&](int j) { return in(local(c, k, j)); });
   }
