@@ -279,12 +279,24 @@ constexpr int kRootedFanouts[] = {1, 2};
 /// a tenth): on 4 x dgx1-v100, whose NICs are each shared by two GPUs, they simulate at 3.4 x the
 /// bound where the packing gives 1.04. Where so, the packing (up to kMaxRanks) is tried too, and
 /// auto does not weigh synth beyond kMaxAutoRanks (the packing takes seconds there).
+/// Memoised per (topology, p, root): it does not depend on the size or on which of the two rooted
+/// collectives asks, and at 1024 GPUs it takes seconds (the routes of every pair for the rate over
+/// the routed links), which every size of a sweep and every question of a shell paid again.
 bool rails_fall_short(const topo::Topology& t, int p, int root) {
+  static std::mutex mu;
+  static std::map<std::tuple<std::uint64_t, int, int>, bool> memo;
+  auto key = std::make_tuple(t.fingerprint(), p, root);
+  {
+    std::lock_guard lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
   double rails = 0;
   for (bool chain : {true, false})
     for (int fan : kRootedFanouts)
       if (auto trees = synth::rooted_trees(t, p, root, fan, nullptr, chain)) rails = std::max(rails, synth::routed_tree_rate(t, *trees));
-  return rails < 0.9 * synth::broadcast_rate(synth::routed_links(t, p), p, root).per_root_gbps;
+  bool short_of = rails < 0.9 * synth::broadcast_rate(synth::routed_links(t, p), p, root).per_root_gbps;
+  std::lock_guard lock(mu);
+  return memo.emplace(key, short_of).first->second;
 }
 /// Chunks per tree of rooted_trees beyond kMaxRanks (without --pipeline): each of these up to
 /// kSymSearchRanks, the fastest as simulated kept; beyond, the largest whose plan has at most
