@@ -99,11 +99,13 @@ class PairSet {
     for (std::size_t a = 0; a < short_.size(); ++a) {
       Short& s = short_[a];
       int* first = s.peer;
-      int* last = s.peer + s.n;
-      if (s.n > kShort) {
+      int* last = s.peer;
+      if (s.n > kShort) {  // (s.peer + s.n would point past the array's end)
         std::vector<int>& v = long_[static_cast<int>(a)];
         first = v.data();
         last = v.data() + v.size();
+      } else {
+        last = s.peer + s.n;
       }
       std::sort(first, last);
       for (const int* b = first; b != last; ++b) out.emplace_back(static_cast<int>(a), *b);
