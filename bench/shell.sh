@@ -9,6 +9,11 @@
 #   asked again   the first question again (the session keeps every answer per topology);
 #   edit + diff   `scale type infiniband bw 0.5` then `diff` (the unedited side is kept);
 #   CLI           `coll-plan sweep -b 1G -e 1G` on the same file: load and compare in a new process.
+# Then, at 1024 GPUs, a first `compare` of each collective at 1 GiB and 1 MiB (session less its
+# load), and `compare broadcast 1G` then `compare reduce 1G`, `compare allgather 1G` then
+# `compare alltoall 1G` (the second question's time: what the session kept for the first),
+# in CPU seconds (user + system, medians; the machine is shared), beside the same for
+# COLLKIT_BASELINE_BIN's build when given, run alternately with this one.
 # Each figure is the median of COLLKIT_BENCH_REPEATS runs (default 3; 1 for 16384 GPUs, where one
 # compare runs for tens of seconds). Two cores are shared with whatever else runs.
 #
@@ -40,6 +45,16 @@ timed() {
   median "${all[@]}"
 }
 
+# cpu BIN_DIR SESSION_LINES...: CPU seconds (user + system) of one shell session.
+cpu() {
+  local dir=$1
+  shift
+  printf '%s\n' "$@" >"$tmp/session.txt"
+  /usr/bin/time -f '%U %S' -o "$tmp/time.txt" "$dir/coll-plan" shell --strict <"$tmp/session.txt" >/dev/null 2>"$tmp/session.err" ||
+    { cat "$tmp/session.err" >&2; exit 1; }
+  awk '{print $1 + $2}' "$tmp/time.txt"
+}
+
 rows=()
 for nodes in 128 2048; do
   gpus=$((nodes * 8))
@@ -67,6 +82,37 @@ for nodes in 128 2048; do
     "$(echo "$cli / ($one - $load)" | bc -l)" "$best")")
 done
 
+# Each collective at 1024 GPUs, CPU seconds of the question (the session less its load).
+coll_rows=()
+topo="$tmp/h100x128.json"
+base=${COLLKIT_BASELINE_BIN:-}
+for q in "allreduce 1G" "allgather 1G" "reducescatter 1G" "alltoall 1G" "broadcast 1G" "reduce 1G" \
+  "allreduce 1M" "allgather 1M" "reducescatter 1M" "alltoall 1M" "broadcast 1M" "reduce 1M" "broadcast 1G|reduce 1G" \
+  "allgather 1G|alltoall 1G"; do
+  echo "shell.sh: 1024 GPUs, compare $q" >&2
+  first=${q%%|*}
+  second=${q#*|}
+  lines=("load $topo" "compare $first")
+  less=("load $topo")
+  if [ "$second" != "$q" ]; then
+    less=("${lines[@]}")
+    lines+=("compare $second")
+  fi
+  new=() old=()
+  for _ in $(seq "$reps"); do
+    new+=("$(echo "$(cpu "$bin" "${lines[@]}") - $(cpu "$bin" "${less[@]}")" | bc -l)")
+    [ -z "$base" ] || old+=("$(echo "$(cpu "$base" "${lines[@]}") - $(cpu "$base" "${less[@]}")" | bc -l)")
+  done
+  n=$(median "${new[@]}")
+  what="compare ${q/|/, then compare }"
+  if [ -n "$base" ]; then
+    o=$(median "${old[@]}")
+    coll_rows+=("$(printf '| %s | %.2f | %.2f | %.2f |' "$what" "$o" "$n" "$(echo "$n / $o" | bc -l)")")
+  else
+    coll_rows+=("$(printf '| %s | %.2f |' "$what" "$n")")
+  fi
+done
+
 {
   echo "# coll-plan shell: answer times"
   echo
@@ -81,6 +127,19 @@ done
   echo "under 5 s at 16384, after the first load. \"asked again\" and the unedited side of \"diff\""
   echo "come from the session's memory; a new question pays the planner's simulations, which at"
   echo "16384 GPUs are most of the time (the routes, kept, are not)."
+  echo
+  echo "## Each collective at 1024 GPUs (CPU seconds of the question, medians of $reps)"
+  echo
+  if [ -n "$base" ]; then
+    echo "Baseline: \`$base\`; this build: \`$bin\`, run alternately."
+    echo
+    echo "| question (after load) | baseline | this build | this / baseline |"
+    echo "| --- | --- | --- | --- |"
+  else
+    echo "| question (after load) | CPU s |"
+    echo "| --- | --- |"
+  fi
+  printf '%s\n' "${coll_rows[@]}"
   if [ -n "${COLLKIT_BASELINE_BIN:-}" ]; then
     echo
     echo "## CPU seconds against the baseline"
