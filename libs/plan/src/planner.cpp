@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <optional>
 
 #include "collkit/core/error.h"
 #include "collkit/plan/tuning.h"
@@ -154,7 +155,7 @@ Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOp
   ev.bound = lower_bound(req, topo);
   // The candidates' simulated times, kept for the search (simulate_memo.h); one already in force
   // for this topology (a search inside another) is shared.
-  sim::TimeMemo memo(topo);
+  sim::TimeMemo memo(topo, sim);
   Trial trial{req, topo, sim, search, ev.bound, ev.tried, topo.fingerprint_hex(), *sim::TimeMemo::in_force(topo)};
   auto best_index = [&] {
     ev.best = -1;
@@ -257,6 +258,9 @@ std::unique_ptr<Plan> plan_for(std::string_view name, const Request& req, const 
     return std::move(ev.candidates[static_cast<std::size_t>(ev.best)].plan);
   }
   if (topo) check_fits(req, *topo);  // before generating: a ring orders the topology's ranks
+  // A layout that simulates plans of its own to choose among (synth) does so under `sim`.
+  std::optional<sim::TimeMemo> memo;
+  if (topo) memo.emplace(*topo, sim);
   auto plan = generate(name, req, topo, opt);
   if (topo) {
     PlanInfo& info = plan->mutable_info();

@@ -26,6 +26,14 @@ TimeMemo::TimeMemo(const topo::Topology& topo) : topo_(&topo), outer_(t_memo) {
   installed_ = true;
 }
 
+TimeMemo::TimeMemo(const topo::Topology& topo, const SimOptions& search) : TimeMemo(topo) { search_ = &search; }
+
+SimOptions search_options(const topo::Topology& topo) {
+  TimeMemo* memo = TimeMemo::in_force(topo);
+  if (!memo || !memo->search_) return {};
+  return time_only(*memo->search_);  // its route and fold caches, and its progress (a shell's Ctrl-C), too
+}
+
 TimeMemo::~TimeMemo() {
   if (installed_) t_memo = outer_;
 }

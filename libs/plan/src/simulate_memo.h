@@ -23,6 +23,11 @@ namespace collkit::plan::sim {
 class TimeMemo {
  public:
   explicit TimeMemo(const topo::Topology& topo);
+  /// The same, for a search whose candidates are simulated with `search` (kept by address: the
+  /// search outlives the memo): layouts that search among plans of their own (synth) simulate
+  /// them with those options (search_options()), so that they keep the plan fastest under the
+  /// link model and overheads the user asked for.
+  TimeMemo(const topo::Topology& topo, const SimOptions& search);
   ~TimeMemo();
   TimeMemo(const TimeMemo&) = delete;
   TimeMemo& operator=(const TimeMemo&) = delete;
@@ -37,11 +42,18 @@ class TimeMemo {
   std::size_t hits() const { return hits_; }
 
  private:
+  friend SimOptions search_options(const topo::Topology& topo);
   const topo::Topology* topo_;
+  const SimOptions* search_ = nullptr;
   TimeMemo* outer_;
   bool installed_ = false;
   std::unordered_map<std::string, double> times_;
   mutable std::size_t hits_ = 0;
 };
+
+/// The options of the search in force on this thread for `topo` (the memo in force, when it was
+/// made with them: evaluate(), plan_for()), as a time-only simulation reads them; the defaults
+/// when none. What a layout's own search simulates its candidates with.
+SimOptions search_options(const topo::Topology& topo);
 
 }  // namespace collkit::plan::sim

@@ -76,3 +76,39 @@ TEST_CASE("simulate memo: auto's search answers repeats from its memo, and choos
     }
   CHECK(checked >= 5);
 }
+
+TEST_CASE("simulate memo: a search's options reach the layouts that search plans of their own") {
+  topo::Topology t = topo::synth({"dgx-h100", 1, ""});
+  SimOptions fair;
+  fair.model = LinkModel::MaxMin;
+  fair.per_message_us = 0.5;
+  // No memo in force: the defaults; one made with options: those, as a time-only run reads them.
+  CHECK(sim::search_options(t).model == LinkModel::Queue);
+  {
+    sim::TimeMemo memo(t, fair);
+    SimOptions seen = sim::search_options(t);
+    CHECK(seen.model == LinkModel::MaxMin);
+    CHECK(seen.per_message_us == 0.5);
+    CHECK_FALSE(seen.critical_path);
+    CHECK(seen.top_links == 0);
+    topo::Topology other = topo::synth({"dgx-h100", 2, ""});
+    CHECK(sim::search_options(other).model == LinkModel::Queue);  // another topology
+  }
+  CHECK(sim::search_options(t).model == LinkModel::Queue);
+  // synth's AlltoAll chooses its host share by simulating: under MaxMin it keeps the share that
+  // MaxMin finds fastest (7 of 64 chunks, 1859.77 us), not the one Queue does (6, 1892.40 us
+  // under both). Asked for with MaxMin, by name and through auto, it is never slower under MaxMin.
+  fair.per_message_us = 0;
+  Request req{Collective::AlltoAll, std::uint64_t{1} << 30, 8, 0};
+  auto queue_plan = plan_for("synth", req, &t, {}, SimOptions{});
+  auto fair_plan = plan_for("synth", req, &t, {}, fair);
+  double queue_plan_fair = simulate(*queue_plan, t, fair).time_us, fair_plan_fair = simulate(*fair_plan, t, fair).time_us;
+  MESSAGE("dgx-h100 AlltoAll 1 GiB under MaxMin: Queue's choice " << queue_plan_fair << " us, MaxMin's " << fair_plan_fair << " us");
+  CHECK(fair_plan_fair < queue_plan_fair * (1 - 1e-3));
+  CHECK(fair_plan->info().params.at("host_chunks") != queue_plan->info().params.at("host_chunks"));
+  CHECK(fair_plan->info().predicted_us == doctest::Approx(fair_plan_fair).epsilon(1e-12));
+  Evaluation ev = evaluate(req, t, {}, fair);
+  REQUIRE(ev.best >= 0);
+  const Candidate& best = ev.candidates[static_cast<std::size_t>(ev.best)];
+  CHECK(best.time_us <= fair_plan_fair * (1 + 1e-9));
+}

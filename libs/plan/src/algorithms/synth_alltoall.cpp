@@ -317,11 +317,11 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     bool same_lanes = per_link.params.at("lanes") == per_peer.params.at("lanes");
     int nics = lane_nics(*t, p);
     if (same_lanes && star <= 0 && nics < 2) return per_peer;
-    double peer_us = simulated_us(GeneratedPlan(per_peer, *make_synth_front()), *t);
+    double peer_us = simulated_us(GeneratedPlan(per_peer, *make_synth_front()), *t, sim::search_options(*t));
     PlanInfo best = per_peer;
     double best_us = peer_us;
     if (!same_lanes) {
-      double link_us = simulated_us(GeneratedPlan(per_link, *make_synth_front()), *t);
+      double link_us = simulated_us(GeneratedPlan(per_link, *make_synth_front()), *t, sim::search_options(*t));
       if (link_us < peer_us) best = per_link, best_us = link_us;
     }
     // Across hosts of several NICs each, a lane per peer through each NIC in turn (lane_nics):
@@ -339,7 +339,7 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
       if (channels <= 65535) {
         x.channels = static_cast<std::uint16_t>(channels);
         for (int n = 0; n < nics; ++n) x.channel_nics.push_back(static_cast<std::int16_t>(n));
-        double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t);
+        double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t, sim::search_options(*t));
         if (us < best_us) best = x, best_us = us;
       }
     }
@@ -358,7 +358,7 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
         x.channels = static_cast<std::uint16_t>(channels);
         x.channel_paths.assign(routed, ChannelPath::Route);
         x.channel_paths.resize(channels, ChannelPath::Host);
-        double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t);
+        double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t, sim::search_options(*t));
         if (us < best_us) best = x, best_us = us;
       }
     }
