@@ -1126,6 +1126,8 @@ SimOptions time_only(SimOptions opt) {
   return opt;
 }
 
+double simulated_us(const Plan& plan, const topo::Topology& topo) { return simulated_us(plan, topo, sim::search_options(topo)); }
+
 double simulated_us(const Plan& plan, const topo::Topology& topo, const SimOptions& opt) {
   sim::TimeMemo* memo = sim::TimeMemo::in_force(topo);
   std::string key = memo ? sim::TimeMemo::key(plan, opt) : std::string();

@@ -34,7 +34,6 @@
 #include "collkit/plan/simulate.h"
 #include "common.h"
 #include "nic_route.h"
-#include "simulate_memo.h"
 #include "synth/rate.h"
 #include "synth/relay.h"
 #include "synth/routed.h"
@@ -747,10 +746,7 @@ class SynthAlgorithm final : public Algorithm {
       return fastest_symmetric(req, *t, opt);
     if (both) {
       PlanInfo sym = fastest_symmetric(req, *t, opt), general = lay_general(req, *t, opt);
-      return simulated_us(GeneratedPlan(general, *this), *t, sim::search_options(*t)) <
-                     simulated_us(GeneratedPlan(sym, *this), *t, sim::search_options(*t))
-                 ? general
-                 : sym;
+      return simulated_us(GeneratedPlan(general, *this), *t) < simulated_us(GeneratedPlan(sym, *this), *t) ? general : sym;
     }
     return lay_general(req, *t, opt);
   }
@@ -775,8 +771,7 @@ class SynthAlgorithm final : public Algorithm {
     int root = best_root(t, p);
     PlanInfo spread = lay(req, t, opt, kRsAg, -1);
     PlanInfo rooted = lay(req, t, opt, kReduceBcast, root);
-    double a = simulated_us(GeneratedPlan(spread, *this), t, sim::search_options(t)),
-           b = simulated_us(GeneratedPlan(rooted, *this), t, sim::search_options(t));
+    double a = simulated_us(GeneratedPlan(spread, *this), t), b = simulated_us(GeneratedPlan(rooted, *this), t);
     return b < a ? rooted : spread;
   }
 
@@ -1266,7 +1261,7 @@ class SynthAlgorithm final : public Algorithm {
     Fastest(const SynthAlgorithm& algo, const topo::Topology& t, double min_gain) : algo_(algo), t_(t), min_gain_(min_gain) {}
     /// Simulates `info`, kept if the fastest so far; returns its time.
     double offer(PlanInfo info) {
-      double us = simulated_us(GeneratedPlan(info, algo_), t_, sim::search_options(t_));
+      double us = simulated_us(GeneratedPlan(info, algo_), t_);
       if (best_us_ == 0 || us < best_us_ * (1 - min_gain_)) {
         best_ = std::move(info);
         best_us_ = us;

@@ -264,8 +264,10 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     // The relays come from the LP over the routes; the optimum the plan is held to ("lp_gbps",
     // "lp_us") is the LP over every path its sends may take: the routes, through any NIC of the
     // two hosts, staged through host memory on one host, or relayed through a rank. The layouts
-    // below take some of them (lane_nics, host_chunks, relays), none all at once.
-    synth::ConcurrentFlow f = flow_for(*t, p), widest = flow_for(*t, p, {.every_nic = true, .host_paths = true});
+    // below take some of them (lane_nics, host_chunks, relays), none all at once. Where no other
+    // path is offered the two LPs are one, solved once.
+    synth::ConcurrentFlow widest = flow_for(*t, p, {.every_nic = true, .host_paths = true});
+    synth::ConcurrentFlow f = widest.paths == 0 ? widest : flow_for(*t, p);
     // Rounding is to a chunk of a block; no chunk smaller than an element, and by default none
     // below kMinChunkBytes, where a message's overhead outweighs a finer split.
     auto elems = static_cast<std::int64_t>(block / req.elem_bytes);
@@ -317,11 +319,11 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     bool same_lanes = per_link.params.at("lanes") == per_peer.params.at("lanes");
     int nics = lane_nics(*t, p);
     if (same_lanes && star <= 0 && nics < 2) return per_peer;
-    double peer_us = simulated_us(GeneratedPlan(per_peer, *make_synth_front()), *t, sim::search_options(*t));
+    double peer_us = simulated_us(GeneratedPlan(per_peer, *make_synth_front()), *t);
     PlanInfo best = per_peer;
     double best_us = peer_us;
     if (!same_lanes) {
-      double link_us = simulated_us(GeneratedPlan(per_link, *make_synth_front()), *t, sim::search_options(*t));
+      double link_us = simulated_us(GeneratedPlan(per_link, *make_synth_front()), *t);
       if (link_us < peer_us) best = per_link, best_us = link_us;
     }
     // Across hosts of several NICs each, a lane per peer through each NIC in turn (lane_nics):
@@ -339,7 +341,7 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
       if (channels <= 65535) {
         x.channels = static_cast<std::uint16_t>(channels);
         for (int n = 0; n < nics; ++n) x.channel_nics.push_back(static_cast<std::int16_t>(n));
-        double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t, sim::search_options(*t));
+        double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t);
         if (us < best_us) best = x, best_us = us;
       }
     }
@@ -358,7 +360,7 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
         x.channels = static_cast<std::uint16_t>(channels);
         x.channel_paths.assign(routed, ChannelPath::Route);
         x.channel_paths.resize(channels, ChannelPath::Host);
-        double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t, sim::search_options(*t));
+        double us = simulated_us(GeneratedPlan(x, *make_synth_front()), *t);
         if (us < best_us) best = x, best_us = us;
       }
     }

@@ -90,7 +90,12 @@ SimResult simulate(const Plan& plan, const topo::Topology& topo, const SimOption
 SimOptions time_only(SimOptions opt);
 
 /// simulate()'s time alone, under time_only(opt): what a search's candidate simulations read.
-double simulated_us(const Plan& plan, const topo::Topology& topo, const SimOptions& opt = {});
+double simulated_us(const Plan& plan, const topo::Topology& topo, const SimOptions& opt);
+/// The same under the options of the search in force on this thread for `topo` (the link model
+/// and overheads `evaluate()` or `plan_for()` was asked for, with its route and fold caches;
+/// simulate_memo.h), the defaults outside one: what a layout that simulates plans of its own to
+/// choose among (synth) reads, so that it keeps the plan fastest under the options asked for.
+double simulated_us(const Plan& plan, const topo::Topology& topo);
 
 /// Whether `plan`'s working set on some rank vertex (its ranks' input, output and scratch) is
 /// larger than the topology's calibrated last-level cache (topo::Calibration::cache_bytes): the
