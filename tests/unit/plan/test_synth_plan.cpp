@@ -398,14 +398,17 @@ TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs
   CHECK(algorithm("synth").supports(req, &t, &why));
   CHECK_FALSE(algorithm("synth").in_auto(req, &t, &why));
   CHECK(why ==
-        "auto weighs synth at 16 ranks at most, beyond only on hosts alike up to 256 ranks of hosts of 16 ranks at most (synthesis "
-        "takes seconds beyond; --algo synth makes it)");
-  // Hosts alike but of 72 GPUs each (host 0's pattern would be the general solver's on 72 ranks):
-  // not weighed, though --algo synth still makes it.
+        "auto weighs synth at 16 ranks at most, beyond only on hosts alike up to 256 ranks of hosts of 16 ranks at most or of one "
+        "switch each (synthesis takes seconds beyond; --algo synth makes it)");
+  // Hosts alike of 72 GPUs each on one NVSwitch: host 0's pattern has star trees inside a host
+  // (synth::star_rate, no general solver), so it is weighed; one root's trees by rails, laid out
+  // over all 72 local GPUs, are not, though --algo synth still makes them.
   Topology nvl = collkit::topo::synth({"gb200-nvl72", 2, ""});
   Request big{Collective::ReduceScatter, std::uint64_t{1} << 20, 144, 0};
-  CHECK_FALSE(algorithm("synth").in_auto(big, &nvl, &why));
-  CHECK(why.find("of hosts of 16 ranks at most") != std::string::npos);
+  CHECK(algorithm("synth").in_auto(big, &nvl, &why));
+  Request nvl_bcast{Collective::Broadcast, std::uint64_t{1} << 20, 144, 0};
+  CHECK_FALSE(algorithm("synth").in_auto(nvl_bcast, &nvl, &why));
+  CHECK(why.find("of hosts of 16 ranks at most (") != std::string::npos);
   // Broadcast and Reduce by rails up to 1024 ranks (the ring chain auto kept there ran 2-5 x the
   // bound); AllGather beyond 256 is not weighed.
   Topology many = collkit::topo::synth({"dgx-h100", 33, ""});

@@ -11,10 +11,13 @@
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/bounds.h"
+#include "collkit/plan/planner.h"
 #include "collkit/plan/simulate.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/synth.h"
 #include "sim_topologies.h"
+#include "synth/rate.h"
+#include "synth/routed.h"
 #include "synth/symmetric.h"
 
 using namespace collkit::plan;
@@ -114,6 +117,64 @@ TEST_CASE("synth symmetric: two and four hosts verify, their trees are translate
     }
   }
   CHECK(checked == 9);
+}
+
+TEST_CASE("synth symmetric: GPUs on one switch take star trees at the optimum, without the general solver") {
+  using collkit::plan::testing::ring_of;
+  using collkit::plan::testing::two_hosts;
+  using collkit::plan::testing::uniform;
+  // A star's rate is its narrowest link over p - 1, which is the optimal rate (rate.h) too.
+  topo::Topology even = uniform(6, 100, 1);
+  REQUIRE(synth::star_rate(synth::routed_links(even, 6), 6));
+  CHECK(*synth::star_rate(synth::routed_links(even, 6), 6) == doctest::Approx(20));
+  CHECK(synth::optimal_rate(synth::routed_links(even, 6), 6).per_root_gbps == doctest::Approx(20));
+  topo::Topology uneven = uniform(5, 100, 1);
+  uneven.mutable_link(2).bw_gbps = 40;
+  REQUIRE(synth::star_rate(synth::routed_links(uneven, 5), 5));
+  CHECK(*synth::star_rate(synth::routed_links(uneven, 5), 5) == doctest::Approx(10));
+  CHECK(synth::optimal_rate(synth::routed_links(uneven, 5), 5).per_root_gbps == doctest::Approx(10));
+  // Not stars: two switches, a ring, two ranks on one GPU, a second link from a GPU.
+  int refused = 0;
+  topo::Topology shared = uniform(3, 100, 1);
+  shared.add_rank(0);
+  topo::Topology doubled = uniform(4, 100, 1);
+  topo::Link second = doubled.link(0);
+  doubled.add_link(second);
+  for (auto [t, p] :
+       {std::pair{two_hosts(2, 100, 1, 10, 1), 4}, std::pair{ring_of(4, 10), 4}, std::pair{shared, 4}, std::pair{doubled, 4}}) {
+    CHECK_FALSE(synth::star_rate(synth::routed_links(t, p), p));
+    ++refused;
+  }
+  CHECK(refused == 4);
+  // Two GB200 NVL72 racks (72 GPUs a host on one NVSwitch): host 0's pattern keeps star trees
+  // inside each host, and its AllGather of about 1 MiB is predicted below the classic plans' best (hier,
+  // a ring inside each rack: 24.5 us), near the latency bound (2.2 us). Predictions; no clock read.
+  topo::Topology nvl = topo::synth({"gb200-nvl72", 2, ""});
+  const int p = 144;
+  std::optional<synth::HostGrid> grid = synth::host_grid(nvl, p, nullptr);
+  REQUIRE(grid);
+  REQUIRE(grid->local == 72);
+  topo::Topology one = synth::routed_links(synth::host_topology(nvl, *grid), 72);
+  REQUIRE(synth::star_rate(one, 72));
+  CHECK(*synth::star_rate(one, 72) == doctest::Approx(synth::optimal_rate(one, 72).per_root_gbps));
+  Request req{Collective::AllGather, std::uint64_t{144} * 7280, p, 0};  // about 1 MiB, whole floats a rank
+  auto plan = generate("synth", req, &nvl);
+  std::optional<synth::QuotientTrees> q = synth::read_params(plan->info().params, p);
+  REQUIRE(q);
+  CHECK(q->rotate_local);
+  int stars = 0;
+  for (int l = 0; l < 72; ++l) {
+    std::vector<int> expect(72, l);
+    expect[at(l)] = -1;
+    stars += q->intra[at(l)] == expect;
+  }
+  CHECK(stars == 72);
+  double synth_predicted = simulate(*plan, nvl).time_us, hier_predicted = simulate(*generate("hier", req, &nvl), nvl).time_us;
+  double bound = lower_bound(req, nvl).time_us();
+  MESSAGE("gb200-nvl72 x2 AllGather 1 MiB: synth " << synth_predicted << " us, hier " << hier_predicted << " us, bound " << bound);
+  CHECK(synth_predicted >= bound * (1 - 1e-9));
+  CHECK(synth_predicted < hier_predicted / 4);
+  CHECK(plan_for("auto", req, &nvl)->info().algorithm == "synth");
 }
 
 TEST_CASE("synth symmetric: the stated axes hold op for op and fold to the unfolded result") {

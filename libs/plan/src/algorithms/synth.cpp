@@ -183,6 +183,20 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   const topo::Topology& base = direct ? *direct : t;
   bool host = arcs == Arcs::Host;
   topo::Topology routed = host ? synth::routed_host_links(base, p) : synth::routed_links(base, p);
+  // Every rank's trees on a star (one switch, a link a rank): each root's k trees are its star,
+  // at the optimum, without splitting (synth::star_rate). One root's trees are not: a chain
+  // through the switch broadcasts at a link's rate, a star at 1 / (p - 1) of it.
+  if (std::optional<double> star = root < 0 && !host && !direct ? synth::star_rate(routed, p) : std::nullopt) {
+    Synthesised out;
+    out.packed_gbps = *star;
+    for (int r = 0; r < p; ++r) {
+      std::vector<int> parent(static_cast<std::size_t>(p), r);
+      parent[static_cast<std::size_t>(r)] = -1;
+      for (std::int64_t j = 0; j < k; ++j) out.trees.push_back(parent);
+    }
+    std::lock_guard lock(mu);
+    return memo.emplace(key, std::move(out)).first->second;
+  }
   double x = synth::rate_for_trees(routed, p, k, root);
   if (x <= 0) {  // Direct: the rank-to-rank links do not join every rank
     std::lock_guard lock(mu);
@@ -707,18 +721,21 @@ class SynthAlgorithm final : public Algorithm {
     if (req.nranks <= kMaxAutoRanks) return supports(req, t, why);
     // Host 0's pattern is itself solved by the general solver, and one root's trees by rails are
     // laid out over every local GPU: both are quick only on hosts of at most kMaxAutoRanks ranks
-    // (2 x gb200-nvl72, 72 a host, took auto past a minute for one ReduceScatter).
+    // (2 x gb200-nvl72, 72 a host, took auto past a minute for one ReduceScatter), or, for host
+    // 0's pattern, on hosts whose GPUs hang off one switch, whose trees are stars found at once
+    // (synth::star_rate: the same 2 x gb200-nvl72 in 0.1 s).
     std::optional<synth::HostGrid> hosts = t ? synth::equal_hosts(*t, req.nranks, nullptr) : std::nullopt;
     const int most = rooted_request(req.coll) ? kMaxAutoRootedRanks : kMaxAutoSymRanks;
-    bool fast = hosts && req.nranks <= most && hosts->local <= kMaxAutoRanks &&
-                ((symmetric_request(req.coll) && quotient(*t, req.nranks, kSymCheckFanout, nullptr) &&
-                  !(req.nranks <= kMaxRanks && symmetric_falls_short(*t, req.nranks))) ||
-                 (rooted_request(req.coll) && !rails_fall_short(*t, req.nranks, req.root)));
+    bool fast =
+        hosts && req.nranks <= most &&
+        ((symmetric_request(req.coll) && (hosts->local <= kMaxAutoRanks || star_hosts(*t, req.nranks)) &&
+          quotient(*t, req.nranks, kSymCheckFanout, nullptr) && !(req.nranks <= kMaxRanks && symmetric_falls_short(*t, req.nranks))) ||
+         (rooted_request(req.coll) && hosts->local <= kMaxAutoRanks && !rails_fall_short(*t, req.nranks, req.root)));
     if (fast) return supports(req, t, why);
     if (why)
       *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) + " ranks at most, beyond only on hosts alike up to " +
-             std::to_string(most) + " ranks of hosts of " + std::to_string(kMaxAutoRanks) +
-             " ranks at most (synthesis takes seconds beyond; --algo synth makes it)";
+             std::to_string(most) + " ranks of hosts of " + std::to_string(kMaxAutoRanks) + " ranks at most" +
+             (rooted_request(req.coll) ? "" : " or of one switch each") + " (synthesis takes seconds beyond; --algo synth makes it)";
     return false;
   }
 
@@ -749,6 +766,22 @@ class SynthAlgorithm final : public Algorithm {
       return simulated_us(GeneratedPlan(general, *this), *t) < simulated_us(GeneratedPlan(sym, *this), *t) ? general : sym;
     }
     return lay_general(req, *t, opt);
+  }
+
+  /// Whether one host's routed links are a star (synth::star_rate), so that host 0's pattern
+  /// needs no general solver. Memoised per (topology, p).
+  static bool star_hosts(const topo::Topology& t, int p) {
+    static std::mutex mu;
+    static std::map<std::pair<std::uint64_t, int>, bool> memo;
+    auto key = std::make_pair(t.fingerprint(), p);
+    {
+      std::lock_guard lock(mu);
+      if (auto it = memo.find(key); it != memo.end()) return it->second;
+    }
+    std::optional<synth::HostGrid> g = synth::host_grid(t, p, nullptr);
+    bool star = g && synth::star_rate(synth::routed_links(synth::host_topology(t, *g), g->local), g->local).has_value();
+    std::lock_guard lock(mu);
+    return memo.emplace(key, star).first->second;
   }
 
   /// Host 0's pattern packs below 0.9 of the optimal rate over the routed links: ForestColl's

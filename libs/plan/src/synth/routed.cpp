@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "collkit/topo/routing.h"
@@ -91,6 +92,26 @@ topo::Topology direct_links(const topo::Topology& t, int p) {
     used[l] = link.a != link.b && is_rank[link.a] && is_rank[link.b];
   }
   return with_links(t, used);
+}
+
+std::optional<double> star_rate(const topo::Topology& routed, int p) {
+  if (p < 2 || routed.num_links() != static_cast<std::size_t>(p)) return std::nullopt;
+  std::vector<char> is_rank(routed.num_vertices(), 0);
+  for (topo::VertexId v : rank_vertices(routed, p)) is_rank[v] = 1;
+  if (std::count(is_rank.begin(), is_rank.end(), 1) != p) return std::nullopt;  // ranks sharing a vertex
+  std::optional<topo::VertexId> center;
+  std::vector<char> joined(routed.num_vertices(), 0);
+  double least = std::numeric_limits<double>::infinity();
+  for (const topo::Link& l : routed.links()) {
+    if (is_rank[l.a] == is_rank[l.b]) return std::nullopt;  // rank to rank, or two vertices without ranks
+    topo::VertexId leaf = is_rank[l.a] ? l.a : l.b, hub = is_rank[l.a] ? l.b : l.a;
+    if (center && *center != hub) return std::nullopt;
+    if (joined[leaf]) return std::nullopt;  // two links from one rank
+    center = hub;
+    joined[leaf] = 1;
+    least = std::min(least, l.bw_gbps);
+  }
+  return least / (p - 1);  // p links, one from each rank vertex, all to the hub
 }
 
 double host_paths_rate(const topo::Topology& t, const std::vector<std::pair<int, int>>& sends) {

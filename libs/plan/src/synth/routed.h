@@ -5,6 +5,7 @@
 // detour, so trees packed at that rate would ask the routed links for more than they have.
 // Synthesising on the routed links alone gives trees that the routes carry (docs/synth.md).
 
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -33,6 +34,15 @@ topo::Topology routed_host_links(const topo::Topology& t, int p);
 /// routes over it are those links alone: trees packed on it (Arcs::Direct in synth.cpp) leave
 /// PCIe, the CPUs and the NICs to the sends staged through host memory (the host share).
 topo::Topology direct_links(const topo::Topology& t, int p);
+
+/// Where the links of `routed` (routed_links of some topology) form a star, one vertex that holds
+/// no rank joined by one link each to the first p ranks' vertices (p distinct vertices) and no
+/// other link, as the GPUs of one NVSwitch: the AllGather rate per root of every rank's star (each
+/// root sends straight to every other rank), min over the ranks of their link's bandwidth /
+/// (p - 1). That is the optimum (a rank's link must let in the p - 1 other shards), so the stars
+/// are an optimal packing without splitting (p^3 max flows: 72 GPUs of a GB200 NVL72 took two
+/// minutes). nullopt where the links are not such a star.
+std::optional<double> star_rate(const topo::Topology& routed, int p);
 
 /// The rate sends staged through host memory (sim::HostRoutes, channel_paths "host") between the
 /// rank pairs `sends`, all at once, each reach: the least, over link directions, of the bandwidth
