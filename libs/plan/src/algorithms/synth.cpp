@@ -289,6 +289,17 @@ bool symmetric_request(Collective c) { return c == Collective::AllGather || c ==
 bool rooted_request(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
 /// Fan-outs of rooted_trees' inter-host trees laid out (a chain; two binary heaps, inner hosts by parity).
 constexpr int kRootedFanouts[] = {1, 2};
+/// One host's AllGather trees (one a local root, over its routed links, by the general solver):
+/// where rooted_trees hands pieces on down them (synth/symmetric.h). nullopt where the ranks are
+/// not on hosts of one size, or a host has fewer than three (a star is then the only tree).
+std::optional<std::vector<std::vector<int>>> host_trees(const topo::Topology& t, int p) {
+  std::optional<synth::HostGrid> g = synth::equal_hosts(t, p, nullptr);
+  if (!g || g->local < 3) return std::nullopt;
+  std::vector<std::vector<int>> trees = synthesise(synth::host_topology(t, *g), g->local, 1, -1, Arcs::Routed).trees;
+  if (trees.size() != static_cast<std::size_t>(g->local)) return std::nullopt;
+  return trees;
+}
+
 /// The trees by rails fall short of what the root can send over the routed links (by more than
 /// a tenth): on 4 x dgx1-v100, whose NICs are each shared by two GPUs, they simulate at 3.4 x the
 /// bound where the packing gives 1.04. Where so, the packing (up to kMaxRanks) is tried too, and
@@ -305,9 +316,14 @@ bool rails_fall_short(const topo::Topology& t, int p, int root) {
     if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
   double rails = 0;
-  for (bool chain : {true, false})
-    for (int fan : kRootedFanouts)
-      if (auto trees = synth::rooted_trees(t, p, root, fan, nullptr, chain)) rails = std::max(rails, synth::routed_tree_rate(t, *trees));
+  auto consider = [&](const std::vector<std::vector<int>>* intra) {  // handed on down intra-host trees, or straight
+    for (bool chain : {true, false})
+      for (int fan : kRootedFanouts)
+        if (auto trees = synth::rooted_trees(t, p, root, fan, nullptr, chain, intra))
+          rails = std::max(rails, synth::routed_tree_rate(t, *trees));
+  };
+  consider(nullptr);
+  if (std::optional<std::vector<std::vector<int>>> intra = host_trees(t, p)) consider(&*intra);
   bool short_of = rails < 0.9 * synth::broadcast_rate(synth::routed_links(t, p), p, root).per_root_gbps;
   std::lock_guard lock(mu);
   return memo.emplace(key, short_of).first->second;
@@ -1082,12 +1098,20 @@ class SynthAlgorithm final : public Algorithm {
     std::optional<std::vector<std::vector<int>>> trees = synth::rooted_trees(t, p, req.root, fan, &why, chain);
     if (!trees) throw InputError("synth: no trees by rails here: " + why);
     double rate = synth::routed_tree_rate(t, *trees);
-    if (auto spread = chain ? synth::rooted_trees(t, p, req.root, fan, &why, false) : std::nullopt) {
-      double r = synth::routed_tree_rate(t, *spread);
+    auto keep_faster = [&](std::optional<std::vector<std::vector<int>>> other) {
+      if (!other) return;
+      double r = synth::routed_tree_rate(t, *other);
       if (r > rate * (1 + 1e-9)) {
-        trees = std::move(spread);
+        trees = std::move(other);
         rate = r;
       }
+    };
+    if (chain) keep_faster(synth::rooted_trees(t, p, req.root, fan, &why, false));
+    // Pieces handed on inside a host down its AllGather trees rather than straight from their
+    // holder, where that packs faster (hosts whose GPUs are not all joined pairwise).
+    if (std::optional<std::vector<std::vector<int>>> intra = host_trees(t, p)) {
+      keep_faster(synth::rooted_trees(t, p, req.root, fan, &why, chain, &*intra));
+      if (chain) keep_faster(synth::rooted_trees(t, p, req.root, fan, &why, false, &*intra));
     }
     PlanInfo info = lay_root_trees(req, *trees, opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline, rate);
     info.params["rails_fanout"] = std::to_string(fan);

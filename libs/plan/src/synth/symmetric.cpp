@@ -660,7 +660,7 @@ std::vector<int> rooted_order(const Topology& t, const HostGrid& g, int re, int 
 }  // namespace
 
 std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& t, int p, int root, int fanout, std::string* why,
-                                                          bool chain) {
+                                                          bool chain, const std::vector<std::vector<int>>* intra) {
   if (fanout != 1 && fanout != 2) {
     if (why) *why = "fan-out " + std::to_string(fanout) + " (1 or 2 only)";
     return std::nullopt;
@@ -673,6 +673,14 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
   if (!grid) return std::nullopt;
   const HostGrid& g = *grid;
   int H = g.num_hosts(), gl = g.local, n = H - 1;
+  if (intra && (intra->size() != at(gl) ||
+                std::any_of(intra->begin(), intra->end(), [&](const std::vector<int>& v) { return v.size() != at(gl); }))) {
+    if (why) *why = "intra-host trees for " + std::to_string(intra->size()) + " local roots, not " + std::to_string(gl);
+    return std::nullopt;
+  }
+  // Who hands a piece that local index `from` holds to local index l of its host: `from` itself
+  // (a star), or l's parent in the intra-host tree rooted at `from`.
+  auto handed = [&](int from, int l) { return intra ? (*intra)[at(from)][at(l)] : from; };
   int re = g.pos[at(root)] / gl, lr = g.pos[at(root)] % gl;
   auto rank = [&](int e, int l) { return g.rank[at(e * gl + l)]; };
   int copies = fanout == 2 && n > 2 ? 2 : 1;
@@ -712,10 +720,18 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
             // On the root's host: rank j (or, for the root's own piece, the i-th other rank, its
             // relay) from the root, the others from it.
             int via = j != lr ? j : (i < lr ? i : i + 1);
-            int hub = rank(re, via);
-            parent[at(hub)] = root;
+            // From the root to `via` straight, or down the intra-host tree rooted at the root
+            // (over NVLink where the route is PCIe), then on from `via` to the others (from
+            // the root too, where that tree has it hand them on: it holds the piece).
+            std::vector<char> on_path(at(gl), 0);
+            if (intra)
+              for (int x = via; x != lr; x = (*intra)[at(lr)][at(x)]) {
+                parent[at(rank(re, x))] = rank(re, (*intra)[at(lr)][at(x)]);
+                on_path[at(x)] = 1;
+              }
+            else parent[at(rank(re, via))] = root;
             for (int l = 0; l < gl; ++l)
-              if (l != lr && l != via) parent[at(rank(re, l))] = hub;
+              if (l != lr && l != via && !on_path[at(l)]) parent[at(rank(re, l))] = rank(re, handed(via, l));
           }
           for (int e = 0; e < H; ++e) {
             if (e == re) continue;
@@ -723,7 +739,7 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
             int rail = rank(e, j);
             parent[at(rail)] = up == re ? leader : rank(up, j);
             for (int l = 0; l < gl; ++l)
-              if (l != j) parent[at(rank(e, l))] = rail;
+              if (l != j) parent[at(rank(e, l))] = rank(e, handed(j, l));
           }
           trees.push_back(std::move(parent));
         }

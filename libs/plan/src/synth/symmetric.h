@@ -150,8 +150,13 @@ std::optional<HostGrid> equal_hosts(const topo::Topology& t, int p, std::string*
 /// instead (each rank forwards it once: g trees per copy, k = copies g, a seventh of the trees
 /// and ops; where each pair of GPUs has a link of its own, as on MI300X, that link then carries
 /// two pieces, and the chain's rate is lower: routed_tree_rate says).
+/// With `intra` (per local root l, every local index's parent in a spanning tree of one host
+/// rooted at l, -1 at l: the host's AllGather trees), a piece is handed on inside a host down the
+/// tree rooted at the rank that holds it, not straight from it: where a host's GPUs are not all
+/// joined pairwise (DGX-1's cube-mesh: three of a GPU's seven peers are reached over PCIe), a
+/// star's sends to the far ones share the PCIe links.
 std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& t, int p, int root, int fanout, std::string* why,
-                                                          bool chain = false);
+                                                          bool chain = false, const std::vector<std::vector<int>>* intra = nullptr);
 
 /// The rate per root that trees give, the sends taking the topology's routes: the number of
 /// trees times the least bandwidth over the trees crossing a link direction (trees share the
