@@ -6,7 +6,8 @@
 # default knobs for the best classic (generate's prediction is the same simulation). Then the
 # anchors: ForestColl's A100 and MI250 topologies (bench/topologies/forestcoll-{a100,mi250}x*.json,
 # written by forestcoll_{a100,mi250}.py there) and TACOS's tori.
-# COLLKIT_BENCH_QUICK=1: a small subset (scripts/reproduce.sh --quick).
+# COLLKIT_BENCH_QUICK=1: a small subset (scripts/reproduce.sh --quick). COLLKIT_SYNTH_LIMIT=S: the
+# seconds one generate may take (default 300) before its row says it gave up.
 # Usage: bench/synth.sh [build/bin] [out.md]
 set -euo pipefail
 bin=${1:-build/bin}
@@ -15,14 +16,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 size=1G
+# Seconds one generate may take (synth or a classic) before the row says it gave up.
+limit=${COLLKIT_SYNTH_LIMIT:-300}
 colls="allgather reducescatter allreduce broadcast reduce alltoall"
 classics="ring tree rd rhd bruck pairwise direct hier twoshot scatter_allgather reducescatter_gather"
 start=$(date +%s)
 
 # name|coll-topo synth arguments (or a topology file), one per line
 topologies=()
-for node in dgx-a100 dgx-h100 mi300x dgx1-v100; do
-  for n in 1 2 4; do topologies+=("$node x$n|--node $node --nodes $n"); done
+# Every GPU preset (coll-topo presets) at the issue's 1, 2, 4 and 16 hosts.
+for node in dgx-a100 dgx-h100 hgx-h200 mi300x dgx1-v100 gb200-nvl72 pcie-8gpu; do
+  for n in 1 2 4 16; do topologies+=("$node x$n|--node $node --nodes $n"); done
 done
 topologies+=("torus 3x3 (1 GPU a host)|--node pcie-8gpu:gpus=1 --nodes 9 --fabric torus:dims=3x3")
 # TACOS's tori, as many as tree packing takes (32 ranks at most).
@@ -45,8 +49,14 @@ make_topo() {
 row() {
   local table=$1 name=$2 topo=$3 coll=$4 plan="$tmp/plan.json" t0 t1 sim best="" best_algo="-" line
   t0=$(now)
-  if ! "$bin/coll-plan" generate --topo "$topo" --coll "$coll" --size $size --algo synth -o "$plan" >/dev/null 2>"$tmp/err"; then
-    printf '%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n' "$name" "$coll" "$(head -1 "$tmp/err")" >>"$tmp/$table.tsv"
+  local rc=0
+  timeout "$limit" "$bin/coll-plan" generate --topo "$topo" --coll "$coll" --size $size --algo synth -o "$plan" >/dev/null 2>"$tmp/err" || rc=$?
+  if [ $rc -ne 0 ]; then
+    [ $rc -eq 124 ] && echo "coll-plan: gave up after $limit s (COLLKIT_SYNTH_LIMIT)" >"$tmp/err"
+    # The error line (not a note such as the size's rounding before it).
+    local line
+    line=$(grep -m1 'error' "$tmp/err" || head -1 "$tmp/err")
+    printf '%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n' "$name" "$coll" "$line" >>"$tmp/$table.tsv"
     return
   fi
   t1=$(now)
@@ -55,7 +65,7 @@ row() {
   sim=$(awk '/^  time /{t=$2; a=$5} /^  bound [0-9]/{b=$2} END{print t, b, a}' "$tmp/sim.txt")
   if [ "$table" = main ]; then
     for algo in $classics; do
-      if "$bin/coll-plan" generate --topo "$topo" --coll "$coll" --size $size --algo "$algo" -o "$tmp/c.json" >"$tmp/c.txt" 2>/dev/null; then
+      if timeout "$limit" "$bin/coll-plan" generate --topo "$topo" --coll "$coll" --size $size --algo "$algo" -o "$tmp/c.json" >"$tmp/c.txt" 2>/dev/null; then
         local us
         us=$(awk '/^predicted /{print $2}' "$tmp/c.txt")
         if [ -z "$best" ] || awk -v a="$us" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$us; best_algo=$algo; fi
