@@ -270,6 +270,17 @@ TEST_CASE("synth rooted: on DGX-1 hosts pieces go down each host's NVLink trees,
     ++checked;
   }
   CHECK(checked == 4);
+  // Intra-host trees that are not spanning trees of a host are refused in one line.
+  std::vector<std::vector<int>> cycle(8, std::vector<int>(8, 0));
+  for (int l = 0; l < 8; ++l) {
+    for (int x = 0; x < 8; ++x) cycle[at(l)][at(x)] = (x + 1) % 8;  // chains x -> x + 1 up to l: spanning
+    cycle[at(l)][at(l)] = -1;
+  }
+  cycle[3][5] = 4;
+  cycle[3][4] = 5;  // but under root 3, 4 and 5 each other's parent: no path to 3
+  std::string why;
+  CHECK_FALSE(synth::rooted_trees(t, p, 0, 2, &why, true, &cycle));
+  CHECK(why == "the intra-host trees are not 8 spanning trees of the host's 8 ranks");
   // Two hosts (16 ranks): the plan verifies.
   topo::Topology two = topo::synth({"dgx1-v100", 2, ""});
   Request small{Collective::Reduce, std::uint64_t{1} << 20, 16, 5};

@@ -657,6 +657,25 @@ std::vector<int> rooted_order(const Topology& t, const HostGrid& g, int re, int 
   return memo.emplace(key, std::move(order)).first->second;
 }
 
+// Whether trees[l] is, for every local index l < g, a spanning tree of the g local indices rooted
+// at l (every index's parent chain ends at l, -1 there).
+bool spanning_trees(const std::vector<std::vector<int>>& trees, int g) {
+  if (trees.size() != at(g)) return false;
+  for (int l = 0; l < g; ++l) {
+    const std::vector<int>& parent = trees[at(l)];
+    if (parent.size() != at(g) || parent[at(l)] != -1) return false;
+    for (int x = 0; x < g; ++x) {
+      int y = x, steps = 0;
+      while (y != l && steps++ < g) {
+        y = parent[at(y)];
+        if (y < 0 || y >= g) return false;
+      }
+      if (y != l) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& t, int p, int root, int fanout, std::string* why,
@@ -673,9 +692,8 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
   if (!grid) return std::nullopt;
   const HostGrid& g = *grid;
   int H = g.num_hosts(), gl = g.local, n = H - 1;
-  if (intra && (intra->size() != at(gl) ||
-                std::any_of(intra->begin(), intra->end(), [&](const std::vector<int>& v) { return v.size() != at(gl); }))) {
-    if (why) *why = "intra-host trees for " + std::to_string(intra->size()) + " local roots, not " + std::to_string(gl);
+  if (intra && !spanning_trees(*intra, gl)) {
+    if (why) *why = "the intra-host trees are not " + std::to_string(gl) + " spanning trees of the host's " + std::to_string(gl) + " ranks";
     return std::nullopt;
   }
   // Who hands a piece that local index `from` holds to local index l of its host: `from` itself
@@ -721,8 +739,9 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
             // relay) from the root, the others from it.
             int via = j != lr ? j : (i < lr ? i : i + 1);
             // From the root to `via` straight, or down the intra-host tree rooted at the root
-            // (over NVLink where the route is PCIe), then on from `via` to the others (from
-            // the root too, where that tree has it hand them on: it holds the piece).
+            // (over NVLink where the route is PCIe); then from `via` to the others, straight or
+            // down its own tree (where that tree passes through the root, the root hands the
+            // piece on: it holds every piece).
             std::vector<char> on_path(at(gl), 0);
             if (intra)
               for (int x = via; x != lr; x = (*intra)[at(lr)][at(x)]) {
