@@ -313,7 +313,7 @@ plot for [i=0:%d] 'synth_time.dat' index i using 1:2 with linespoints lw 2 title
     ratios = [float(r[3]) for r in main if re.fullmatch(r"[\d.]+", r[3])]
     fc, mi = tables[1][2], tables[2][2]
     fragment(a.out, 2, "Synthesis: collkit synth against the bound, ForestColl and TACOS",
-             "`coll-plan generate --algo synth` (bench/synth.sh) on the presets at 1 and 2 hosts, against the lower "
+             "`coll-plan generate --algo synth` (bench/synth.sh) on every GPU preset at 1, 2, 4 and 16 hosts, against the lower "
              "bound and the best classic algorithm; on ForestColl's A100 and MI250 topologies against the optimum its "
              "method targets; on TACOS's tori against the fraction of the ideal TACOS reports. Then how synthesis time "
              "grows with ranks (log-log).",
