@@ -527,7 +527,9 @@ RootedShape rooted_shape(int n, int copies, int fanout) {
 // them and reversed (Reduce), squared, and outweighs the excess over one arc's share (Queue).
 // Deterministic (a fixed seed). The order found is kept only where `rate` (the trees'
 // routed_tree_rate; the trees differ only in the hosts' arcs, so with or without `chain` alike) is
-// no lower than at first. Memoised per (topology, p, root, fan-out).
+// no lower than at first. Memoised per (topology, p, root, fan-out): the trees with and without
+// `chain` or `intra` share the order (their inter-host arcs are the same; the rate that judged
+// it is the first caller's).
 using OrderRate = std::function<double(const std::vector<int>& order)>;
 std::vector<int> rooted_order(const Topology& t, const HostGrid& g, int re, int lr, const RootedShape& shape, const OrderRate& rate) {
   int H = g.num_hosts(), n = H - 1, gl = g.local;
@@ -736,12 +738,11 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
             }
           } else if (gl > 1) {
             // On the root's host: rank j (or, for the root's own piece, the i-th other rank, its
-            // relay) from the root, the others from it.
+            // relay) gets it from the root, straight or, with `intra`, down the root's tree (over
+            // NVLink where the route is PCIe); the others from it, straight or down its own tree
+            // (where that tree passes through the root, the root hands the piece on: it holds
+            // every piece).
             int via = j != lr ? j : (i < lr ? i : i + 1);
-            // From the root to `via` straight, or down the intra-host tree rooted at the root
-            // (over NVLink where the route is PCIe); then from `via` to the others, straight or
-            // down its own tree (where that tree passes through the root, the root hands the
-            // piece on: it holds every piece).
             std::vector<char> on_path(at(gl), 0);
             if (intra)
               for (int x = via; x != lr; x = (*intra)[at(lr)][at(x)]) {
