@@ -300,6 +300,32 @@ std::optional<std::vector<std::vector<int>>> host_trees(const topo::Topology& t,
   return trees;
 }
 
+/// One root's trees by rails at fan-out `fan` (synth::rooted_trees) and their rate over the routes:
+/// of the root's own piece down a chain (with `chain`) or relayed by each other rank in turn, and
+/// pieces handed on inside a host straight from their holder or down the host's AllGather trees
+/// (host_trees), the variant with the highest rate (the first of equals, in that order). nullopt
+/// with `why` where rooted_trees makes none.
+std::optional<std::pair<std::vector<std::vector<int>>, double>> best_rooted_trees(const topo::Topology& t, int p, int root, int fan,
+                                                                                  bool chain, std::string* why) {
+  std::optional<std::vector<std::vector<int>>> trees = synth::rooted_trees(t, p, root, fan, why, chain);
+  if (!trees) return std::nullopt;
+  double rate = synth::routed_tree_rate(t, *trees);
+  auto keep_faster = [&](std::optional<std::vector<std::vector<int>>> other) {
+    if (!other) return;
+    double r = synth::routed_tree_rate(t, *other);
+    if (r > rate * (1 + 1e-9)) {
+      trees = std::move(other);
+      rate = r;
+    }
+  };
+  if (chain) keep_faster(synth::rooted_trees(t, p, root, fan, why, false));
+  if (std::optional<std::vector<std::vector<int>>> intra = host_trees(t, p)) {
+    keep_faster(synth::rooted_trees(t, p, root, fan, why, chain, &*intra));
+    if (chain) keep_faster(synth::rooted_trees(t, p, root, fan, why, false, &*intra));
+  }
+  return std::make_pair(std::move(*trees), rate);
+}
+
 /// The trees by rails fall short of what the root can send over the routed links (by more than
 /// a tenth): on 4 x dgx1-v100, whose NICs are each shared by two GPUs, they simulate at 3.4 x the
 /// bound where the packing gives 1.04. Where so, the packing (up to kMaxRanks) is tried too, and
@@ -315,15 +341,9 @@ bool rails_fall_short(const topo::Topology& t, int p, int root) {
     std::lock_guard lock(mu);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
-  double rails = 0;
-  auto consider = [&](const std::vector<std::vector<int>>* intra) {  // handed on down intra-host trees, or straight
-    for (bool chain : {true, false})
-      for (int fan : kRootedFanouts)
-        if (auto trees = synth::rooted_trees(t, p, root, fan, nullptr, chain, intra))
-          rails = std::max(rails, synth::routed_tree_rate(t, *trees));
-  };
-  consider(nullptr);
-  if (std::optional<std::vector<std::vector<int>>> intra = host_trees(t, p)) consider(&*intra);
+  double rails = 0;  // with `chain`, every variant is among those compared
+  for (int fan : kRootedFanouts)
+    if (auto best = best_rooted_trees(t, p, root, fan, true, nullptr)) rails = std::max(rails, best->second);
   bool short_of = rails < 0.9 * synth::broadcast_rate(synth::routed_links(t, p), p, root).per_root_gbps;
   std::lock_guard lock(mu);
   return memo.emplace(key, short_of).first->second;
@@ -1095,25 +1115,9 @@ class SynthAlgorithm final : public Algorithm {
     std::string why;
     // With `chain`, the root's own piece down a chain on its host (a seventh of the trees) where
     // that keeps the rate, else (and without) relayed by each other rank in turn.
-    std::optional<std::vector<std::vector<int>>> trees = synth::rooted_trees(t, p, req.root, fan, &why, chain);
-    if (!trees) throw InputError("synth: no trees by rails here: " + why);
-    double rate = synth::routed_tree_rate(t, *trees);
-    auto keep_faster = [&](std::optional<std::vector<std::vector<int>>> other) {
-      if (!other) return;
-      double r = synth::routed_tree_rate(t, *other);
-      if (r > rate * (1 + 1e-9)) {
-        trees = std::move(other);
-        rate = r;
-      }
-    };
-    if (chain) keep_faster(synth::rooted_trees(t, p, req.root, fan, &why, false));
-    // Pieces handed on inside a host down its AllGather trees rather than straight from their
-    // holder, where that packs faster (hosts whose GPUs are not all joined pairwise).
-    if (std::optional<std::vector<std::vector<int>>> intra = host_trees(t, p)) {
-      keep_faster(synth::rooted_trees(t, p, req.root, fan, &why, chain, &*intra));
-      if (chain) keep_faster(synth::rooted_trees(t, p, req.root, fan, &why, false, &*intra));
-    }
-    PlanInfo info = lay_root_trees(req, *trees, opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline, rate);
+    std::optional<std::pair<std::vector<std::vector<int>>, double>> best = best_rooted_trees(t, p, req.root, fan, chain, &why);
+    if (!best) throw InputError("synth: no trees by rails here: " + why);
+    PlanInfo info = lay_root_trees(req, best->first, opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline, best->second);
     info.params["rails_fanout"] = std::to_string(fan);
     return info;
   }
