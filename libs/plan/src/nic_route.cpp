@@ -53,7 +53,9 @@ topo::Path NicRoutes::route(topo::VertexId src, topo::VertexId dst, int nic, std
 
 namespace {
 
-bool host_link(topo::LinkType type) { return type == topo::LinkType::Pcie || type == topo::LinkType::Smp; }
+// NVLink-C2C joins a Grace CPU's memory to its GPUs as PCIe does a host's (GB200: a GPU stages
+// through its Grace's LPDDR5X over C2C).
+bool host_link(topo::LinkType type) { return type == topo::LinkType::Pcie || type == topo::LinkType::Smp || type == topo::LinkType::C2c; }
 bool is_cpu(const topo::Topology& t, topo::VertexId v, topo::VertexId) { return t.vertex(v).kind == topo::VertexKind::Cpu; }
 bool is_target(const topo::Topology&, topo::VertexId v, topo::VertexId target) { return v == target; }
 

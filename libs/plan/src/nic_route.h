@@ -32,8 +32,9 @@ class NicRoutes {
 /// Sends staged through host memory (plan.h, PlanInfo::channel_paths; docs/plan.md
 /// "channel_paths"): from the sender's vertex over PCIe to its nearest CPU (fewest hops, then the
 /// lowest vertex id), then from that CPU over PCIe and socket links to the receiver: the path of
-/// a copy into a pinned host buffer and a copy out of it. Only PCIe and SMP links of the sender's
-/// host are taken, and no GPU or NIC is passed through.
+/// a copy into a pinned host buffer and a copy out of it. Only PCIe, SMP and NVLink-C2C links of
+/// the sender's host are taken (C2C: a Grace CPU's memory and its GPUs), and no GPU or NIC is
+/// passed through.
 class HostRoutes {
  public:
   explicit HostRoutes(const topo::Topology& t) : t_(t) {}

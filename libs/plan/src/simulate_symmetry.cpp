@@ -139,13 +139,16 @@ double resource_bw(const topo::Topology& t, std::uint32_t res) {
 
 double resource_latency(const topo::Topology& t, std::uint32_t res) { return res >= 2 * t.num_links() ? 0.0 : t.link(res / 2).latency_us; }
 
-// A pair's receiver with the NIC its channel names (PlanInfo::channel_nics; -1: none) in one int:
-// ranks are below 2^24 (kMaxPlanRanks), NICs below kMaxChannelNic + 1 = 127.
+// A pair's receiver with its channel's route code (fold_nic: the NIC it names, -1 for the route's
+// own, kHostPath for a path staged through host memory) in one int's 32 bits: ranks are below
+// 2^24 (kMaxPlanRanks), codes + 2 from 0 to kMaxChannelNic + 2 = 128 in the 8 bits above.
 constexpr int kNicShift = 24;
-static_assert(kMaxPlanRanks <= (1 << kNicShift) && (kMaxChannelNic + 1) < (1 << (31 - kNicShift)));
-int with_nic(int receiver, int nic) { return receiver | ((nic + 1) << kNicShift); }
-int receiver_of(int code) { return code & ((1 << kNicShift) - 1); }
-int nic_of(int code) { return (code >> kNicShift) - 1; }
+static_assert(kMaxPlanRanks <= (1 << kNicShift) && kHostPath == -2 && (kMaxChannelNic + 2) < (1 << (32 - kNicShift)));
+int with_nic(int receiver, int nic) {
+  return static_cast<int>(static_cast<std::uint32_t>(receiver) | (static_cast<std::uint32_t>(nic + 2) << kNicShift));
+}
+int receiver_of(int code) { return static_cast<int>(static_cast<std::uint32_t>(code) & ((1u << kNicShift) - 1)); }
+int nic_of(int code) { return static_cast<int>(static_cast<std::uint32_t>(code) >> kNicShift) - 2; }
 
 // Rank pairs (sender, receiver with its NIC) with the resources of their routes, flat (pair i's
 // are res[first[i] .. first[i + 1])): the plan's transfers, scanned once per generator checked.
@@ -158,6 +161,7 @@ struct Routes {
   Routes(const topo::Topology& t, topo::RouteCache& cache, std::vector<std::pair<int, int>> sorted_pairs) : pairs(std::move(sorted_pairs)) {
     first.reserve(pairs.size() + 1);
     std::optional<NicRoutes> nr;
+    std::optional<HostRoutes> hr;
     for (std::size_t i = 0; i < pairs.size();) {
       std::size_t j = i;
       std::vector<topo::VertexId> dsts;
@@ -172,6 +176,10 @@ struct Routes {
         if (int nic = nic_of(pairs[k].second); nic >= 0) {
           if (!nr) nr.emplace(t, cache);
           through = nr->route(src, dsts[k - i], nic);
+          path = &through;
+        } else if (nic == kHostPath) {
+          if (!hr) hr.emplace(t);
+          through = hr->route(src, dsts[k - i]);
           path = &through;
         }
         all_found = all_found && path->found;
@@ -303,15 +311,13 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
     if (pw.rank != id.rank || pw.channel != id.channel) return std::nullopt;
     gens.push_back(std::move(g));
   }
-  // Sends take the NIC their channel names: a generator must keep it.
+  // Sends take the NIC their channel names, or the path through host memory: a generator must
+  // keep it (the routes of both are checked below).
   const PlanInfo& info = plan.info();
-  // Sends staged through host memory (channel_paths) take routes the fold's check does not
-  // compute: such plans are simulated unfolded (synth's host share is only laid out on one host).
-  for (ChannelPath c : info.channel_paths)
-    if (c != ChannelPath::Route) return std::nullopt;
+  auto fold_nic = [&](int c) { return channel_path(info, c) == ChannelPath::Host ? kHostPath : channel_nic(info, c); };
   for (const Gen& g : gens)
-    for (int c = 0; c < nch && !info.channel_nics.empty(); ++c)
-      if (channel_nic(info, c) != channel_nic(info, g.channel[up(c)])) return std::nullopt;
+    for (int c = 0; c < nch && (!info.channel_nics.empty() || !info.channel_paths.empty()); ++c)
+      if (fold_nic(c) != fold_nic(g.channel[up(c)])) return std::nullopt;
   for (std::size_t i = 0; i < gens.size(); ++i)
     for (std::size_t j = i + 1; j < gens.size(); ++j) {
       Gen ab = compose(gens[i], gens[j]), ba = compose(gens[j], gens[i]);
@@ -349,7 +355,7 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
             find(static_cast<std::uint32_t>(r * nch + op.channel)) != static_cast<std::uint32_t>(r * nch + op.channel))
           continue;
         if (op.peer < 0 || op.peer >= p) return std::nullopt;
-        int to = with_nic(op.peer, channel_nic(info, op.channel));
+        int to = with_nic(op.peer, fold_nic(op.channel));
         if (seen.insert(r, to)) frontier.emplace_back(r, to);
       }
     }

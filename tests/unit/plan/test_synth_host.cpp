@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/synth_read.h"
@@ -14,6 +16,7 @@
 #include "collkit/plan/bounds.h"
 #include "collkit/plan/export.h"
 #include "collkit/plan/io.h"
+#include "collkit/plan/planner.h"
 #include "collkit/plan/simulate.h"
 #include "collkit/plan/synth_info.h"
 #include "collkit/plan/verify.h"
@@ -23,6 +26,8 @@
 #include "plan/plan_testing.h"
 #include "plan/sim_topologies.h"
 #include "synth/mcf.h"
+#include "synth/rate.h"
+#include "synth/routed.h"
 
 using namespace collkit::plan;
 using collkit::plan::testing::make_vertex;
@@ -34,20 +39,23 @@ namespace {
 /// its own (31.5 GB/s), the four switches on one CPU (63 GB/s each). The NVSwitch alone gives a
 /// root 40 / 3 = 13.33 GB/s; the cut bound counts the PCIe links too: (40 + 31.5) / 3 = 23.83;
 /// host stars reach 31.5 / 3 = 10.5 (each GPU's PCIe link carries its 3 sends).
+/// A link of `bw` GB/s and 0.1 us from a to b.
+void add_link(topo::Topology& t, topo::VertexId a, topo::VertexId b, topo::LinkType type, double bw) {
+  topo::Link l;
+  l.a = a;
+  l.b = b;
+  l.type = type;
+  l.bw_gbps = bw;
+  l.latency_us = 0.1;
+  t.add_link(l);
+}
+
 topo::Topology nvlink_and_pcie() {
   topo::Topology t;
   t.name = "nvlink-and-pcie";
   topo::VertexId nvs = t.add_vertex(make_vertex("h/nvswitch", topo::VertexKind::NvSwitch, "h"));
   topo::VertexId cpu = t.add_vertex(make_vertex("h/cpu0", topo::VertexKind::Cpu, "h"));
-  auto link = [&](topo::VertexId a, topo::VertexId b, topo::LinkType type, double bw) {
-    topo::Link l;
-    l.a = a;
-    l.b = b;
-    l.type = type;
-    l.bw_gbps = bw;
-    l.latency_us = 0.1;
-    t.add_link(l);
-  };
+  auto link = [&](topo::VertexId a, topo::VertexId b, topo::LinkType type, double bw) { add_link(t, a, b, type, bw); };
   for (int i = 0; i < 4; ++i) {
     topo::VertexId g = t.add_vertex(make_vertex("h/gpu" + std::to_string(i), topo::VertexKind::Gpu, "h"));
     topo::VertexId sw = t.add_vertex(make_vertex("h/pcisw" + std::to_string(i), topo::VertexKind::PciSwitch, "h"));
@@ -447,4 +455,173 @@ TEST_CASE("synth host arcs: a malformed host_arcs is refused in one line") {
   s.params["host_arcs"] = "";
   CHECK_THROWS_WITH_AS(GeneratedPlan(s, algorithm("synth")).program(0),
                        "synth: plan parameter host_arcs: host arcs are for packed trees, not symmetric or torus ones", collkit::InputError);
+}
+
+namespace {
+
+/// One host of `pairs` superchips as GB200's: 2 GPUs each, every GPU on one NVSwitch (900 GB/s)
+/// and on its superchip's Grace CPU by NVLink-C2C (225 GB/s a direction), the CPUs not joined.
+/// Stars over the switch reach 900 / (p - 1) a root; the cut bound counts C2C too, (900 + 225) /
+/// (p - 1): a GPU may take data in from its Grace's memory, which its twin wrote.
+topo::Topology superchips(int pairs) {
+  topo::Topology t;
+  t.name = "superchips";
+  topo::VertexId nvs = t.add_vertex(make_vertex("h/nvswitch", topo::VertexKind::NvSwitch, "h"));
+  auto link = [&](topo::VertexId a, topo::VertexId b, topo::LinkType type, double bw) { add_link(t, a, b, type, bw); };
+  for (int q = 0; q < pairs; ++q) {
+    topo::VertexId cpu = t.add_vertex(make_vertex("h/cpu" + std::to_string(q), topo::VertexKind::Cpu, "h"));
+    for (int i = 2 * q; i < 2 * q + 2; ++i) {
+      topo::VertexId g = t.add_vertex(make_vertex("h/gpu" + std::to_string(i), topo::VertexKind::Gpu, "h"));
+      link(g, nvs, topo::LinkType::NvLink, 900);
+      link(g, cpu, topo::LinkType::C2c, 225);
+      t.add_rank(g);
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("synth host arcs: on one switch with GPUs paired on a CPU, stars relayed through the CPU reach past the switch") {
+  topo::Topology t = superchips(4);
+  const int p = 8;
+  // The groups: the two GPUs of each CPU, joined over C2C through its memory and nothing else.
+  std::optional<std::vector<std::vector<int>>> groups = synth::star_groups(t, p);
+  REQUIRE(groups);
+  REQUIRE(groups->size() == 4);
+  for (int q = 0; q < 4; ++q) CHECK((*groups)[static_cast<std::size_t>(q)] == std::vector<int>{2 * q, 2 * q + 1});
+  collkit::plan::sim::HostRoutes hr(t);
+  topo::Path twin = hr.route(t.rank_vertex(0), t.rank_vertex(1));
+  REQUIRE(twin.found);
+  CHECK(twin.hops.size() == 2);
+  CHECK_FALSE(hr.route(t.rank_vertex(0), t.rank_vertex(2)).found);
+  // Not such a star: host paths between every GPU (one group), two hosts, a star without C2C.
+  int refused = 0;
+  for (auto [other, n] :
+       {std::pair{collkit::topo::synth({"dgx-h100", 1, ""}), 8}, std::pair{collkit::topo::synth({"gb200-nvl72", 2, ""}), 144},
+        std::pair{collkit::plan::testing::uniform(6, 100, 1), 6}}) {
+    CHECK_FALSE(synth::star_groups(other, n));
+    ++refused;
+  }
+  CHECK(refused == 3);
+
+  // Rates per root: stars 900 / 7; relaying some of a root's trees takes each GPU's C2C link in
+  // too, below the cut bound's (900 + 225) / 7; every tree spans, staged arcs inside a group.
+  double star = 900.0 / 7, optimum = 1125.0 / 7, best = 0;
+  CHECK(synth::optimal_rate(synth::routed_host_links(t, p), p).per_root_gbps == doctest::Approx(optimum));
+  int checked = 0;
+  for (int relay = 0; relay <= 8; ++relay) {
+    synth::HostTrees ht = synth::star_relay_trees(t, p, *groups, 8, relay);
+    REQUIRE(ht.trees.size() == 64u);
+    if (relay == 0) CHECK(ht.per_root_gbps == doctest::Approx(star));
+    CHECK(ht.per_root_gbps <= optimum * (1 + 1e-9));
+    best = std::max(best, ht.per_root_gbps);
+    for (std::size_t i = 0; i < ht.trees.size(); ++i) {
+      int root = static_cast<int>(i) / 8;
+      for (int r = 0; r < p; ++r) {
+        int up = ht.trees[i][static_cast<std::size_t>(r)], steps = 0;
+        for (int x = r; x != root && x >= 0 && steps <= p; x = ht.trees[i][static_cast<std::size_t>(x)]) ++steps;
+        CHECK(steps <= 2);
+        if (ht.host[i][static_cast<std::size_t>(r)]) CHECK(up / 2 == r / 2);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked == 9 * 64 * 8);
+  MESSAGE("8 GPUs in 4 pairs: stars " << star << " GB/s a root, relayed " << best << ", optimum " << optimum);
+  CHECK(best > star * 1.15);
+
+  // The plans: host arcs chosen at 1 GiB, correct on data, a shift by one pair is a symmetry that
+  // holds op for op, and folded simulation agrees with unfolded. Predictions; no clock is read.
+  int plans = 0;
+  std::size_t compared = 0;
+  for (Collective coll : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce}) {
+    CAPTURE(coll);
+    Request req{coll, std::uint64_t{1} << 30, p, 0};
+    auto plan = generate("synth", req, &t, {});
+    const PlanInfo& info = plan->info();
+    REQUIRE(info.params.count("host_arcs"));
+    CHECK(verify(*plan).ok);
+    std::vector<SymmetryAxis> axes = plan->symmetries();
+    REQUIRE(axes.size() == 1);
+    CHECK(axes[0].order == 4);
+    CHECK(axes[0].rank[0] == 2);
+    CHECK(collkit::plan::testing::axis_holds(*plan, axes[0], compared));
+    SimOptions unfolded;
+    unfolded.fold_symmetry = false;
+    SimResult folded_predicted = simulate(*plan, t);
+    double unfolded_predicted = simulate(*plan, t, unfolded).time_us;
+    CHECK(folded_predicted.folded == 4);
+    CHECK(folded_predicted.time_us == doctest::Approx(unfolded_predicted).epsilon(0.02));
+    double bound = coll == Collective::AllReduce ? lower_bound(req, t).rs_ag_us : lower_bound(req, t).time_us();
+    MESSAGE(to_string(coll) << ": " << folded_predicted.time_us / bound << " x the bound");
+    CHECK(folded_predicted.time_us >= bound * (1 - 1e-9));
+    CHECK(folded_predicted.time_us <= bound * optimum / star * 0.97);  // well past what stars can do
+    ++plans;
+  }
+  CHECK(plans == 3);
+  CHECK(compared > 1000);
+  // Small vectors keep to plain stars (host arcs need 2 MiB a root), which verify and run.
+  auto small = generate("synth", {Collective::AllGather, std::uint64_t{8} * 8 * 64, p, 0}, &t, {});
+  CHECK(small->info().params.count("host_arcs") == 0);
+  CHECK(collkit::plan::testing::check_plan(*small).ok);
+}
+
+TEST_CASE("synth host arcs: a GB200 NVL72 rack's 72 GPUs, stars relayed through each Grace, near the bound and folded") {
+  // One rack: NVLink stars alone reach 900 / 71 = 12.68 GB/s a root, 1.25 x the bound; relayed
+  // through each superchip's Grace they pack at 15.65 of the bound's 15.85 (8 trees a root).
+  // Simulated one pair of the 36 (the shift by two ranks). Predictions; no clock is read.
+  topo::Topology t = collkit::topo::synth({"gb200-nvl72", 1, ""});
+  const int p = 72;
+  Request req{Collective::AllGather, std::uint64_t{72} * 4 * 3728270, p, 0};  // 1 GiB in whole floats a rank
+  AlgoOptions eight;
+  eight.channels = 8;
+  auto plan = generate("synth", req, &t, eight);
+  REQUIRE(plan->info().params.count("host_arcs"));
+  SimResult predicted = simulate(*plan, t);
+  double bound = lower_bound(req, t).time_us();
+  MESSAGE("gb200-nvl72 AllGather 1 GiB: " << predicted.time_us / bound << " x the bound, folded by " << predicted.folded);
+  CHECK(predicted.folded == 36);
+  CHECK(predicted.time_us >= bound * (1 - 1e-9));
+  CHECK(predicted.time_us <= bound * 1.02);
+  SynthInfo si = synth_info(*plan, &t, {});
+  CHECK(si.packed_gbps == doctest::Approx(15.65).epsilon(0.01));
+  // auto weighs it at 72 ranks and takes it at 1 GiB (the classic plans' best, 1.25 x).
+  CHECK(plan_for("auto", req, &t)->info().algorithm == "synth");
+}
+
+TEST_CASE("synth host arcs: a malformed tree_shift is refused in one line, one the trees do not hold to states no symmetry") {
+  topo::Topology t = superchips(4);
+  auto plan = generate("synth", {Collective::AllGather, std::uint64_t{1} << 30, 8, 0}, &t, {});
+  PlanInfo info = plan->info();
+  REQUIRE(info.params.at("tree_shift") == "2");
+  int refused = 0;
+  for (const char* text : {"0", "3", "8", "-2"}) {
+    CAPTURE(text);
+    PlanInfo bad = info;
+    bad.params["tree_shift"] = text;
+    CHECK_THROWS_WITH_AS(GeneratedPlan(bad, algorithm("synth")).program(0),
+                         (std::string("synth: plan parameter tree_shift ") + text +
+                          " is not a shift of every rank's packed trees (1 to p - 1, dividing p = 8)")
+                             .c_str(),
+                         collkit::InputError);
+    ++refused;
+  }
+  CHECK(refused == 4);
+  PlanInfo word = info;
+  word.params["tree_shift"] = "two";
+  CHECK_THROWS_WITH_AS(GeneratedPlan(word, algorithm("synth")).program(0), "plan parameter tree_shift=\"two\": expected an integer",
+                       collkit::InputError);
+  // A shift of one rank is a divisor of 8, but it moves a GPU off its twin: the relayed trees do
+  // not map onto themselves, so no symmetry is stated and the plan simulates unfolded, as it is.
+  PlanInfo one = info;
+  one.params["tree_shift"] = "1";
+  GeneratedPlan unstated(one, algorithm("synth"));
+  CHECK(unstated.symmetries().empty());
+  SimOptions unfolded;
+  unfolded.fold_symmetry = false;
+  SimResult as_is = simulate(unstated, t);
+  CHECK(as_is.folded == 1);
+  CHECK(as_is.time_us == doctest::Approx(simulate(*plan, t, unfolded).time_us).epsilon(0.02));
+  CHECK(verify(unstated).ok);
 }

@@ -427,6 +427,7 @@ TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs
   CHECK(algorithm("synth").supports(bcast, &five, &why));
   Request ragged{Collective::Broadcast, std::uint64_t{1} << 20, 36, 0};
   CHECK_FALSE(algorithm("synth").supports(ragged, &five, &why));
-  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike or a torus, and "
+  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or "
+                 "one host's switch, and "
                  "Broadcast and Reduce on hosts of one size (hosts hold different numbers of ranks") == 0);
 }

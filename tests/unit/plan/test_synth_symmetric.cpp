@@ -15,6 +15,7 @@
 #include "collkit/plan/simulate.h"
 #include "collkit/plan/verify.h"
 #include "collkit/topo/synth.h"
+#include "plan/plan_testing.h"
 #include "sim_topologies.h"
 #include "synth/rate.h"
 #include "synth/routed.h"
@@ -22,6 +23,8 @@
 
 using namespace collkit::plan;
 namespace topo = collkit::topo;
+
+using collkit::plan::testing::axis_holds;
 
 namespace {
 
@@ -31,43 +34,6 @@ AlgoOptions symmetric() {
   AlgoOptions o;
   o.inter = "symmetric";
   return o;
-}
-
-// The ops of thread (r, c) with their indices, and an op's place in its channel.
-std::vector<std::pair<std::uint32_t, Op>> thread(const std::vector<Op>& ops, int c) {
-  std::vector<std::pair<std::uint32_t, Op>> out;
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].channel == c) out.emplace_back(static_cast<std::uint32_t>(i), ops[i]);
-  return out;
-}
-std::uint32_t position(const std::vector<Op>& ops, std::uint32_t index) {
-  std::uint32_t pos = 0;
-  for (std::uint32_t i = 0; i < index; ++i) pos += ops[i].channel == ops[index].channel ? 1 : 0;
-  return pos;
-}
-
-// Whether axis `a` holds op for op on every thread (peers mapped, equal bytes, deps at the same
-// place of the image thread); counts the ops compared.
-bool axis_holds(const Plan& plan, const SymmetryAxis& a, std::size_t& compared) {
-  int p = plan.nranks(), C = plan.info().channels;
-  for (int r = 0; r < p; ++r) {
-    std::vector<Op> mine = plan.program(r), theirs = plan.program(a.rank[at(r)]);
-    for (int c = 0; c < C; ++c) {
-      auto x = thread(mine, c), y = thread(theirs, a.channel[at(c)]);
-      if (x.size() != y.size()) return false;
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        const Op &o = x[i].second, &q = y[i].second;
-        if (o.type != q.type || o.count != q.count || o.num_deps() != q.num_deps()) return false;
-        if ((o.type == OpType::Send || o.type == OpType::Recv || o.type == OpType::RecvReduce) && a.rank[at(o.peer)] != q.peer)
-          return false;
-        for (std::size_t k = 0; k < o.num_deps(); ++k)
-          if (a.channel[mine[o.deps[k]].channel] != theirs[q.deps[k]].channel || position(mine, o.deps[k]) != position(theirs, q.deps[k]))
-            return false;
-        ++compared;
-      }
-    }
-  }
-  return true;
 }
 
 }  // namespace
@@ -315,7 +281,8 @@ TEST_CASE("synth symmetric: hosts that are not alike fall back, or are refused i
       break;
     }
   CHECK_FALSE(algorithm("synth").supports(forty, &five, &why));
-  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike or a torus, and "
+  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or "
+                 "one host's switch, and "
                  "Broadcast and Reduce on hosts of one size (the fabric does not treat the hosts alike: ") == 0);
   // Broadcast beyond 32 ranks: by rails on hosts of one size, the slower link or not
   // (test_synth_rooted.cpp).

@@ -26,6 +26,8 @@
 using namespace collkit::plan;
 namespace topo = collkit::topo;
 
+using collkit::plan::testing::axis_holds;
+
 namespace {
 
 auto at(int x) { return static_cast<std::size_t>(x); }
@@ -36,41 +38,6 @@ AlgoOptions torus_option() {
   AlgoOptions o;
   o.inter = "torus";
   return o;
-}
-
-// Whether axis `a` holds op for op: thread (r, c) runs what thread (a(r), a(c)) runs with peers
-// mapped, deps at the same place of the image thread. Counts the ops compared.
-bool axis_holds(const Plan& plan, const SymmetryAxis& a, std::size_t& compared) {
-  int p = plan.nranks(), C = plan.info().channels;
-  for (int r = 0; r < p; ++r) {
-    std::vector<Op> mine = plan.program(r), theirs = plan.program(a.rank[at(r)]);
-    // Per channel, the ops in order with their place in the channel.
-    auto split = [C](const std::vector<Op>& ops, std::vector<std::uint32_t>& place) {
-      std::vector<std::vector<std::uint32_t>> by(at(C));
-      place.assign(ops.size(), 0);
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        place[i] = static_cast<std::uint32_t>(by[ops[i].channel].size());
-        by[ops[i].channel].push_back(static_cast<std::uint32_t>(i));
-      }
-      return by;
-    };
-    std::vector<std::uint32_t> pm, pt;
-    auto x = split(mine, pm), y = split(theirs, pt);
-    for (int c = 0; c < C; ++c) {
-      const std::vector<std::uint32_t>&xs = x[at(c)], &ys = y[at(a.channel[at(c)])];
-      if (xs.size() != ys.size()) return false;
-      for (std::size_t i = 0; i < xs.size(); ++i) {
-        const Op &o = mine[xs[i]], &q = theirs[ys[i]];
-        if (o.type != q.type || o.count != q.count || o.num_deps() != q.num_deps()) return false;
-        if ((o.type == OpType::Send || o.type == OpType::Recv || o.type == OpType::RecvReduce) && a.rank[at(o.peer)] != q.peer)
-          return false;
-        for (std::size_t k = 0; k < o.num_deps(); ++k)
-          if (a.channel[mine[o.deps[k]].channel] != theirs[q.deps[k]].channel || pm[o.deps[k]] != pt[q.deps[k]]) return false;
-        ++compared;
-      }
-    }
-  }
-  return true;
 }
 
 }  // namespace

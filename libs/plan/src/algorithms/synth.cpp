@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -77,6 +78,11 @@ constexpr int kRingPipeline = 256;
 constexpr int kDeeperPipeline = 256;
 constexpr double kDeeperGain = 0.02;
 constexpr std::uint64_t kMinDeeperChunk = 16384;
+/// Nor more than kShallowPipeline chunks a tree (every rank's trees) where a chunk would hold
+/// fewer bytes than this: no deeper pipeline pays for messages of a few elements, and those plans
+/// do not fold (uneven chunks; docs/plan.md "Symmetry"): a 1 KiB AllReduce on a GB200 NVL72 rack
+/// simulated 650 thousand transfers at 64 chunks a tree, 0.8 s.
+constexpr std::uint64_t kMinPipelinedChunk = 256;
 
 /// Trees per rank when the user does not say: the fewest of kTreeCounts within 5% of the best
 /// rate of them (rate_for_trees; the exact k is often in the hundreds). More trees reach closer
@@ -112,7 +118,10 @@ std::vector<std::int64_t> tree_counts(const topo::Topology& t, int p, int root =
     if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
   std::vector<double> rate;
-  for (std::int64_t k : kTreeCounts) rate.push_back(synth::rate_for_trees(t, p, k, root));
+  // On a star every count reaches the star's rate (synth::star_rate), k = 1 the first of them:
+  // no max flows (72 GPUs of a GB200 NVL72 rack).
+  bool star = root < 0 && synth::star_rate(t, p).has_value();
+  for (std::int64_t k : kTreeCounts) rate.push_back(star ? 1.0 : synth::rate_for_trees(t, p, k, root));
   double best = *std::max_element(rate.begin(), rate.end());
   std::vector<std::int64_t> out;
   std::size_t first = 0;
@@ -149,6 +158,7 @@ struct Synthesised {
   std::vector<std::vector<int>> trees;
   double packed_gbps = 0;
   std::vector<std::vector<char>> host;
+  int shift = 0;  ///< trees laid out by rule: the rank shift mapping them onto themselves (SynthTrees::shift)
 };
 
 /// Per tree (by root rank, k each), every rank's parent rank, -1 at the root; with root >= 0,
@@ -189,11 +199,37 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   if (std::optional<double> star = root < 0 && !host && !direct ? synth::star_rate(routed, p) : std::nullopt) {
     Synthesised out;
     out.packed_gbps = *star;
+    out.shift = 1;
     for (int r = 0; r < p; ++r) {
       std::vector<int> parent(static_cast<std::size_t>(p), r);
       parent[static_cast<std::size_t>(r)] = -1;
       for (std::int64_t j = 0; j < k; ++j) out.trees.push_back(parent);
     }
+    std::lock_guard lock(mu);
+    return memo.emplace(key, std::move(out)).first->second;
+  }
+  // Host arcs on a star whose ranks pair up through host memory (GB200's two GPUs a Grace): stars
+  // with some of a root's trees relayed inside each group, the share of those that the rates
+  // favour (synth::star_relay_trees), without splitting (72 ranks a host).
+  if (std::optional<std::vector<std::vector<int>>> groups = host && root < 0 ? synth::star_groups(t, p) : std::nullopt) {
+    synth::HostTrees best;
+    for (int relay = 0; relay <= k; ++relay) {
+      synth::HostTrees ht = synth::star_relay_trees(t, p, *groups, static_cast<int>(k), relay);
+      if (ht.per_root_gbps > best.per_root_gbps) best = std::move(ht);
+    }
+    Synthesised out{std::move(best.trees), best.per_root_gbps, {}};
+    // Groups of consecutive ranks (GB200's twins): a shift by one group maps the trees onto
+    // themselves (the relaying rank's place turns with the root's place in its group).
+    auto g = static_cast<int>(groups->front().size());
+    bool blocks = true;
+    for (std::size_t q = 0; q < groups->size(); ++q)
+      for (int l = 0; l < g; ++l) blocks = blocks && (*groups)[q][static_cast<std::size_t>(l)] == static_cast<int>(q) * g + l;
+    out.shift = blocks ? g : 0;
+    for (const std::vector<char>& staged : best.host)
+      if (std::count(staged.begin(), staged.end(), 1) > 0) {
+        out.host = std::move(best.host);
+        break;
+      }
     std::lock_guard lock(mu);
     return memo.emplace(key, std::move(out)).first->second;
   }
@@ -528,14 +564,61 @@ TreeSlots slots_of(const std::vector<std::vector<int>>& trees, const std::vector
 }
 /// The most children a rank has in any tree: channels per tree (no host arcs).
 int fanout(const std::vector<std::vector<int>>& trees) { return slots_of(trees, {}).total(); }
-/// The slot of the arc into `child` in a tree of `parent`s: its place among its parent's children
-/// of its kind (rank order), after the routes' slots for a host arc (via_host, where not null).
-int arc_slot(const std::vector<int>& parent, const std::vector<char>* via_host, int child, const TreeSlots& s) {
-  auto c = static_cast<std::size_t>(child);
-  char kind = via_host ? (*via_host)[c] : 0;
-  int slot = kind ? s.routes : 0;
-  for (std::size_t b = 0; b < c; ++b) slot += parent[b] == parent[c] && (via_host ? (*via_host)[b] : 0) == kind;
+
+/// Every arc's slot in one tree of `parent`s (-1 at the root): the child's place among its
+/// parent's children of its kind (rank order), after the routes' slots for a host arc (via_host,
+/// where not null).
+std::vector<int> arc_slots(const std::vector<int>& parent, const std::vector<char>* via_host, const TreeSlots& s) {
+  std::vector<int> slot(parent.size(), -1), next(2 * parent.size(), 0);  // (parent, kind) -> children of that kind so far
+  for (std::size_t c = 0; c < parent.size(); ++c) {
+    if (parent[c] < 0) continue;
+    bool staged = via_host && (*via_host)[c];
+    slot[c] = (staged ? s.routes : 0) + next[2 * static_cast<std::size_t>(parent[c]) + (staged ? 1 : 0)]++;
+  }
   return slot;
+}
+
+/// Packed trees with host arcs (k a root, root-major) that shifting every rank by `shift` (r ->
+/// r + shift mod p, root r's j-th tree onto root r + shift's) maps onto themselves, arcs staged
+/// through host memory onto arcs so staged, as the stars relayed inside groups on one switch
+/// (synth::star_relay_trees, groups of consecutive ranks): the map of their channels (tree t's
+/// slots at t slots ..), each arc's onto its image's and the slots no arc takes onto the image
+/// tree's alike, in order. nullopt where the trees are not so.
+std::optional<std::vector<int>> shifted_channels(const std::vector<std::vector<int>>& trees, const std::vector<std::vector<char>>& host,
+                                                 int k, int shift, const TreeSlots& ts) {
+  auto at = [](int i) { return static_cast<std::size_t>(i); };
+  int p = static_cast<int>(trees.front().size()), slots = ts.total();
+  auto image = [&](int t) { return (t / k + shift) % p * k + t % k; };
+  std::vector<int> map(trees.size() * at(slots), -1);
+  std::vector<char> taken(map.size(), 0);
+  for (int t = 0; t < static_cast<int>(trees.size()); ++t) {
+    int u = image(t);
+    const std::vector<int>&a = trees[at(t)], &b = trees[at(u)];
+    for (int c = 0; c < p; ++c) {
+      int pc = a[at(c)], img = b[at((c + shift) % p)];
+      if ((pc < 0 ? -1 : (pc + shift) % p) != img || host[at(t)][at(c)] != host[at(u)][at((c + shift) % p)]) return std::nullopt;
+    }
+    std::vector<int> from = arc_slots(a, &host[at(t)], ts), to = arc_slots(b, &host[at(u)], ts);
+    for (int c = 0; c < p; ++c) {
+      if (from[at(c)] < 0) continue;
+      std::size_t x = at(t * slots + from[at(c)]);
+      int y = u * slots + to[at((c + shift) % p)];
+      if (map[x] >= 0 && map[x] != y) return std::nullopt;
+      map[x] = y;
+      taken[at(y)] = 1;
+    }
+  }
+  for (int t = 0; t < static_cast<int>(trees.size()); ++t) {
+    int u = image(t), j = 0;
+    for (int sl = 0; sl < slots; ++sl) {
+      if (map[at(t * slots + sl)] >= 0) continue;
+      while (j < slots && taken[at(u * slots + j)]) ++j;
+      if (j == slots) return std::nullopt;
+      map[at(t * slots + sl)] = u * slots + j;
+      taken[at(u * slots + j)] = 1;
+    }
+  }
+  return map;
 }
 
 /// The param host_arcs: per tree (';' between), the ranks (',' between) whose arc from their
@@ -698,6 +781,12 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
     if (sym || p < 2) throw InputError("synth: plan parameter host_arcs: host arcs are for packed trees, not symmetric or torus ones");
     st.host_arcs = parse_host_arcs(info.params.at("host_arcs"), st.trees);
   }
+  if (info.params.count("tree_shift") > 0) {
+    st.shift = param_int(info, "tree_shift", 0);
+    if (sym || sh.root >= 0 || p < 2 || st.shift < 1 || st.shift >= p || p % st.shift != 0)
+      throw InputError("synth: plan parameter tree_shift " + info.params.at("tree_shift") +
+                       " is not a shift of every rank's packed trees (1 to p - 1, dividing p = " + std::to_string(p) + ")");
+  }
   return st;
 }
 
@@ -740,12 +829,14 @@ class SynthAlgorithm final : public Algorithm {
     if (req.nranks > kMaxRanks) {
       std::string sym_why;
       bool ok = rooted_request(req.coll) ? synth::equal_hosts(*t, req.nranks, &sym_why).has_value()
-                                         : symmetric_request(req.coll) && (torus(*t, req.nranks) || quotient(*t, req.nranks, kSymCheckFanout, &sym_why));
+                                         : symmetric_request(req.coll) && (torus(*t, req.nranks) || one_star_host(*t, req.nranks) ||
+                                                                           quotient(*t, req.nranks, kSymCheckFanout, &sym_why));
       if (!ok)
-        return no("synth packs trees for at most " + std::to_string(kMaxRanks) +
-                  " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike or a torus, and Broadcast and Reduce on hosts of "
-                  "one size (" +
-                  (symmetric_request(req.coll) || rooted_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
+        return no(
+            "synth packs trees for at most " + std::to_string(kMaxRanks) +
+            " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or one host's switch, and Broadcast and "
+            "Reduce on hosts of one size (" +
+            (symmetric_request(req.coll) || rooted_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
     }
     return true;
   }
@@ -762,6 +853,9 @@ class SynthAlgorithm final : public Algorithm {
     // (synth::star_rate: the same 2 x gb200-nvl72 in 0.1 s).
     std::optional<synth::HostGrid> hosts = t ? synth::equal_hosts(*t, req.nranks, nullptr) : std::nullopt;
     const int most = rooted_request(req.coll) ? kMaxAutoRootedRanks : kMaxAutoSymRanks;
+    // One host whose GPUs hang off one switch (a GB200 NVL72 rack): stars, and stars relayed
+    // through host memory (offer_host_arcs), laid out at once and simulated folded.
+    if (t && symmetric_request(req.coll) && req.nranks <= most && one_star_host(*t, req.nranks)) return supports(req, t, why);
     bool fast =
         hosts && req.nranks <= most &&
         ((symmetric_request(req.coll) && (hosts->local <= kMaxAutoRanks || star_hosts(*t, req.nranks)) &&
@@ -795,7 +889,8 @@ class SynthAlgorithm final : public Algorithm {
     const bool alike =
         opt.inter.empty() && p > kMaxAutoRanks && symmetric_request(req.coll) && quotient(*t, p, kSymCheckFanout, nullptr).has_value();
     const bool both = alike && p <= kMaxRanks && symmetric_falls_short(*t, p);
-    if (p > 1 && !rooted_request(req.coll) && (opt.inter == kSymmetric || p > kMaxRanks || alike) && !both)
+    const bool star = p > kMaxRanks && one_star_host(*t, p);  // one switch: no solver to skip
+    if (p > 1 && !rooted_request(req.coll) && (opt.inter == kSymmetric || (p > kMaxRanks && !star) || alike) && !both)
       return fastest_symmetric(req, *t, opt);
     if (both) {
       PlanInfo sym = fastest_symmetric(req, *t, opt), general = lay_general(req, *t, opt);
@@ -804,20 +899,43 @@ class SynthAlgorithm final : public Algorithm {
     return lay_general(req, *t, opt);
   }
 
-  /// Whether one host's routed links are a star (synth::star_rate), so that host 0's pattern
-  /// needs no general solver. Memoised per (topology, p).
-  static bool star_hosts(const topo::Topology& t, int p) {
-    static std::mutex mu;
-    static std::map<std::pair<std::uint64_t, int>, bool> memo;
+  /// fn(t, p), memoised per (topology, p) in `memo` (one per question asked).
+  using TopologyMemo = std::pair<std::mutex, std::map<std::pair<std::uint64_t, int>, bool>>;
+  template <class F>
+  static bool per_topology(TopologyMemo& memo, const topo::Topology& t, int p, F&& fn) {
     auto key = std::make_pair(t.fingerprint(), p);
     {
-      std::lock_guard lock(mu);
-      if (auto it = memo.find(key); it != memo.end()) return it->second;
+      std::lock_guard lock(memo.first);
+      if (auto it = memo.second.find(key); it != memo.second.end()) return it->second;
     }
-    std::optional<synth::HostGrid> g = synth::host_grid(t, p, nullptr);
-    bool star = g && synth::star_rate(synth::routed_links(synth::host_topology(t, *g), g->local), g->local).has_value();
-    std::lock_guard lock(mu);
-    return memo.emplace(key, star).first->second;
+    bool answer = fn();
+    std::lock_guard lock(memo.first);
+    return memo.second.emplace(key, answer).first->second;
+  }
+
+  /// Whether one host's routed links are a star (synth::star_rate), so that host 0's pattern
+  /// needs no general solver.
+  static bool star_hosts(const topo::Topology& t, int p) {
+    static TopologyMemo memo;
+    return per_topology(memo, t, p, [&] {
+      std::optional<synth::HostGrid> g = synth::host_grid(t, p, nullptr);
+      return g && synth::star_rate(synth::routed_links(synth::host_topology(t, *g), g->local), g->local).has_value();
+    });
+  }
+
+  /// Whether the first p ranks are all on one host and the routes between them are a star
+  /// (synth::star_rate): every rank's trees are then laid out without the general solver, at any
+  /// p (a GB200 NVL72 rack's 72 GPUs).
+  static bool one_star_host(const topo::Topology& t, int p) {
+    static TopologyMemo memo;
+    return per_topology(memo, t, p, [&] {
+      bool one = p > 1 && static_cast<std::size_t>(p) <= t.num_ranks();
+      for (int r = 0; one && r < p; ++r) {
+        const std::string& host = t.vertex(t.rank_vertex(static_cast<topo::Rank>(r))).host;
+        one = !host.empty() && host == t.vertex(t.rank_vertex(0)).host;
+      }
+      return one && synth::star_rate(synth::routed_links(t, p), p).has_value();
+    });
   }
 
   /// Host 0's pattern packs below 0.9 of the optimal rate over the routed links: ForestColl's
@@ -832,7 +950,8 @@ class SynthAlgorithm final : public Algorithm {
   /// The general solver's plan (every rank's trees; AllReduce in both forms, the faster kept).
   PlanInfo lay_general(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
     int p = req.nranks;
-    if (req.coll != Collective::AllReduce || p < 2) return lay(req, t, opt, kRsAg, -1);
+    // Beyond kMaxRanks (one host's switch) one root's trees are not packed: the general solver's.
+    if (req.coll != Collective::AllReduce || p < 2 || p > kMaxRanks) return lay(req, t, opt, kRsAg, -1);
     // AllReduce both ways, keeping whichever the simulator predicts faster: every rank's trees
     // move (p - 1)/p of the vector twice, spread over all links; one root's trees move it once
     // each way with a p-th of the messages and one pipeline to fill, which wins where messages
@@ -849,6 +968,7 @@ class SynthAlgorithm final : public Algorithm {
   std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
     int p = info.req.nranks;
     if (info.params.count("sym_torus") && p > 1 && symmetric_chunks(info)) return torus_symmetries(info);
+    if (info.params.count("tree_shift") && !info.params.count("sym_grid") && p > 2 && symmetric_chunks(info)) return shift_symmetries(info);
     if (!info.params.count("sym_grid") || p < 2 || !symmetric_chunks(info)) return {};
     std::optional<synth::QuotientTrees> q = synth::read_params(info.params, p);
     Shape sh;
@@ -863,6 +983,38 @@ class SynthAlgorithm final : public Algorithm {
       axes.push_back(tree_axis(g.rank, g.order, k, slots, tree_channels, phases * tree_channels, nch));
     }
     return axes;
+  }
+
+  /// A plan of every rank's trees laid out by rule states their shift (param tree_shift) where the
+  /// trees hold to it (shifted_channels): the stars of one switch (shift 1), and stars relayed
+  /// through host memory on a GB200 NVL72 rack (shift 2: 13 s -> 0.4 s at 72 ranks).
+  std::vector<SymmetryAxis> shift_symmetries(const PlanInfo& info) const {
+    int p = info.req.nranks;
+    Shape sh;
+    SynthTrees st = read_params(info, sh);
+    if (st.shift <= 0 || sh.root >= 0 || st.host > 0 || st.trees.size() != static_cast<std::size_t>(p) * static_cast<std::size_t>(st.k))
+      return {};
+    if (st.host_arcs.empty()) st.host_arcs.assign(st.trees.size(), std::vector<char>(static_cast<std::size_t>(p), 0));
+    TreeSlots ts = slots_of(st.trees, st.host_arcs);
+    std::int64_t tree_channels = static_cast<std::int64_t>(st.trees.size()) * ts.total();
+    int phases = sh.up && sh.down ? 2 : 1, nch = std::max<int>(1, info.channels);
+    if (phases * tree_channels + copy_channels(info.req.coll) != nch) return {};
+    // The stated shift, where the trees hold to it (a plan edited by hand may not).
+    for (int shift : {st.shift}) {
+      std::optional<std::vector<int>> map = shifted_channels(st.trees, st.host_arcs, st.k, shift, ts);
+      if (!map) continue;
+      SymmetryAxis a;
+      a.order = p / shift;
+      for (int r = 0; r < p; ++r) a.rank.push_back((r + shift) % p);
+      a.channel.resize(static_cast<std::size_t>(nch));
+      std::iota(a.channel.begin(), a.channel.end(), 0);
+      for (int phase = 0; phase < phases; ++phase)
+        for (std::int64_t c = 0; c < tree_channels; ++c)
+          a.channel[static_cast<std::size_t>(phase * tree_channels + c)] =
+              static_cast<int>(phase * tree_channels + (*map)[static_cast<std::size_t>(c)]);
+      return {a};
+    }
+    return {};
   }
 
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
@@ -914,12 +1066,18 @@ class SynthAlgorithm final : public Algorithm {
       const std::vector<char>* via_host = st.host_arcs.empty() ? nullptr : &st.host_arcs[t];
       std::vector<int> children, at;
       int first = static_cast<int>(t) * slots;
-      for (int c = 0; c < p; ++c)
+      // Children in rank order; with a tree shift in the order of their distance after this rank,
+      // so that every image of the rank sums its children's in the same order (their channels
+      // stay the rank order's).
+      std::vector<int> slot = arc_slots(parent, via_host, tree_slots);
+      for (int d = st.shift > 0 ? 1 : 0; d < p; ++d) {
+        int c = st.shift > 0 ? (rank + d) % p : d;
         if (parent[static_cast<std::size_t>(c)] == rank) {
           children.push_back(c);
-          if (via_host) at.push_back(first + arc_slot(parent, via_host, c, tree_slots));
+          if (via_host || st.shift > 0) at.push_back(first + slot[static_cast<std::size_t>(c)]);
         }
-      int up_ch = rank == root_of(t) ? first : first + arc_slot(parent, via_host, rank, tree_slots);
+      }
+      int up_ch = rank == root_of(t) ? first : first + slot[static_cast<std::size_t>(rank)];
       places.push_back({parent[static_cast<std::size_t>(rank)], std::move(children), first, up_ch, std::move(at)});
     }
     // Tree t's chunk i: `mine` in a slice of k m chunks (the one a rank roots, or the whole
@@ -1020,6 +1178,8 @@ class SynthAlgorithm final : public Algorithm {
       slots = tree_slots.total();
       info.params["trees"] = format_trees(syn.trees);
       if (!syn.host.empty()) info.params["host_arcs"] = format_host_arcs(syn.host);
+      // A tree shift where the plan may fold (not beside a host share, which does not).
+      if (syn.shift > 0 && probe.root < 0 && host == 0) info.params["tree_shift"] = std::to_string(syn.shift);
       info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
     }
     std::int64_t channels = p > 1 ? phases * roots * k * slots + copy_channels(req.coll) : 1;
@@ -1366,6 +1526,10 @@ class SynthAlgorithm final : public Algorithm {
           with.pipeline = m;
           with.channels = static_cast<int>(k);
           if (m == kDeeperPipeline && !share_hosts(t, req.nranks)) continue;  // on one host 256 never won (six presets)
+          if (m > kShallowPipeline && opt.pipeline <= 0 &&
+              std::max(input_bytes(req), output_bytes(req)) / (static_cast<std::uint64_t>(req.nranks) * static_cast<std::uint64_t>(k * m)) <
+                  kMinPipelinedChunk)
+            continue;
           PlanInfo info = lay(req, t, with, allreduce, allreduce_root, walks ? Arcs::Walks : Arcs::Routed);
           if (m == kDeeperPipeline && output_bytes(req) / std::max<std::uint64_t>(1, info.out_chunks) < kMinDeeperChunk) continue;
           best.offer(std::move(info));
@@ -1386,7 +1550,11 @@ class SynthAlgorithm final : public Algorithm {
   void offer_host_arcs(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
                        int allreduce_root) const {
     int p = req.nranks;
-    if (p < 2 || p > kMaxAutoRanks || shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || !symmetric_request(req.coll)) return;
+    // Beyond kMaxAutoRanks only on a star whose ranks pair up through host memory, where the
+    // trees are laid out without splitting (synth::star_relay_trees).
+    if (p < 2 || (p > kMaxAutoRanks && !synth::star_groups(t, p)) || shape(req, allreduce, allreduce_root, 1, 1).root >= 0 ||
+        !symmetric_request(req.coll))
+      return;
     if (std::max(input_bytes(req), output_bytes(req)) / static_cast<std::uint64_t>(p) < kHostArcMinSlice) return;
     topo::Topology links = synth::routed_host_links(t, p);
     if (links.num_links() == synth::routed_links(t, p).num_links()) return;
@@ -1396,12 +1564,28 @@ class SynthAlgorithm final : public Algorithm {
     if (opt.channels > 0) ks = {opt.channels};
     std::vector<int> ms{kDeepPipeline, kDeeperPipeline};
     if (opt.pipeline > 0) ms = {opt.pipeline};
+    // Beyond kMaxAutoRanks (stars relayed through host memory, laid out at once) also 6, and only
+    // the counts whose channels a plan holds: a tree's arcs take a channel each (slots_of), 72 a
+    // tree on a GB200 NVL72 rack, so AllReduce's two phases hold 6 trees a root there, not 8.
+    if (p > kMaxAutoRanks && opt.channels <= 0) {
+      int phases = req.coll == Collective::AllReduce ? 2 : 1;
+      ks = {4, 6, 8};
+      ks.erase(std::remove_if(ks.begin(), ks.end(),
+                              [&](std::int64_t k) {
+                                Synthesised syn = synthesise(t, p, k, -1, Arcs::Host);
+                                return phases * p * k * slots_of(syn.trees, syn.host).total() + copy_channels(req.coll) > 65535;
+                              }),
+               ks.end());
+      if (ks.empty()) ks = {kHostArcTrees[0]};
+    }
     bool one_box = !share_hosts(t, p);
     double before = 0;  // the last count's rate over routes and host paths
     for (std::int64_t k : ks) {
-      double rate = synth::rate_for_trees(links, p, k);
-      if (!one_box && rate <= before * (1 + kHostArcGain)) continue;
-      before = std::max(before, rate);
+      if (!one_box) {
+        double rate = synth::rate_for_trees(links, p, k);
+        if (rate <= before * (1 + kHostArcGain)) continue;
+        before = std::max(before, rate);
+      }
       Synthesised syn = synthesise(t, p, k, -1, Arcs::Host);
       if (syn.host.empty() || syn.packed_gbps <= routed * (1 + kHostArcGain)) continue;
       for (int m : ms) {

@@ -3,9 +3,11 @@
 #include "synth/routed.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "collkit/topo/routing.h"
 #include "nic_route.h"
@@ -112,6 +114,90 @@ std::optional<double> star_rate(const topo::Topology& routed, int p) {
     least = std::min(least, l.bw_gbps);
   }
   return least / (p - 1);  // p links, one from each rank vertex, all to the hub
+}
+
+std::optional<std::vector<std::vector<int>>> star_groups(const topo::Topology& t, int p) {
+  if (p < 3 || !star_rate(routed_links(t, p), p)) return std::nullopt;
+  sim::HostRoutes hr(t);
+  std::vector<int> group(static_cast<std::size_t>(p), -1);
+  std::vector<std::vector<int>> groups;
+  for (int a = 0; a < p; ++a) {
+    if (group[static_cast<std::size_t>(a)] >= 0) continue;
+    group[static_cast<std::size_t>(a)] = static_cast<int>(groups.size());
+    groups.push_back({a});
+    for (int b = a + 1; b < p; ++b)
+      if (hr.route(t.rank_vertex(static_cast<topo::Rank>(a)), t.rank_vertex(static_cast<topo::Rank>(b))).found) {
+        if (group[static_cast<std::size_t>(b)] >= 0) return std::nullopt;  // b is already in another group
+        group[static_cast<std::size_t>(b)] = group[static_cast<std::size_t>(a)];
+        groups.back().push_back(b);
+      }
+  }
+  std::size_t g = groups.front().size();
+  if (g < 2 || g >= static_cast<std::size_t>(p)) return std::nullopt;
+  for (const std::vector<int>& members : groups) {
+    if (members.size() != g) return std::nullopt;
+    // Every two of a group joined (the first joined each; the others each other too).
+    for (std::size_t i = 1; i < g; ++i)
+      for (std::size_t j = 1; j < g; ++j)
+        if (i != j &&
+            !hr.route(t.rank_vertex(static_cast<topo::Rank>(members[i])), t.rank_vertex(static_cast<topo::Rank>(members[j]))).found)
+          return std::nullopt;
+  }
+  return groups;
+}
+
+HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay) {
+  auto at = [](int i) { return static_cast<std::size_t>(i); };
+  std::vector<int> group_of(at(p), -1), local(at(p), 0);
+  for (std::size_t q = 0; q < groups.size(); ++q)
+    for (std::size_t l = 0; l < groups[q].size(); ++l) {
+      group_of[at(groups[q][l])] = static_cast<int>(q);
+      local[at(groups[q][l])] = static_cast<int>(l);
+    }
+  auto g = static_cast<int>(groups.front().size());
+  HostTrees out;
+  for (int root = 0; root < p; ++root)
+    for (int j = 0; j < k; ++j) {
+      std::vector<int> parent(at(p), root);
+      std::vector<char> staged(at(p), 0);
+      parent[at(root)] = -1;
+      if (j < relay)
+        for (std::size_t q = 0; q < groups.size(); ++q) {
+          const std::vector<int>& members = groups[q];
+          int head = static_cast<int>(q) == group_of[at(root)] ? root : members[at((local[at(root)] + j) % g)];
+          for (int r : members)
+            if (r != head) {
+              parent[at(r)] = head;
+              staged[at(r)] = 1;
+            }
+        }
+      out.trees.push_back(std::move(parent));
+      out.host.push_back(std::move(staged));
+    }
+  // The loads: arcs per link direction, each over its route or its host path.
+  topo::Router router(t);
+  sim::HostRoutes hr(t);
+  std::map<std::tuple<int, int, bool>, std::vector<std::size_t>> paths;
+  std::vector<double> load(2 * t.num_links(), 0);
+  for (std::size_t i = 0; i < out.trees.size(); ++i)
+    for (int c = 0; c < p; ++c) {
+      int a = out.trees[i][at(c)];
+      if (a < 0) continue;
+      bool staged = out.host[i][at(c)] != 0;
+      auto [it, fresh] = paths.try_emplace({a, c, staged});
+      if (fresh) {
+        topo::VertexId va = t.rank_vertex(static_cast<topo::Rank>(a)), vc = t.rank_vertex(static_cast<topo::Rank>(c));
+        topo::Path path = staged ? hr.route(va, vc) : router.route(va, vc);
+        if (!path.found) return {};
+        for (const topo::Hop& h : path.hops) it->second.push_back(h.channel());
+      }
+      for (std::size_t dir : it->second) load[dir] += 1;
+    }
+  double least = std::numeric_limits<double>::infinity();
+  for (std::size_t dir = 0; dir < load.size(); ++dir)
+    if (load[dir] > 0) least = std::min(least, t.link(static_cast<topo::LinkId>(dir / 2)).bw_gbps / load[dir]);
+  out.per_root_gbps = std::isfinite(least) ? least * k : 0;
+  return out;
 }
 
 double host_paths_rate(const topo::Topology& t, const std::vector<std::pair<int, int>>& sends) {

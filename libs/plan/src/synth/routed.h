@@ -44,6 +44,31 @@ topo::Topology direct_links(const topo::Topology& t, int p);
 /// minutes). nullopt where the links are not such a star.
 std::optional<double> star_rate(const topo::Topology& routed, int p);
 
+/// Where the routes between the first p ranks of t form a star (star_rate) and the paths staged
+/// through host memory (sim::HostRoutes) join the ranks in groups of one size g, 2 <= g < p, every
+/// two ranks of a group and no two of different groups, as a GB200 superchip's two GPUs through
+/// their Grace CPU over NVLink-C2C: the groups, each in rank order, ordered by their least rank.
+/// nullopt otherwise.
+std::optional<std::vector<std::vector<int>>> star_groups(const topo::Topology& t, int p);
+
+/// Every rank's trees with some arcs staged through host memory, and the rate per root they give.
+struct HostTrees {
+  std::vector<std::vector<int>> trees;  ///< per tree (a root's k in a row), every rank's parent, -1 at the root
+  std::vector<std::vector<char>> host;  ///< per tree and rank, whether the arc from its parent is staged
+  double per_root_gbps = 0;
+};
+
+/// k trees per root on a star with groups (star_groups): `relay` of a root's k hand its data over
+/// the star to one rank of every other group (the rank of place (l + tree) mod g, l the root's
+/// place in its own group, so that every rank takes that turn alike and moving every rank to the
+/// same place of the next group maps the trees onto themselves), which passes it on to the rest of its group through
+/// host memory, and to the root's own group through host memory straight from the root; the
+/// other k - relay are the root's star. A rank then takes in over its host link what its star link
+/// cannot: the cut bound's in-bandwidth of one rank, star link plus host link, where stars alone
+/// reach the star link's. per_root_gbps: k times the least, over the link directions the arcs'
+/// paths cross (routes, and host paths for staged arcs), of the bandwidth over the arcs crossing it.
+HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay);
+
 /// The rate sends staged through host memory (sim::HostRoutes, channel_paths "host") between the
 /// rank pairs `sends`, all at once, each reach: the least, over link directions, of the bandwidth
 /// over the sends crossing it; 0 where some pair shares a vertex or has no such path (ranks on
