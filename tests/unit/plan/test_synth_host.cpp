@@ -495,11 +495,11 @@ TEST_CASE("synth host arcs: on one switch with GPUs paired on a CPU, stars relay
   REQUIRE(twin.found);
   CHECK(twin.hops.size() == 2);
   CHECK_FALSE(hr.route(t.rank_vertex(0), t.rank_vertex(2)).found);
-  // Not such a star: host paths between every GPU (one group), two hosts, a star without C2C.
+  // Not such a star: host paths between every GPU (one group), on one DGX H100 or two; a star
+  // without C2C. (Racks of such stars are: the two GB200 NVL72 case below.)
   int refused = 0;
-  for (auto [other, n] :
-       {std::pair{collkit::topo::synth({"dgx-h100", 1, ""}), 8}, std::pair{collkit::topo::synth({"gb200-nvl72", 2, ""}), 144},
-        std::pair{collkit::plan::testing::uniform(6, 100, 1), 6}}) {
+  for (auto [other, n] : {std::pair{collkit::topo::synth({"dgx-h100", 1, ""}), 8}, std::pair{collkit::topo::synth({"dgx-h100", 2, ""}), 16},
+                          std::pair{collkit::plan::testing::uniform(6, 100, 1), 6}}) {
     CHECK_FALSE(synth::star_groups(other, n));
     ++refused;
   }
@@ -596,18 +596,24 @@ TEST_CASE("synth host arcs: a malformed tree_shift is refused in one line, one t
   PlanInfo info = plan->info();
   REQUIRE(info.params.at("tree_shift") == "2");
   int refused = 0;
-  for (const char* text : {"0", "3", "8", "-2"}) {
-    CAPTURE(text);
+  struct Bad {
+    const char *shift, *block;
+  };
+  for (Bad b :
+       {Bad{"0", nullptr}, Bad{"3", nullptr}, Bad{"8", nullptr}, Bad{"-2", nullptr}, Bad{"2", "3"}, Bad{"4", "4"}, Bad{"1", "16"}}) {
+    CAPTURE(b.shift);
     PlanInfo bad = info;
-    bad.params["tree_shift"] = text;
+    bad.params["tree_shift"] = b.shift;
+    if (b.block) bad.params["tree_block"] = b.block;
     CHECK_THROWS_WITH_AS(GeneratedPlan(bad, algorithm("synth")).program(0),
-                         (std::string("synth: plan parameter tree_shift ") + text +
-                          " is not a shift of every rank's packed trees (1 to p - 1, dividing p = 8)")
+                         (std::string("synth: plan parameters tree_shift ") + b.shift + ", tree_block " + (b.block ? b.block : "8") +
+                          " are not a shift inside blocks of every rank's packed trees (a block of 2 to p ranks dividing p = 8, a "
+                          "shift of 1 to block - 1 dividing the block)")
                              .c_str(),
                          collkit::InputError);
     ++refused;
   }
-  CHECK(refused == 4);
+  CHECK(refused == 7);
   PlanInfo word = info;
   word.params["tree_shift"] = "two";
   CHECK_THROWS_WITH_AS(GeneratedPlan(word, algorithm("synth")).program(0), "plan parameter tree_shift=\"two\": expected an integer",
@@ -624,4 +630,45 @@ TEST_CASE("synth host arcs: a malformed tree_shift is refused in one line, one t
   CHECK(as_is.folded == 1);
   CHECK(as_is.time_us == doctest::Approx(simulate(*plan, t, unfolded).time_us).epsilon(0.02));
   CHECK(verify(unstated).ok);
+}
+
+TEST_CASE("synth host arcs: two GB200 NVL72 racks, each root's data over its rail to the other rack and relayed there as at home") {
+  // 144 GPUs: host 0's pattern (stars in each rack, rails between) runs 1.24 x the bound; every
+  // rank's trees relayed through each Grace on both racks (3 a root: AllGather's channels, 73 a
+  // tree, hold no more) about 1.03. Two symmetries: each rack's GPUs turned by one superchip, and
+  // the racks swapped; the simulation runs one rank of 72. Predictions; no clock is read.
+  topo::Topology t = collkit::topo::synth({"gb200-nvl72", 2, ""});
+  const int p = 144;
+  std::optional<std::vector<std::vector<int>>> groups = synth::star_groups(t, p);
+  REQUIRE(groups);
+  CHECK(groups->size() == 72);
+  CHECK((*groups)[36] == std::vector<int>{72, 73});
+  Request req{Collective::AllGather, std::uint64_t{144} * 4 * 1864135, p, 0};  // 1 GiB in whole floats a rank
+  AlgoOptions opt;
+  opt.channels = 3;
+  opt.pipeline = 16;
+  auto plan = generate("synth", req, &t, opt);
+  const PlanInfo& info = plan->info();
+  REQUIRE(info.params.count("host_arcs"));
+  CHECK(info.params.at("tree_shift") == "2");
+  CHECK(info.params.at("tree_block") == "72");
+  std::vector<SymmetryAxis> axes = plan->symmetries();
+  REQUIRE(axes.size() == 2);
+  CHECK(axes[0].order == 36);
+  CHECK(axes[1].order == 2);
+  CHECK(axes[1].rank[0] == 72);
+  std::size_t compared = 0;
+  for (const SymmetryAxis& a : axes) CHECK(collkit::plan::testing::axis_holds(*plan, a, compared));
+  CHECK(compared > 100000);
+  SimResult predicted = simulate(*plan, t);
+  double bound = lower_bound(req, t).time_us();
+  AlgoOptions sym = opt;
+  sym.inter = "symmetric";
+  double pattern_predicted = simulate(*generate("synth", req, &t, sym), t).time_us;
+  MESSAGE("gb200-nvl72 x2 AllGather 1 GiB: " << predicted.time_us / bound << " x the bound (host 0's pattern " << pattern_predicted / bound
+                                             << "), folded by " << predicted.folded);
+  CHECK(predicted.folded == 72);
+  CHECK(predicted.time_us >= bound * (1 - 1e-9));
+  CHECK(predicted.time_us <= bound * 1.05);
+  CHECK(predicted.time_us < pattern_predicted * 0.9);
 }

@@ -158,7 +158,7 @@ struct Synthesised {
   std::vector<std::vector<int>> trees;
   double packed_gbps = 0;
   std::vector<std::vector<char>> host;
-  int shift = 0;  ///< trees laid out by rule: the rank shift mapping them onto themselves (SynthTrees::shift)
+  int shift = 0, block = 0;  ///< trees laid out by rule: the shifts mapping them onto themselves (SynthTrees)
 };
 
 /// Per tree (by root rank, k each), every rank's parent rank, -1 at the root; with root >= 0,
@@ -192,25 +192,10 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   if (arcs == Arcs::Direct) direct = synth::direct_links(t, p);
   const topo::Topology& base = direct ? *direct : t;
   bool host = arcs == Arcs::Host;
-  topo::Topology routed = host ? synth::routed_host_links(base, p) : synth::routed_links(base, p);
-  // Every rank's trees on a star (one switch, a link a rank): each root's k trees are its star,
-  // at the optimum, without splitting (synth::star_rate). One root's trees are not: a chain
-  // through the switch broadcasts at a link's rate, a star at 1 / (p - 1) of it.
-  if (std::optional<double> star = root < 0 && !host && !direct ? synth::star_rate(routed, p) : std::nullopt) {
-    Synthesised out;
-    out.packed_gbps = *star;
-    out.shift = 1;
-    for (int r = 0; r < p; ++r) {
-      std::vector<int> parent(static_cast<std::size_t>(p), r);
-      parent[static_cast<std::size_t>(r)] = -1;
-      for (std::int64_t j = 0; j < k; ++j) out.trees.push_back(parent);
-    }
-    std::lock_guard lock(mu);
-    return memo.emplace(key, std::move(out)).first->second;
-  }
-  // Host arcs on a star whose ranks pair up through host memory (GB200's two GPUs a Grace): stars
-  // with some of a root's trees relayed inside each group, the share of those that the rates
-  // favour (synth::star_relay_trees), without splitting (72 ranks a host).
+  // Host arcs on a star whose ranks pair up through host memory (GB200's two GPUs a Grace), or on
+  // hosts alike of such stars (racks): stars with some of a root's trees relayed inside each
+  // group, the share of those that the rates favour (synth::star_relay_trees), without splitting
+  // (72 ranks a host) and before the routes over every host path are laid out.
   if (std::optional<std::vector<std::vector<int>>> groups = host && root < 0 ? synth::star_groups(t, p) : std::nullopt) {
     synth::HostTrees best;
     for (int relay = 0; relay <= k; ++relay) {
@@ -224,12 +209,34 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
     bool blocks = true;
     for (std::size_t q = 0; q < groups->size(); ++q)
       for (int l = 0; l < g; ++l) blocks = blocks && (*groups)[q][static_cast<std::size_t>(l)] == static_cast<int>(q) * g + l;
+    // On several hosts, a turn of every host's ranks by one group and a move of the hosts, where
+    // each host's ranks are consecutive too.
+    std::optional<synth::HostGrid> hosts = synth::equal_hosts(t, p, nullptr);  // nullopt on one host
+    for (int r = 0; hosts && r < p; ++r) blocks = blocks && hosts->rank[static_cast<std::size_t>(r)] == r;
     out.shift = blocks ? g : 0;
+    out.block = blocks ? (hosts ? hosts->local : p) : 0;
     for (const std::vector<char>& staged : best.host)
       if (std::count(staged.begin(), staged.end(), 1) > 0) {
         out.host = std::move(best.host);
         break;
       }
+    std::lock_guard lock(mu);
+    return memo.emplace(key, std::move(out)).first->second;
+  }
+  topo::Topology routed = host ? synth::routed_host_links(base, p) : synth::routed_links(base, p);
+  // Every rank's trees on a star (one switch, a link a rank): each root's k trees are its star,
+  // at the optimum, without splitting (synth::star_rate). One root's trees are not: a chain
+  // through the switch broadcasts at a link's rate, a star at 1 / (p - 1) of it.
+  if (std::optional<double> star = root < 0 && !host && !direct ? synth::star_rate(routed, p) : std::nullopt) {
+    Synthesised out;
+    out.packed_gbps = *star;
+    out.shift = 1;
+    out.block = p;
+    for (int r = 0; r < p; ++r) {
+      std::vector<int> parent(static_cast<std::size_t>(p), r);
+      parent[static_cast<std::size_t>(r)] = -1;
+      for (std::int64_t j = 0; j < k; ++j) out.trees.push_back(parent);
+    }
     std::lock_guard lock(mu);
     return memo.emplace(key, std::move(out)).first->second;
   }
@@ -565,44 +572,69 @@ TreeSlots slots_of(const std::vector<std::vector<int>>& trees, const std::vector
 /// The most children a rank has in any tree: channels per tree (no host arcs).
 int fanout(const std::vector<std::vector<int>>& trees) { return slots_of(trees, {}).total(); }
 
+/// The rank d places after `rank` (d = 1 .. p - 1) in blocks of `block` consecutive ranks: the
+/// block d / block on, place d mod block on inside it. Any turn inside every block and any move of
+/// the blocks keep it.
+int tree_order(int rank, int d, int block, int p) {
+  int blocks = p / block, b = (rank / block + d / block) % blocks, l = (rank % block + d % block) % block;
+  return b * block + l;
+}
+
 /// Every arc's slot in one tree of `parent`s (-1 at the root): the child's place among its
 /// parent's children of its kind (rank order), after the routes' slots for a host arc (via_host,
 /// where not null).
-std::vector<int> arc_slots(const std::vector<int>& parent, const std::vector<char>* via_host, const TreeSlots& s) {
+std::vector<int> arc_slots(const std::vector<int>& parent, const std::vector<char>* via_host, const TreeSlots& s, int block = 0) {
+  auto p = static_cast<int>(parent.size());
   std::vector<int> slot(parent.size(), -1), next(2 * parent.size(), 0);  // (parent, kind) -> children of that kind so far
-  for (std::size_t c = 0; c < parent.size(); ++c) {
-    if (parent[c] < 0) continue;
-    bool staged = via_host && (*via_host)[c];
-    slot[c] = (staged ? s.routes : 0) + next[2 * static_cast<std::size_t>(parent[c]) + (staged ? 1 : 0)]++;
+  // In rank order, or with a tree shift (block > 0) in each parent's tree_order, which every
+  // image of the parent shares, so that a slot is the same place in every image.
+  std::vector<int> order(parent.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (block > 0) {
+    auto distance = [&](int c) {
+      int a = parent[static_cast<std::size_t>(c)], n = p / block;
+      return ((c / block - a / block) % n + n) % n * block + ((c % block - a % block) % block + block) % block;
+    };
+    std::sort(order.begin(), order.end(), [&](int x, int y) {
+      int px = parent[static_cast<std::size_t>(x)], py = parent[static_cast<std::size_t>(y)];
+      if (px < 0 || py < 0) return px < py || (px == py && x < y);
+      return std::pair(px, distance(x)) < std::pair(py, distance(y));
+    });
+  }
+  for (int c : order) {
+    auto u = static_cast<std::size_t>(c);
+    if (parent[u] < 0) continue;
+    bool staged = via_host && (*via_host)[u];
+    slot[u] = (staged ? s.routes : 0) + next[2 * static_cast<std::size_t>(parent[u]) + (staged ? 1 : 0)]++;
   }
   return slot;
 }
 
-/// Packed trees with host arcs (k a root, root-major) that shifting every rank by `shift` (r ->
-/// r + shift mod p, root r's j-th tree onto root r + shift's) maps onto themselves, arcs staged
-/// through host memory onto arcs so staged, as the stars relayed inside groups on one switch
-/// (synth::star_relay_trees, groups of consecutive ranks): the map of their channels (tree t's
+/// Trees (k a root, root-major, with their host arcs) that the rank permutation `sigma` maps onto
+/// themselves (root r's j-th tree onto root sigma(r)'s), arcs staged through host memory onto arcs
+/// so staged, as the stars relayed inside groups (synth::star_relay_trees, groups of consecutive
+/// ranks) under a turn of every host's ranks by one group: the map of their channels (tree t's
 /// slots at t slots ..), each arc's onto its image's and the slots no arc takes onto the image
 /// tree's alike, in order. nullopt where the trees are not so.
 std::optional<std::vector<int>> shifted_channels(const std::vector<std::vector<int>>& trees, const std::vector<std::vector<char>>& host,
-                                                 int k, int shift, const TreeSlots& ts) {
+                                                 int k, const std::vector<int>& sigma, const TreeSlots& ts, int block) {
   auto at = [](int i) { return static_cast<std::size_t>(i); };
   int p = static_cast<int>(trees.front().size()), slots = ts.total();
-  auto image = [&](int t) { return (t / k + shift) % p * k + t % k; };
+  auto image = [&](int t) { return sigma[at(t / k)] * k + t % k; };
   std::vector<int> map(trees.size() * at(slots), -1);
   std::vector<char> taken(map.size(), 0);
   for (int t = 0; t < static_cast<int>(trees.size()); ++t) {
     int u = image(t);
     const std::vector<int>&a = trees[at(t)], &b = trees[at(u)];
     for (int c = 0; c < p; ++c) {
-      int pc = a[at(c)], img = b[at((c + shift) % p)];
-      if ((pc < 0 ? -1 : (pc + shift) % p) != img || host[at(t)][at(c)] != host[at(u)][at((c + shift) % p)]) return std::nullopt;
+      int pc = a[at(c)], img = b[at(sigma[at(c)])];
+      if ((pc < 0 ? -1 : sigma[at(pc)]) != img || host[at(t)][at(c)] != host[at(u)][at(sigma[at(c)])]) return std::nullopt;
     }
-    std::vector<int> from = arc_slots(a, &host[at(t)], ts), to = arc_slots(b, &host[at(u)], ts);
+    std::vector<int> from = arc_slots(a, &host[at(t)], ts, block), to = arc_slots(b, &host[at(u)], ts, block);
     for (int c = 0; c < p; ++c) {
       if (from[at(c)] < 0) continue;
       std::size_t x = at(t * slots + from[at(c)]);
-      int y = u * slots + to[at((c + shift) % p)];
+      int y = u * slots + to[at(sigma[at(c)])];
       if (map[x] >= 0 && map[x] != y) return std::nullopt;
       map[x] = y;
       taken[at(y)] = 1;
@@ -783,9 +815,12 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
   }
   if (info.params.count("tree_shift") > 0) {
     st.shift = param_int(info, "tree_shift", 0);
-    if (sym || sh.root >= 0 || p < 2 || st.shift < 1 || st.shift >= p || p % st.shift != 0)
-      throw InputError("synth: plan parameter tree_shift " + info.params.at("tree_shift") +
-                       " is not a shift of every rank's packed trees (1 to p - 1, dividing p = " + std::to_string(p) + ")");
+    st.block = param_int(info, "tree_block", p);
+    if (sym || sh.root >= 0 || p < 2 || st.block < 2 || st.block > p || p % st.block != 0 || st.shift < 1 || st.shift >= st.block ||
+        st.block % st.shift != 0)
+      throw InputError("synth: plan parameters tree_shift " + info.params.at("tree_shift") + ", tree_block " + std::to_string(st.block) +
+                       " are not a shift inside blocks of every rank's packed trees (a block of 2 to p ranks dividing p = " +
+                       std::to_string(p) + ", a shift of 1 to block - 1 dividing the block)");
   }
   return st;
 }
@@ -890,8 +925,16 @@ class SynthAlgorithm final : public Algorithm {
         opt.inter.empty() && p > kMaxAutoRanks && symmetric_request(req.coll) && quotient(*t, p, kSymCheckFanout, nullptr).has_value();
     const bool both = alike && p <= kMaxRanks && symmetric_falls_short(*t, p);
     const bool star = p > kMaxRanks && one_star_host(*t, p);  // one switch: no solver to skip
-    if (p > 1 && !rooted_request(req.coll) && (opt.inter == kSymmetric || (p > kMaxRanks && !star) || alike) && !both)
-      return fastest_symmetric(req, *t, opt);
+    if (p > 1 && !rooted_request(req.coll) && (opt.inter == kSymmetric || (p > kMaxRanks && !star) || alike) && !both) {
+      PlanInfo sym = fastest_symmetric(req, *t, opt);
+      // Racks of stars whose GPUs pair up through host memory (GB200 NVL72): beside host 0's
+      // pattern, every rank's trees relayed through each Grace on every rack (offer_host_arcs).
+      if (!opt.inter.empty() || !star_group_hosts(*t, p)) return sym;
+      Fastest best(*this, *t, 1e-3);
+      best.offer(std::move(sym));
+      offer_host_arcs(best, req, *t, opt, kRsAg, -1);
+      return best.take();
+    }
     if (both) {
       PlanInfo sym = fastest_symmetric(req, *t, opt), general = lay_general(req, *t, opt);
       return simulated_us(GeneratedPlan(general, *this), *t) < simulated_us(GeneratedPlan(sym, *this), *t) ? general : sym;
@@ -921,6 +964,13 @@ class SynthAlgorithm final : public Algorithm {
       std::optional<synth::HostGrid> g = synth::host_grid(t, p, nullptr);
       return g && synth::star_rate(synth::routed_links(synth::host_topology(t, *g), g->local), g->local).has_value();
     });
+  }
+
+  /// Whether the first p ranks are on several hosts alike whose GPUs hang off one switch each and
+  /// pair up through host memory (synth::star_groups: GB200 NVL72 racks).
+  static bool star_group_hosts(const topo::Topology& t, int p) {
+    static TopologyMemo memo;
+    return per_topology(memo, t, p, [&] { return !one_star_host(t, p) && synth::star_groups(t, p).has_value(); });
   }
 
   /// Whether the first p ranks are all on one host and the routes between them are a star
@@ -999,22 +1049,28 @@ class SynthAlgorithm final : public Algorithm {
     std::int64_t tree_channels = static_cast<std::int64_t>(st.trees.size()) * ts.total();
     int phases = sh.up && sh.down ? 2 : 1, nch = std::max<int>(1, info.channels);
     if (phases * tree_channels + copy_channels(info.req.coll) != nch) return {};
-    // The stated shift, where the trees hold to it (a plan edited by hand may not).
-    for (int shift : {st.shift}) {
-      std::optional<std::vector<int>> map = shifted_channels(st.trees, st.host_arcs, st.k, shift, ts);
+    // The stated turn inside every block and, with several blocks, the move of the blocks, each
+    // where the trees hold to it (a plan edited by hand may not).
+    std::vector<SymmetryAxis> axes;
+    std::vector<std::pair<int, int>> moves{{st.shift, st.block}};  // (by, inside blocks of)
+    if (st.block < p) moves.emplace_back(st.block, p);
+    for (auto [by, size] : moves) {
+      std::vector<int> sigma;
+      for (int r = 0; r < p; ++r) sigma.push_back(r / size * size + (r % size + by) % size);
+      std::optional<std::vector<int>> map = shifted_channels(st.trees, st.host_arcs, st.k, sigma, ts, st.block);
       if (!map) continue;
       SymmetryAxis a;
-      a.order = p / shift;
-      for (int r = 0; r < p; ++r) a.rank.push_back((r + shift) % p);
+      a.order = size / by;
+      a.rank = std::move(sigma);
       a.channel.resize(static_cast<std::size_t>(nch));
       std::iota(a.channel.begin(), a.channel.end(), 0);
       for (int phase = 0; phase < phases; ++phase)
         for (std::int64_t c = 0; c < tree_channels; ++c)
           a.channel[static_cast<std::size_t>(phase * tree_channels + c)] =
               static_cast<int>(phase * tree_channels + (*map)[static_cast<std::size_t>(c)]);
-      return {a};
+      axes.push_back(std::move(a));
     }
-    return {};
+    return axes;
   }
 
   std::vector<Op> program(const PlanInfo& info, int rank) const override {
@@ -1066,12 +1122,12 @@ class SynthAlgorithm final : public Algorithm {
       const std::vector<char>* via_host = st.host_arcs.empty() ? nullptr : &st.host_arcs[t];
       std::vector<int> children, at;
       int first = static_cast<int>(t) * slots;
-      // Children in rank order; with a tree shift in the order of their distance after this rank,
-      // so that every image of the rank sums its children's in the same order (their channels
-      // stay the rank order's).
-      std::vector<int> slot = arc_slots(parent, via_host, tree_slots);
+      // Children in rank order; with a tree shift in the order of their distance after this rank
+      // (tree_order), so that every image of the rank sums its children's in the same order and
+      // sends to them on the same slots (arc_slots).
+      std::vector<int> slot = arc_slots(parent, via_host, tree_slots, st.shift > 0 ? st.block : 0);
       for (int d = st.shift > 0 ? 1 : 0; d < p; ++d) {
-        int c = st.shift > 0 ? (rank + d) % p : d;
+        int c = st.shift > 0 ? tree_order(rank, d, st.block, p) : d;
         if (parent[static_cast<std::size_t>(c)] == rank) {
           children.push_back(c);
           if (via_host || st.shift > 0) at.push_back(first + slot[static_cast<std::size_t>(c)]);
@@ -1179,7 +1235,10 @@ class SynthAlgorithm final : public Algorithm {
       info.params["trees"] = format_trees(syn.trees);
       if (!syn.host.empty()) info.params["host_arcs"] = format_host_arcs(syn.host);
       // A tree shift where the plan may fold (not beside a host share, which does not).
-      if (syn.shift > 0 && probe.root < 0 && host == 0) info.params["tree_shift"] = std::to_string(syn.shift);
+      if (syn.shift > 0 && probe.root < 0 && host == 0) {
+        info.params["tree_shift"] = std::to_string(syn.shift);
+        if (syn.block != p) info.params["tree_block"] = std::to_string(syn.block);
+      }
       info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
     }
     std::int64_t channels = p > 1 ? phases * roots * k * slots + copy_channels(req.coll) : 1;
@@ -1550,39 +1609,44 @@ class SynthAlgorithm final : public Algorithm {
   void offer_host_arcs(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
                        int allreduce_root) const {
     int p = req.nranks;
-    // Beyond kMaxAutoRanks only on a star whose ranks pair up through host memory, where the
-    // trees are laid out without splitting (synth::star_relay_trees).
-    if (p < 2 || (p > kMaxAutoRanks && !synth::star_groups(t, p)) || shape(req, allreduce, allreduce_root, 1, 1).root >= 0 ||
+    // Beyond kMaxAutoRanks only on stars whose ranks pair up through host memory (one host, or
+    // hosts alike), where the trees are laid out without splitting (synth::star_relay_trees) and
+    // simply offered: the plan they are weighed against is laid out elsewhere.
+    const bool wide = p > kMaxAutoRanks;
+    if (p < 2 || (wide && !synth::star_groups(t, p)) || shape(req, allreduce, allreduce_root, 1, 1).root >= 0 ||
         !symmetric_request(req.coll))
       return;
     if (std::max(input_bytes(req), output_bytes(req)) / static_cast<std::uint64_t>(p) < kHostArcMinSlice) return;
-    topo::Topology links = synth::routed_host_links(t, p);
-    if (links.num_links() == synth::routed_links(t, p).num_links()) return;
+    std::optional<topo::Topology> links;
     double routed = 0;  // the routed trees' best rate (memoised: fastest_pipeline laid them out)
-    for (std::int64_t k : trees_to_try(req, t, opt)) routed = std::max(routed, synthesise(t, p, k, -1, Arcs::Routed).packed_gbps);
+    if (!wide) {
+      links = synth::routed_host_links(t, p);
+      if (links->num_links() == synth::routed_links(t, p).num_links()) return;
+      for (std::int64_t k : trees_to_try(req, t, opt)) routed = std::max(routed, synthesise(t, p, k, -1, Arcs::Routed).packed_gbps);
+    }
     std::vector<std::int64_t> ks(std::begin(kHostArcTrees), std::end(kHostArcTrees));
     if (opt.channels > 0) ks = {opt.channels};
     std::vector<int> ms{kDeepPipeline, kDeeperPipeline};
     if (opt.pipeline > 0) ms = {opt.pipeline};
-    // Beyond kMaxAutoRanks (stars relayed through host memory, laid out at once) also 6, and only
-    // the counts whose channels a plan holds: a tree's arcs take a channel each (slots_of), 72 a
-    // tree on a GB200 NVL72 rack, so AllReduce's two phases hold 6 trees a root there, not 8.
-    if (p > kMaxAutoRanks && opt.channels <= 0) {
+    // Beyond kMaxAutoRanks (stars relayed through host memory, laid out at once) also 2, 3 and 6,
+    // and only the counts whose channels a plan holds: a tree's arcs take a channel each
+    // (slots_of), 73 a tree on two GB200 NVL72 racks, so AllReduce's two phases hold 6 trees a root
+    // on one rack, 3 on two.
+    if (wide && opt.channels <= 0) {
       int phases = req.coll == Collective::AllReduce ? 2 : 1;
-      ks = {4, 6, 8};
+      ks = {2, 3, 4, 6, 8};
       ks.erase(std::remove_if(ks.begin(), ks.end(),
                               [&](std::int64_t k) {
                                 Synthesised syn = synthesise(t, p, k, -1, Arcs::Host);
                                 return phases * p * k * slots_of(syn.trees, syn.host).total() + copy_channels(req.coll) > 65535;
                               }),
                ks.end());
-      if (ks.empty()) ks = {kHostArcTrees[0]};
     }
     bool one_box = !share_hosts(t, p);
     double before = 0;  // the last count's rate over routes and host paths
     for (std::int64_t k : ks) {
-      if (!one_box) {
-        double rate = synth::rate_for_trees(links, p, k);
+      if (!one_box && !wide) {
+        double rate = synth::rate_for_trees(*links, p, k);
         if (rate <= before * (1 + kHostArcGain)) continue;
         before = std::max(before, rate);
       }
@@ -1735,7 +1799,7 @@ class SynthAlgorithm final : public Algorithm {
   /// host, their crossings loading the NICs as the trees' own do. 0 where some arc has no such path.
   static double host_star_rate(const topo::Topology& t, int p) {
     std::vector<std::pair<int, int>> sends;
-    std::optional<synth::HostGrid> hosts = share_hosts(t, p);
+    std::optional<synth::HostGrid> hosts = synth::equal_hosts(t, p, nullptr);  // nullopt on one host
     ShareGrid grid;
     if (hosts) grid = ShareGrid{hosts->local, hosts->rank, hosts->pos};
     for (int a = 0; a < p; ++a)

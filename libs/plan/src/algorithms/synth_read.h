@@ -23,11 +23,14 @@ struct SynthTrees {
   /// Per tree and rank, whether the arc from its parent is staged through host memory (param
   /// host_arcs, Arcs::Host: on the tree's last channels, channel_paths "host"); empty: none.
   std::vector<std::vector<char>> host_arcs;
-  /// Trees laid out by rule, not packed (stars; stars relayed inside groups): the rank shift
-  /// under which they map onto themselves (param tree_shift; 0: none). A rank then takes its
-  /// children, and sums theirs, in the order of their distance after it (c - r mod p), the same in
-  /// every image, and the plan states the shift as a symmetry (docs/plan.md "Symmetry").
+  /// Trees laid out by rule, not packed (stars; stars relayed inside groups): they map onto
+  /// themselves when every block of `block` consecutive ranks (a host) turns by `shift` places
+  /// inside itself, and when the blocks move one block on (params tree_shift, tree_block; shift 0:
+  /// none; block p: one host). A rank then takes its children, and sums theirs, in the order of
+  /// their distance after it, block first (tree_order), the same in every image, and the plan
+  /// states both as symmetries (docs/plan.md "Symmetry").
   int shift = 0;
+  int block = 0;
 };
 SynthTrees read_synth_trees(const PlanInfo& info);
 

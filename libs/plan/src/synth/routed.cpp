@@ -11,6 +11,7 @@
 
 #include "collkit/topo/routing.h"
 #include "nic_route.h"
+#include "synth/symmetric.h"
 
 namespace collkit::plan::synth {
 
@@ -116,7 +117,10 @@ std::optional<double> star_rate(const topo::Topology& routed, int p) {
   return least / (p - 1);  // p links, one from each rank vertex, all to the hub
 }
 
-std::optional<std::vector<std::vector<int>>> star_groups(const topo::Topology& t, int p) {
+namespace {
+
+/// star_groups on one host.
+std::optional<std::vector<std::vector<int>>> one_host_groups(const topo::Topology& t, int p) {
   if (p < 3 || !star_rate(routed_links(t, p), p)) return std::nullopt;
   sim::HostRoutes hr(t);
   std::vector<int> group(static_cast<std::size_t>(p), -1);
@@ -146,6 +150,39 @@ std::optional<std::vector<std::vector<int>>> star_groups(const topo::Topology& t
   return groups;
 }
 
+bool one_host(const topo::Topology& t, int p) {
+  for (int r = 0; r < p; ++r)
+    if (t.vertex(t.rank_vertex(static_cast<topo::Rank>(r))).host != t.vertex(t.rank_vertex(0)).host) return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::vector<int>>> star_groups(const topo::Topology& t, int p) {
+  if (p < 3) return std::nullopt;
+  if (one_host(t, p)) return one_host_groups(t, p);
+  // Hosts of one size, host 0's ranks such a star, every host's groups at the same local places
+  // (equal_hosts' order), each joined through host memory.
+  std::optional<HostGrid> grid = equal_hosts(t, p, nullptr);
+  if (!grid) return std::nullopt;
+  std::optional<std::vector<std::vector<int>>> local = one_host_groups(host_topology(t, *grid), grid->local);
+  if (!local) return std::nullopt;
+  sim::HostRoutes hr(t);
+  auto joined = [&](int a, int b) {
+    return hr.route(t.rank_vertex(static_cast<topo::Rank>(a)), t.rank_vertex(static_cast<topo::Rank>(b))).found;
+  };
+  std::vector<std::vector<int>> groups;
+  for (int h = 0; h < grid->num_hosts(); ++h)
+    for (const std::vector<int>& places : *local) {
+      std::vector<int> members;
+      for (int l : places) members.push_back(grid->rank[static_cast<std::size_t>(h * grid->local + l)]);
+      for (std::size_t i = 1; i < members.size(); ++i)
+        if (!joined(members[0], members[i]) || !joined(members[i], members[0])) return std::nullopt;
+      groups.push_back(std::move(members));
+    }
+  return groups;
+}
+
 HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay) {
   auto at = [](int i) { return static_cast<std::size_t>(i); };
   std::vector<int> group_of(at(p), -1), local(at(p), 0);
@@ -155,22 +192,33 @@ HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std
       local[at(groups[q][l])] = static_cast<int>(l);
     }
   auto g = static_cast<int>(groups.front().size());
+  // Hosts: one, or hosts of one size in equal_hosts' order (place h L + l: host h, local l).
+  const bool single = one_host(t, p);
+  std::optional<HostGrid> grid = single ? std::nullopt : equal_hosts(t, p, nullptr);
+  if (!single && !grid) return {};
+  const int hosts = grid ? grid->num_hosts() : 1, L = grid ? grid->local : p;
+  auto place = [&](int r) { return grid ? grid->pos[at(r)] : r; };
+  auto rank_at = [&](int x) { return grid ? grid->rank[at(x)] : x; };
   HostTrees out;
   for (int root = 0; root < p; ++root)
     for (int j = 0; j < k; ++j) {
-      std::vector<int> parent(at(p), root);
+      std::vector<int> parent(at(p), -1);
       std::vector<char> staged(at(p), 0);
-      parent[at(root)] = -1;
-      if (j < relay)
-        for (std::size_t q = 0; q < groups.size(); ++q) {
-          const std::vector<int>& members = groups[q];
-          int head = static_cast<int>(q) == group_of[at(root)] ? root : members[at((local[at(root)] + j) % g)];
-          for (int r : members)
-            if (r != head) {
-              parent[at(r)] = head;
-              staged[at(r)] = 1;
-            }
+      // On each host the rank at the root's local place takes the data (over the network on
+      // the others) and hands it on there: a star, or relayed inside the groups.
+      for (int h = 0; h < hosts; ++h) {
+        int entry = h == place(root) / L ? root : rank_at(h * L + place(root) % L);
+        if (entry != root) parent[at(entry)] = root;
+        for (int x = h * L; x < h * L + L; ++x) {
+          int r = rank_at(x);
+          if (r == entry) continue;
+          const std::vector<int>& members = groups[at(group_of[at(r)])];
+          int head = group_of[at(r)] == group_of[at(entry)] ? entry : members[at((local[at(entry)] + j) % g)];
+          bool relayed = j < relay && r != head;
+          parent[at(r)] = relayed ? head : entry;
+          staged[at(r)] = relayed ? 1 : 0;
         }
+      }
       out.trees.push_back(std::move(parent));
       out.host.push_back(std::move(staged));
     }

@@ -44,11 +44,13 @@ topo::Topology direct_links(const topo::Topology& t, int p);
 /// minutes). nullopt where the links are not such a star.
 std::optional<double> star_rate(const topo::Topology& routed, int p);
 
-/// Where the routes between the first p ranks of t form a star (star_rate) and the paths staged
-/// through host memory (sim::HostRoutes) join the ranks in groups of one size g, 2 <= g < p, every
-/// two ranks of a group and no two of different groups, as a GB200 superchip's two GPUs through
-/// their Grace CPU over NVLink-C2C: the groups, each in rank order, ordered by their least rank.
-/// nullopt otherwise.
+/// Where the routes between the first p ranks of t, all on one host, form a star (star_rate) and
+/// the paths staged through host memory (sim::HostRoutes) join the ranks in groups of one size g,
+/// 2 <= g < p, every two ranks of a group and no two of different groups, as a GB200 superchip's
+/// two GPUs through their Grace CPU over NVLink-C2C: the groups, each in rank order, ordered by
+/// their least rank. On several hosts of one size (synth::equal_hosts: GB200 NVL72 racks), where
+/// host 0 is such a star and every host's groups are at the same local places: every host's
+/// groups, host by host. nullopt otherwise.
 std::optional<std::vector<std::vector<int>>> star_groups(const topo::Topology& t, int p);
 
 /// Every rank's trees with some arcs staged through host memory, and the rate per root they give.
@@ -58,7 +60,9 @@ struct HostTrees {
   double per_root_gbps = 0;
 };
 
-/// k trees per root on a star with groups (star_groups): `relay` of a root's k hand its data over
+/// k trees per root on a star with groups (star_groups), or on several such hosts, where the rank
+/// at the root's local place on every other host takes the root's data over the network first and
+/// then hands it on there as the root does on its own: `relay` of a root's k hand its data over
 /// the star to one rank of every other group (the rank of place (l + tree) mod g, l the root's
 /// place in its own group, so that every rank takes that turn alike and moving every rank to the
 /// same place of the next group maps the trees onto themselves), which passes it on to the rest of its group through
