@@ -111,8 +111,10 @@ KNOB_ORDER = ["channels", "pipeline", "bidirectional", "inter", "allgather", "re
 
 
 def knobs(params):
-    """The settings a user could pass, without the ring orders and the host shape (derived)."""
-    keys = [k for k in params if not re.fullmatch(r"order\d*", k) and k not in ("hosts", "local")]
+    """The settings a user could pass, without the ring orders, the host shape and the long lists
+    a plan derives (synth's trees, host arcs and symmetric patterns: up to hundreds of KB)."""
+    keys = [k for k in params
+            if not re.fullmatch(r"order\d*", k) and k not in ("hosts", "local") and len(str(params[k])) <= 64]
     keys.sort(key=lambda k: (KNOB_ORDER.index(k) if k in KNOB_ORDER else len(KNOB_ORDER), k))
     return " ".join(f"{k}={params[k]}" for k in keys)
 
@@ -250,6 +252,7 @@ def read_csv(path):
     """Rows of an earlier run, typed as run_case() makes them (empty numbers: absent, or None for
     the three the tables always read)."""
     rows = []
+    csv.field_size_limit(1 << 30)  # cells of runs before knobs() dropped long lists
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             row = {}

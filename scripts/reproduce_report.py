@@ -19,6 +19,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A CSV cell may hold a long list (a plan's parameters); Python's default cap is 128 KiB.
+csv.field_size_limit(1 << 30)
 COLLECTIVES = ["allreduce", "reducescatter", "allgather", "alltoall", "broadcast", "reduce"]
 
 
