@@ -283,15 +283,26 @@ constexpr double kBytesPerOp = 40;
 
 // The plan's ops, from a few ranks' programs scaled to all ranks: expanding every program only
 // to count them would cost what verifying does. 0 when a program does not expand (the engine
-// then says why).
-double estimate_ops(const Plan& plan) {
+// then says why). Also the most channels one of those programs uses (`used`), which the engine's
+// clocks count.
+double estimate_ops(const Plan& plan, int& used) {
   int n = plan.nranks();
+  used = 1;
   if (n < 1) return 0;
   double sum = 0;
   int sampled = 0;
   for (int r : {0, n / 2, n - 1}) {
     try {
-      sum += static_cast<double>(plan.program(r).size());
+      std::vector<Op> prog = plan.program(r);
+      sum += static_cast<double>(prog.size());
+      std::vector<char> seen(std::max<std::size_t>(1, plan.info().channels), 0);
+      int here = 0;
+      for (const Op& o : prog)
+        if (o.channel < seen.size() && !seen[o.channel]) {
+          seen[o.channel] = 1;
+          ++here;
+        }
+      used = std::max(used, here);
       ++sampled;
     } catch (const Error&) {
       return 0;
@@ -314,8 +325,8 @@ std::string memory_figure(double bytes) {
   return buf;
 }
 
-// What the engine holds per rank for each pair of its channels: a vector clock per channel
-// (channels x channels counters, for the ordering checks) and the snapshots of it that ops with
+// What the engine holds per rank for each pair of the channels it uses: a vector clock per
+// channel (used x used counters, for the ordering checks) and the snapshots of it that ops with
 // dependents keep, about as much again: 8 bytes per pair, measured on synth plans of 128 and 256
 // ranks with 1152 and 2304 channels (1.41 and 10.6 GB peak, 2.1 M and 8.4 M ops). Plans of a few
 // channels never notice it; a synth plan's channel per tree arc makes it the larger term.
@@ -343,7 +354,8 @@ void check_fits(double ops, int nranks, int channels, const std::string& what, s
 VerifyResult verify(const Plan& plan, ChunkStore store, const VerifyProgress& progress, std::uint64_t memory_limit) {
   // Even channel 0 alone would not fit: refused before the channels are compared (which also
   // reads every op).
-  double ops = estimate_ops(plan);
+  int used = 1;
+  double ops = estimate_ops(plan, used);
   int channels = std::max<int>(1, plan.info().channels);
   check_fits(ops / channels, plan.nranks(), 1, channels > 1 ? "channel 0 of this plan" : "this plan", memory_limit);
   // Channel 0 alone decides a plan whose channels are its images; a wrong plan is run whole, so
@@ -360,7 +372,7 @@ VerifyResult verify(const Plan& plan, ChunkStore store, const VerifyProgress& pr
       return r;
     }
   }
-  if (channels > 1) check_fits(ops, plan.nranks(), channels, "this plan", memory_limit);
+  if (channels > 1) check_fits(ops, plan.nranks(), used, "this plan", memory_limit);
   return execute_symbolic(plan, store, progress);
 }
 

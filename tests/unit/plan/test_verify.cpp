@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <new>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -348,11 +350,17 @@ TEST_CASE("verify refuses, up front, a plan whose execution would not fit in mem
 
 TEST_CASE("verify counts what a plan's channels cost, not only its ops") {
   // A synth plan has a channel per tree arc: on 2 x dgx-h100 hundreds a rank, whose per-channel
-  // clocks (channels x channels a rank) outweigh its ops; at 1024 ranks they came to terabytes and
-  // verify died of std::bad_alloc. The limit sits above the ops' share and below the whole.
+  // clocks (used x used a rank, the channels its program uses) outweigh its ops; at 1024 ranks
+  // they came to terabytes and verify died of std::bad_alloc. The limit sits above the ops' share
+  // and below the whole. verify counts the most channels of the ranks it samples (0, p/2, p - 1).
   collkit::topo::Topology t = collkit::topo::synth({"dgx-h100", 2, ""});
   auto p = collkit::plan::generate("synth", {collkit::plan::Collective::AllGather, 1 << 20, 16, 0}, &t);
-  const int channels = p->info().channels;
+  int channels = 0;
+  for (int r : {0, 8, 15}) {
+    std::set<int> used;
+    for (const collkit::plan::Op& o : p->program(r)) used.insert(o.channel);
+    channels = std::max(channels, static_cast<int>(used.size()));
+  }
   REQUIRE(channels > 64);
   double ops = 0;
   for (int r = 0; r < 16; ++r) ops += static_cast<double>(p->program(r).size());
@@ -368,6 +376,22 @@ TEST_CASE("verify counts what a plan's channels cost, not only its ops") {
   CHECK(got.starts_with("verify: this plan runs about "));
   CHECK(got.find(" ops on " + std::to_string(channels) + " channels a rank, which would take about ") != std::string::npos);
   CHECK(verify(*p, ChunkStore::Auto, {}, static_cast<std::uint64_t>(ops * 40 + pairs * 2)).ok);
+}
+
+TEST_CASE("verify's clocks count the channels a rank uses, not all the plan's") {
+  // Stars on a GB200 NVL72 rack: a channel per tree arc, 72 x 72 in all, of which a rank uses its
+  // own star's 71 and one in each other star. Clocks over every channel would take 72 x 5185^2 x
+  // 8 bytes, 15 GB, and were refused under a 2 GB limit; over the used ones they take megabytes.
+  collkit::topo::Topology t = collkit::topo::synth({"gb200-nvl72", 1, ""});
+  auto p = collkit::plan::generate("synth", {collkit::plan::Collective::AllGather, std::uint64_t{72} * 4 * 3641, 72, 0}, &t);
+  const int channels = p->info().channels;
+  REQUIRE(72.0 * channels * channels * 8 > 2e9);
+  std::set<int> used;
+  for (const collkit::plan::Op& o : p->program(5)) used.insert(o.channel);
+  CHECK(used.size() < 200u);
+  VerifyResult r = verify(*p, ChunkStore::Auto, {}, 2'000'000'000);
+  CHECK(r.ok);
+  CHECK(r.transfers == 72u * 71u * static_cast<std::uint64_t>(std::stoi(p->info().params.at("pipeline"))));
 }
 
 namespace {
