@@ -554,9 +554,11 @@ TEST_CASE("synth host arcs: on one switch with GPUs paired on a CPU, stars relay
     CHECK(folded_predicted.folded == 4);
     CHECK(folded_predicted.time_us == doctest::Approx(unfolded_predicted).epsilon(0.02));
     double bound = coll == Collective::AllReduce ? lower_bound(req, t).rs_ag_us : lower_bound(req, t).time_us();
-    MESSAGE(to_string(coll) << ": " << folded_predicted.time_us / bound << " x the bound");
-    CHECK(folded_predicted.time_us >= bound * (1 - 1e-9));
-    CHECK(folded_predicted.time_us <= bound * optimum / star * 0.97);  // well past what stars can do
+    // The simulator's time over the bound (a model figure; no clock is read).
+    double over_bound_predicted = folded_predicted.time_us / bound;
+    MESSAGE(to_string(coll) << ": " << over_bound_predicted << " x the bound");
+    CHECK(over_bound_predicted >= 1 - 1e-9);
+    CHECK(over_bound_predicted <= optimum / star * 0.97);  // well past what stars can do
     ++plans;
   }
   CHECK(plans == 3);
@@ -580,10 +582,11 @@ TEST_CASE("synth host arcs: a GB200 NVL72 rack's 72 GPUs, stars relayed through 
   REQUIRE(plan->info().params.count("host_arcs"));
   SimResult predicted = simulate(*plan, t);
   double bound = lower_bound(req, t).time_us();
-  MESSAGE("gb200-nvl72 AllGather 1 GiB: " << predicted.time_us / bound << " x the bound, folded by " << predicted.folded);
+  double over_bound_predicted = predicted.time_us / bound;  // simulated over the bound; no clock is read
+  MESSAGE("gb200-nvl72 AllGather 1 GiB: " << over_bound_predicted << " x the bound, folded by " << predicted.folded);
   CHECK(predicted.folded == 36);
-  CHECK(predicted.time_us >= bound * (1 - 1e-9));
-  CHECK(predicted.time_us <= bound * 1.02);
+  CHECK(over_bound_predicted >= 1 - 1e-9);
+  CHECK(over_bound_predicted <= 1.02);
   SynthInfo si = synth_info(*plan, &t, {});
   CHECK(si.packed_gbps == doctest::Approx(15.65).epsilon(0.01));
   // auto weighs it at 72 ranks and takes it at 1 GiB (the classic plans' best, 1.25 x).
@@ -665,10 +668,11 @@ TEST_CASE("synth host arcs: two GB200 NVL72 racks, each root's data over its rai
   AlgoOptions sym = opt;
   sym.inter = "symmetric";
   double pattern_predicted = simulate(*generate("synth", req, &t, sym), t).time_us;
-  MESSAGE("gb200-nvl72 x2 AllGather 1 GiB: " << predicted.time_us / bound << " x the bound (host 0's pattern " << pattern_predicted / bound
+  double over_bound_predicted = predicted.time_us / bound;  // simulated over the bound; no clock is read
+  MESSAGE("gb200-nvl72 x2 AllGather 1 GiB: " << over_bound_predicted << " x the bound (host 0's pattern " << pattern_predicted / bound
                                              << "), folded by " << predicted.folded);
   CHECK(predicted.folded == 72);
-  CHECK(predicted.time_us >= bound * (1 - 1e-9));
-  CHECK(predicted.time_us <= bound * 1.05);
+  CHECK(over_bound_predicted >= 1 - 1e-9);
+  CHECK(over_bound_predicted <= 1.05);
   CHECK(predicted.time_us < pattern_predicted * 0.9);
 }

@@ -99,6 +99,9 @@ constexpr std::int64_t kKnobTrees[] = {1, 2, 4};
 /// links beside NVLink (dgx-h100 x1: 69.2 GB/s at k = 2, 72.0 at 4 and 8, of the bound's 73.3;
 /// k = 2 simulated 6-12% over the bound, 4 and 8 3.0-5.6%).
 constexpr std::int64_t kHostArcTrees[] = {4, 8};
+/// The same beyond kMaxAutoRanks (stars relayed through host memory, laid out by rule at once),
+/// where they fit a plan's channels (offer_host_arcs).
+constexpr std::int64_t kWideHostArcTrees[] = {2, 3, 4, 6, 8};
 constexpr double kHostArcGain = 0.005;
 /// Host arcs only where each root's slice is this large: below it the trees' depth, not the PCIe
 /// links beside NVLink, sets the time (dgx-h100 x1 AllGather: they win from 16 MiB, 2 MiB a
@@ -572,12 +575,12 @@ TreeSlots slots_of(const std::vector<std::vector<int>>& trees, const std::vector
 /// The most children a rank has in any tree: channels per tree (no host arcs).
 int fanout(const std::vector<std::vector<int>>& trees) { return slots_of(trees, {}).total(); }
 
-/// The rank d places after `rank` (d = 1 .. p - 1) in blocks of `block` consecutive ranks: the
-/// block d / block on, place d mod block on inside it. Any turn inside every block and any move of
-/// the blocks keep it.
-int tree_order(int rank, int d, int block, int p) {
-  int blocks = p / block, b = (rank / block + d / block) % blocks, l = (rank % block + d % block) % block;
-  return b * block + l;
+/// How far rank c lies after rank a in blocks of `block` consecutive ranks: blocks on first, then
+/// places inside the block (0 .. p - 1, 0 for a itself). Any turn inside every block and any move
+/// of the blocks keep it: the order a rank takes its children in under a tree shift.
+int tree_distance(int a, int c, int block, int p) {
+  int n = p / block;
+  return ((c / block - a / block) % n + n) % n * block + ((c % block - a % block) % block + block) % block;
 }
 
 /// Every arc's slot in one tree of `parent`s (-1 at the root): the child's place among its
@@ -586,20 +589,16 @@ int tree_order(int rank, int d, int block, int p) {
 std::vector<int> arc_slots(const std::vector<int>& parent, const std::vector<char>* via_host, const TreeSlots& s, int block = 0) {
   auto p = static_cast<int>(parent.size());
   std::vector<int> slot(parent.size(), -1), next(2 * parent.size(), 0);  // (parent, kind) -> children of that kind so far
-  // In rank order, or with a tree shift (block > 0) in each parent's tree_order, which every
+  // In rank order, or with a tree shift (block > 0) by tree_distance from the parent, which every
   // image of the parent shares, so that a slot is the same place in every image.
   std::vector<int> order(parent.size());
   std::iota(order.begin(), order.end(), 0);
   if (block > 0) {
-    auto distance = [&](int c) {
-      int a = parent[static_cast<std::size_t>(c)], n = p / block;
-      return ((c / block - a / block) % n + n) % n * block + ((c % block - a % block) % block + block) % block;
+    auto key = [&](int c) {
+      int a = parent[static_cast<std::size_t>(c)];
+      return std::pair(a, a < 0 ? c : tree_distance(a, c, block, p));
     };
-    std::sort(order.begin(), order.end(), [&](int x, int y) {
-      int px = parent[static_cast<std::size_t>(x)], py = parent[static_cast<std::size_t>(y)];
-      if (px < 0 || py < 0) return px < py || (px == py && x < y);
-      return std::pair(px, distance(x)) < std::pair(py, distance(y));
-    });
+    std::sort(order.begin(), order.end(), [&](int x, int y) { return key(x) < key(y); });
   }
   for (int c : order) {
     auto u = static_cast<std::size_t>(c);
@@ -979,12 +978,8 @@ class SynthAlgorithm final : public Algorithm {
   static bool one_star_host(const topo::Topology& t, int p) {
     static TopologyMemo memo;
     return per_topology(memo, t, p, [&] {
-      bool one = p > 1 && static_cast<std::size_t>(p) <= t.num_ranks();
-      for (int r = 0; one && r < p; ++r) {
-        const std::string& host = t.vertex(t.rank_vertex(static_cast<topo::Rank>(r))).host;
-        one = !host.empty() && host == t.vertex(t.rank_vertex(0)).host;
-      }
-      return one && synth::star_rate(synth::routed_links(t, p), p).has_value();
+      return p > 1 && static_cast<std::size_t>(p) <= t.num_ranks() && synth::one_host(t, p) &&
+             synth::star_rate(synth::routed_links(t, p), p).has_value();
     });
   }
 
@@ -1123,16 +1118,16 @@ class SynthAlgorithm final : public Algorithm {
       std::vector<int> children, at;
       int first = static_cast<int>(t) * slots;
       // Children in rank order; with a tree shift in the order of their distance after this rank
-      // (tree_order), so that every image of the rank sums its children's in the same order and
+      // (tree_distance), so that every image of the rank sums its children's in the same order and
       // sends to them on the same slots (arc_slots).
       std::vector<int> slot = arc_slots(parent, via_host, tree_slots, st.shift > 0 ? st.block : 0);
-      for (int d = st.shift > 0 ? 1 : 0; d < p; ++d) {
-        int c = st.shift > 0 ? tree_order(rank, d, st.block, p) : d;
-        if (parent[static_cast<std::size_t>(c)] == rank) {
-          children.push_back(c);
-          if (via_host || st.shift > 0) at.push_back(first + slot[static_cast<std::size_t>(c)]);
-        }
-      }
+      for (int c = 0; c < p; ++c)
+        if (parent[static_cast<std::size_t>(c)] == rank) children.push_back(c);
+      if (st.shift > 0)
+        std::sort(children.begin(), children.end(),
+                  [&](int x, int y) { return tree_distance(rank, x, st.block, p) < tree_distance(rank, y, st.block, p); });
+      if (via_host || st.shift > 0)
+        for (int c : children) at.push_back(first + slot[static_cast<std::size_t>(c)]);
       int up_ch = rank == root_of(t) ? first : first + slot[static_cast<std::size_t>(rank)];
       places.push_back({parent[static_cast<std::size_t>(rank)], std::move(children), first, up_ch, std::move(at)});
     }
@@ -1628,13 +1623,12 @@ class SynthAlgorithm final : public Algorithm {
     if (opt.channels > 0) ks = {opt.channels};
     std::vector<int> ms{kDeepPipeline, kDeeperPipeline};
     if (opt.pipeline > 0) ms = {opt.pipeline};
-    // Beyond kMaxAutoRanks (stars relayed through host memory, laid out at once) also 2, 3 and 6,
-    // and only the counts whose channels a plan holds: a tree's arcs take a channel each
+    // Beyond kMaxAutoRanks kWideHostArcTrees, only the counts whose channels a plan holds: a tree's arcs take a channel each
     // (slots_of), 73 a tree on two GB200 NVL72 racks, so AllReduce's two phases hold 6 trees a root
     // on one rack, 3 on two.
     if (wide && opt.channels <= 0) {
       int phases = req.coll == Collective::AllReduce ? 2 : 1;
-      ks = {2, 3, 4, 6, 8};
+      ks.assign(std::begin(kWideHostArcTrees), std::end(kWideHostArcTrees));
       ks.erase(std::remove_if(ks.begin(), ks.end(),
                               [&](std::int64_t k) {
                                 Synthesised syn = synthesise(t, p, k, -1, Arcs::Host);
@@ -1799,7 +1793,7 @@ class SynthAlgorithm final : public Algorithm {
   /// host, their crossings loading the NICs as the trees' own do. 0 where some arc has no such path.
   static double host_star_rate(const topo::Topology& t, int p) {
     std::vector<std::pair<int, int>> sends;
-    std::optional<synth::HostGrid> hosts = synth::equal_hosts(t, p, nullptr);  // nullopt on one host
+    std::optional<synth::HostGrid> hosts = share_hosts(t, p);
     ShareGrid grid;
     if (hosts) grid = ShareGrid{hosts->local, hosts->rank, hosts->pos};
     for (int a = 0; a < p; ++a)

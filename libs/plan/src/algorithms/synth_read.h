@@ -27,7 +27,7 @@ struct SynthTrees {
   /// themselves when every block of `block` consecutive ranks (a host) turns by `shift` places
   /// inside itself, and when the blocks move one block on (params tree_shift, tree_block; shift 0:
   /// none; block p: one host). A rank then takes its children, and sums theirs, in the order of
-  /// their distance after it, block first (tree_order), the same in every image, and the plan
+  /// their distance after it, block first (tree_distance), the same in every image, and the plan
   /// states both as symmetries (docs/plan.md "Symmetry").
   int shift = 0;
   int block = 0;

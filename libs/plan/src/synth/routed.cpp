@@ -150,13 +150,15 @@ std::optional<std::vector<std::vector<int>>> one_host_groups(const topo::Topolog
   return groups;
 }
 
+}  // namespace
+
 bool one_host(const topo::Topology& t, int p) {
-  for (int r = 0; r < p; ++r)
-    if (t.vertex(t.rank_vertex(static_cast<topo::Rank>(r))).host != t.vertex(t.rank_vertex(0)).host) return false;
+  for (int r = 0; r < p; ++r) {
+    const std::string& host = t.vertex(t.rank_vertex(static_cast<topo::Rank>(r))).host;
+    if (host.empty() || host != t.vertex(t.rank_vertex(0)).host) return false;
+  }
   return true;
 }
-
-}  // namespace
 
 std::optional<std::vector<std::vector<int>>> star_groups(const topo::Topology& t, int p) {
   if (p < 3) return std::nullopt;

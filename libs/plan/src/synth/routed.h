@@ -44,6 +44,9 @@ topo::Topology direct_links(const topo::Topology& t, int p);
 /// minutes). nullopt where the links are not such a star.
 std::optional<double> star_rate(const topo::Topology& routed, int p);
 
+/// Whether the first p ranks of t are all on one host (a host name, the same for all).
+bool one_host(const topo::Topology& t, int p);
+
 /// Where the routes between the first p ranks of t, all on one host, form a star (star_rate) and
 /// the paths staged through host memory (sim::HostRoutes) join the ranks in groups of one size g,
 /// 2 <= g < p, every two ranks of a group and no two of different groups, as a GB200 superchip's
