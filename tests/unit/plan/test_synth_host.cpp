@@ -676,3 +676,95 @@ TEST_CASE("synth host arcs: two GB200 NVL72 racks, each root's data over its rai
   CHECK(over_bound_predicted <= 1.05);
   CHECK(predicted.time_us < pattern_predicted * 0.9);
 }
+
+TEST_CASE("synth root trees relayed through host memory: Broadcast and Reduce take every rank's in over its star and its host link") {
+  // 8 GPUs in 4 pairs on one NVSwitch (900 GB/s each) and a CPU per pair (C2C, 225 each way): the
+  // root's trees over the star alone reach 900 GB/s; relayed through the CPUs, a fifth of them
+  // through the root's twin first, every rank takes in over both links (the bound's 1125).
+  topo::Topology t = superchips(4);
+  const int p = 8;
+  std::optional<std::vector<std::vector<int>>> groups = synth::star_groups(t, p);
+  REQUIRE(groups);
+  synth::ArcPaths paths(t);
+  std::size_t checked = 0;
+  for (int root : {0, 5}) {
+    CAPTURE(root);
+    synth::HostTrees star = synth::star_relay_root_trees(paths, p, *groups, root, 5, {0, 1, 0, 1, 0, 1, 1});
+    synth::HostTrees relayed = synth::star_relay_root_trees(paths, p, *groups, root, 5, {2, 5, 2, 5, 1, 5, 1});
+    REQUIRE(star.trees.size() == 6 * 5);  // k a head: every rank outside the root's pair
+    REQUIRE(relayed.trees.size() == 6 * 5);
+    CHECK(star.per_root_gbps == doctest::Approx(900).epsilon(1e-9));
+    int via = 0;
+    for (std::size_t i = 0; i < relayed.trees.size(); ++i)
+      for (int r = 0; r < p; ++r) {
+        // Every rank leads to the root; an arc staged through host memory joins a pair.
+        int steps = 0;
+        for (int x = r; x != root && x >= 0 && steps <= p; x = relayed.trees[i][static_cast<std::size_t>(x)]) ++steps;
+        CHECK(steps <= 4);  // the root, its twin through host memory, the head, a pair's first and through host memory its second
+        int up = relayed.trees[i][static_cast<std::size_t>(r)];
+        CHECK((r == root) == (up < 0));
+        if (relayed.host[i][static_cast<std::size_t>(r)]) {
+          CHECK(up / 2 == r / 2);
+          via += up == root ? 1 : 0;
+        }
+        ++checked;
+      }
+    CHECK(via == 6);  // a fifth of the trees first through the root's twin
+    MESSAGE("8 GPUs in 4 pairs, root " << root << ": over the star " << star.per_root_gbps << " GB/s, relayed " << relayed.per_root_gbps);
+    CHECK(relayed.per_root_gbps == doctest::Approx(1125).epsilon(1e-9));  // the bound's in-bandwidth, 900 + 225
+  }
+  CHECK(checked == 2 * 30 * 8);
+  // Malformed shares and an absent root make no trees.
+  CHECK(synth::star_relay_root_trees(paths, p, *groups, 0, 1, {1, 0, 1, 1, 1, 5, 1}).trees.empty());
+  CHECK(synth::star_relay_root_trees(paths, p, *groups, p, 1, {2, 5, 2, 5, 1, 5, 1}).trees.empty());
+
+  // The plans synth lays out at 1 GiB take them, verify, and simulate past what the star alone
+  // can carry (1.25 x the bound). Predictions; no clock is read. A small one runs on data.
+  int plans = 0;
+  for (Collective coll : {Collective::Broadcast, Collective::Reduce}) {
+    CAPTURE(coll);
+    Request req{coll, std::uint64_t{1} << 30, p, 3};
+    auto plan = generate("synth", req, &t, {});
+    const PlanInfo& info = plan->info();
+    REQUIRE(info.params.count("host_arcs"));
+    REQUIRE(info.params.count("via"));
+    CHECK(std::count(info.channel_paths.begin(), info.channel_paths.end(), ChannelPath::Host) > 0);
+    CHECK(verify(*plan).ok);
+    double over_bound_predicted = simulate(*plan, t).time_us / lower_bound(req, t).time_us();  // a model figure; no clock is read
+    MESSAGE(to_string(coll) << " 1 GiB from rank 3: " << over_bound_predicted << " x the bound");
+    CHECK(over_bound_predicted >= 1 - 1e-9);
+    CHECK(over_bound_predicted <= 1.1);
+    ++plans;
+    PlanInfo small = info;  // the same trees and chunks, a float pair a chunk
+    small.req.bytes = std::uint64_t{8} * info.in_chunks;
+    CHECK(collkit::plan::testing::check_plan(GeneratedPlan(small, algorithm("synth"))).ok);
+  }
+  CHECK(plans == 2);
+}
+
+TEST_CASE("synth root trees relayed through host memory: one GB200 NVL72 rack's Broadcast packs at the bound") {
+  // 72 GPUs: a root's trees over the NVSwitch alone reach 900 GB/s (1.25 x the bound); through
+  // each superchip's Grace, 70 trees (one a head), two fifths relaying each pair and a fifth
+  // through the root's twin, pack at the bound's 1125 exactly. 64 chunks a tree: the test's
+  // pipeline (the default lays out 256 too). Predictions; no clock is read.
+  topo::Topology t = collkit::topo::synth({"gb200-nvl72", 1, ""});
+  const int p = 72;
+  Request req{Collective::Broadcast, std::uint64_t{1} << 30, p, 0};
+  std::string why;
+  CHECK(algorithm("synth").supports(req, &t, &why));
+  CHECK(algorithm("synth").in_auto(req, &t, &why));
+  AlgoOptions opt;
+  opt.pipeline = 64;
+  auto plan = generate("synth", req, &t, opt);
+  const PlanInfo& info = plan->info();
+  CHECK(info.params.at("relay") == "2/5");
+  CHECK(info.params.at("via") == "1/5");
+  SynthInfo si = synth_info(*plan, &t, {});
+  CHECK(si.packed_gbps == doctest::Approx(1125).epsilon(1e-9));
+  CHECK(si.trees == 70);
+  double over_bound_predicted = simulate(*plan, t).time_us / lower_bound(req, t).time_us();  // a model figure; no clock is read
+  MESSAGE("gb200-nvl72 Broadcast 1 GiB at 64 chunks a tree: " << over_bound_predicted << " x the bound");
+  CHECK(over_bound_predicted >= 1 - 1e-9);
+  CHECK(over_bound_predicted <= 1.05);
+  CHECK(verify(*plan).ok);
+}

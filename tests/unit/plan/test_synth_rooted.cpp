@@ -129,7 +129,7 @@ TEST_CASE("synth rooted: Broadcast beyond 32 ranks on hosts of one size, refused
         "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or one host's "
         "switch, and "
         "Broadcast and "
-        "Reduce on hosts of one size (hosts hold different numbers of ranks (node0 8, node4 4))");
+        "Reduce on hosts of one size or one host's switch of paired GPUs (hosts hold different numbers of ranks (node0 8, node4 4))");
   AlgoOptions o;
   o.pipeline = 2;
   auto plan = generate("synth", bcast, &five, o);

@@ -281,9 +281,11 @@ TEST_CASE("synth symmetric: hosts that are not alike fall back, or are refused i
       break;
     }
   CHECK_FALSE(algorithm("synth").supports(forty, &five, &why));
-  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or "
-                 "one host's switch, and "
-                 "Broadcast and Reduce on hosts of one size (the fabric does not treat the hosts alike: ") == 0);
+  CHECK(why.find(
+            "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or "
+            "one host's switch, and "
+            "Broadcast and Reduce on hosts of one size or one host's switch of paired GPUs (the fabric does not treat the hosts alike: ") ==
+        0);
   // Broadcast beyond 32 ranks: by rails on hosts of one size, the slower link or not
   // (test_synth_rooted.cpp).
   Request bcast{Collective::Broadcast, std::uint64_t{1} << 20, 40, 0};

@@ -333,6 +333,29 @@ constexpr int kSymSearchRanks = 256;
 bool symmetric_request(Collective c) { return c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllReduce; }
 /// Broadcast and Reduce: one root's trees on hosts of one size (synth::rooted_trees) too.
 bool rooted_request(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
+/// One root's trees relayed through host memory on stars with groups (synth::star_relay_root_trees,
+/// offer_star_relay_root): the trees a head tried (more trees split the shares finer), the relay
+/// shares (relay of relay_of trees, for each relay_of), the via shares (via of via_of), the widest
+/// heap of hosts, and the chunks a tree laid out. On a GB200 NVL72 rack the root's star link (900
+/// GB/s) and its NVLink-C2C (225) carry its data in the ratio 4 : 1 at the bound (1125 in): a
+/// fifth via its twin; a rank's star link and host link take in 0.8 and 0.2 of it, so two fifths
+/// of the trees relay each group (half of them to either member). A larger tree count is kept only
+/// where its rate is kStarRootGain higher.
+constexpr int kStarRootTrees[] = {1, 5};
+constexpr double kStarRootGain = 0.005;
+constexpr int kStarRootRelayOf[] = {5, 7, 8, 13};
+constexpr std::pair<int, int> kStarRootVia[] = {{0, 1}, {1, 4}, {1, 5}, {1, 6}};
+constexpr int kStarRootFanout = 3;
+constexpr int kStarRootPipelines[] = {16, 64, 256};
+/// Sends and receives of the one such plan laid out beyond kSymSearchRanks (at the most chunks a
+/// tree of kStarRootPipelines within it): 16 GB200 NVL72 racks at 64 chunks, 10 M ops, simulate in
+/// about 15 s (1.154 x the bound at 1 GiB; 256 chunks, 41 M ops: 1.110 in a minute).
+constexpr std::int64_t kStarRootOps = std::int64_t{16} << 20;
+/// Up to this many ranks each tree count's plan is simulated and the fastest kept; beyond, the one
+/// the pipeline formula favours, unsimulated. Four GB200 NVL72 racks' Reduce: one tree a head,
+/// which the formula favours, simulates at 1.251 x the bound, five at 1.119 (Broadcast: 1.084 and
+/// 1.101); sixteen racks' take 15 s a simulation.
+constexpr int kStarRootSimRanks = 512;
 /// Fan-outs of rooted_trees' inter-host trees laid out (a chain; two binary heaps, inner hosts by parity).
 constexpr int kRootedFanouts[] = {1, 2};
 /// One host's AllGather trees (one a local root, over its routed links, by the general solver):
@@ -572,8 +595,6 @@ TreeSlots slots_of(const std::vector<std::vector<int>>& trees, const std::vector
   }
   return s;
 }
-/// The most children a rank has in any tree: channels per tree (no host arcs).
-int fanout(const std::vector<std::vector<int>>& trees) { return slots_of(trees, {}).total(); }
 
 /// How far rank c lies after rank a in blocks of `block` consecutive ranks: blocks on first, then
 /// places inside the block (0 .. p - 1, 0 for a itself). Any turn inside every block and any move
@@ -862,14 +883,14 @@ class SynthAlgorithm final : public Algorithm {
     // root's trees on hosts of one size (rooted_trees).
     if (req.nranks > kMaxRanks) {
       std::string sym_why;
-      bool ok = rooted_request(req.coll) ? synth::equal_hosts(*t, req.nranks, &sym_why).has_value()
+      bool ok = rooted_request(req.coll) ? synth::equal_hosts(*t, req.nranks, &sym_why).has_value() || star_groups_here(*t, req.nranks)
                                          : symmetric_request(req.coll) && (torus(*t, req.nranks) || one_star_host(*t, req.nranks) ||
                                                                            quotient(*t, req.nranks, kSymCheckFanout, &sym_why));
       if (!ok)
         return no(
             "synth packs trees for at most " + std::to_string(kMaxRanks) +
             " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or one host's switch, and Broadcast and "
-            "Reduce on hosts of one size (" +
+            "Reduce on hosts of one size or one host's switch of paired GPUs (" +
             (symmetric_request(req.coll) || rooted_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
     }
     return true;
@@ -890,6 +911,11 @@ class SynthAlgorithm final : public Algorithm {
     // One host whose GPUs hang off one switch (a GB200 NVL72 rack): stars, and stars relayed
     // through host memory (offer_host_arcs), laid out at once and simulated folded.
     if (t && symmetric_request(req.coll) && req.nranks <= most && one_star_host(*t, req.nranks)) return supports(req, t, why);
+    // Broadcast and Reduce there where its GPUs pair up through host memory (one GB200 NVL72
+    // rack): the root's trees relayed through each pair's Grace (offer_star_relay_root), laid out
+    // at once.
+    if (t && rooted_request(req.coll) && req.nranks <= most && one_star_host(*t, req.nranks) && star_groups_here(*t, req.nranks))
+      return supports(req, t, why);
     bool fast =
         hosts && req.nranks <= most &&
         ((symmetric_request(req.coll) && (hosts->local <= kMaxAutoRanks || star_hosts(*t, req.nranks)) &&
@@ -1237,12 +1263,7 @@ class SynthAlgorithm final : public Algorithm {
       info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
     }
     std::int64_t channels = p > 1 ? phases * roots * k * slots + copy_channels(req.coll) : 1;
-    // Tree arcs staged through host memory: each tree's last tree_slots.host channels.
-    if (tree_slots.host > 0 && channels <= 65535) {
-      info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
-      for (std::int64_t tree = 0; tree < phases * roots * k; ++tree)
-        for (int s = tree_slots.routes; s < slots; ++s) info.channel_paths[static_cast<std::size_t>(tree * slots + s)] = ChannelPath::Host;
-    }
+    if (channels <= 65535) mark_host_slots(info, phases * roots * k, tree_slots, channels);
     if (host > 0 && p > 1) {
       // The host share's channels after the trees', staged through host memory, per phase: every
       // rank's stars, p (p - 1) (host_share), or one root's chain, p - 1 (rooted_host_share).
@@ -1336,12 +1357,27 @@ class SynthAlgorithm final : public Algorithm {
     return info;
   }
 
-  /// A Broadcast or Reduce plan down (up) the root's `trees`, m chunks a tree, packed at `rate`.
-  static PlanInfo lay_root_trees(const Request& req, const std::vector<std::vector<int>>& trees, int m, double rate) {
+  /// Tree arcs staged through host memory (`ts.host` slots a tree): each of the `trees` trees'
+  /// last ts.host channels marked "host" in a plan of `channels`, the rest "route"; none where
+  /// no arc is staged.
+  static void mark_host_slots(PlanInfo& info, std::int64_t trees, const TreeSlots& ts, std::int64_t channels) {
+    if (ts.host <= 0) return;
+    info.channel_paths.assign(static_cast<std::size_t>(channels), ChannelPath::Route);
+    for (std::int64_t tree = 0; tree < trees; ++tree)
+      for (int sl = ts.routes; sl < ts.total(); ++sl)
+        info.channel_paths[static_cast<std::size_t>(tree * ts.total() + sl)] = ChannelPath::Host;
+  }
+
+  /// A Broadcast or Reduce plan down (up) the root's `trees`, m chunks a tree, packed at `rate`;
+  /// with `host`, the arcs staged through host memory (per tree and rank), each tree's last
+  /// channels marked "host".
+  static PlanInfo lay_root_trees(const Request& req, const std::vector<std::vector<int>>& trees, int m, double rate,
+                                 const std::vector<std::vector<char>>& host = {}) {
     PlanInfo info;
     info.req = req;
     int k = static_cast<int>(trees.size());
-    std::int64_t channels = static_cast<std::int64_t>(k) * fanout(trees) + copy_channels(req.coll);
+    TreeSlots ts = slots_of(trees, host);
+    std::int64_t channels = static_cast<std::int64_t>(k) * ts.total() + copy_channels(req.coll);
     if (channels > 65535)
       throw InputError("synth: " + std::to_string(k) + " trees from the root need " + std::to_string(channels) +
                        " channels, more than a plan holds (65535)");
@@ -1349,6 +1385,8 @@ class SynthAlgorithm final : public Algorithm {
     info.params["pipeline"] = std::to_string(m);
     info.params["packed_gbps"] = fmt::format("{:.9g}", rate);
     info.params["trees"] = format_trees(trees);
+    if (ts.host > 0) info.params["host_arcs"] = format_host_arcs(host);
+    mark_host_slots(info, k, ts, channels);
     info.channels = static_cast<std::uint16_t>(channels);
     Shape sh = shape(req, kRsAg, -1, k, m);
     info.in_chunks = sh.in_chunks;
@@ -1542,6 +1580,10 @@ class SynthAlgorithm final : public Algorithm {
         best_us_ = us;
       }
       return us;
+    }
+    /// Keeps `info` unsimulated where nothing was offered yet (the one candidate).
+    void put(PlanInfo info) {
+      if (best_us_ == 0 && best_.params.empty()) best_ = std::move(info);
     }
     PlanInfo take() { return std::move(best_); }
     /// The fastest so far (empty params: none yet).
@@ -1893,6 +1935,156 @@ class SynthAlgorithm final : public Algorithm {
     return true;
   }
 
+  /// Broadcast and Reduce on stars whose ranks pair up through host memory (synth::star_groups: a
+  /// GB200 NVL72 rack's superchips, one rack or several): the root's trees relayed through each
+  /// group's host memory (synth::star_relay_root_trees), k a head (--channels, else each of
+  /// kStarRootTrees), their shares and the hosts' fan-out chosen by counted rate and depth, each
+  /// offered at its chunks (beyond kSymSearchRanks one plan, kept unsimulated). Whether any was.
+  bool offer_star_relay_root(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
+    int p = req.nranks;
+    if (!rooted_request(req.coll) || opt.inter == kSymmetric || p < 3 || !star_groups_here(t, p)) return false;
+    std::vector<std::vector<int>> groups = *synth::star_groups(t, p);
+    std::optional<synth::HostGrid> grid = synth::one_host(t, p) ? std::nullopt : synth::equal_hosts(t, p, nullptr);
+    const int hosts = grid ? grid->num_hosts() : 1;
+    const std::string& home = t.vertex(t.rank_vertex(static_cast<topo::Rank>(req.root))).host;
+    synth::ArcPaths paths(t);
+    // At k trees a head and fan-out `fan`, the shares with the highest counted rate, searched one
+    // after another: the relay shares (the root's host and the others load apart, but for the
+    // network between them: the share best on the root's host, and apart the one best elsewhere),
+    // then the via shares.
+    auto search = [&](int k, int fan, synth::RootRelay& at) {
+      synth::HostTrees kept;
+      at = {0, 1, 0, 1, 1, 5, fan};
+      auto consider = [&](synth::RootRelay h, std::map<std::string, double>* shares = nullptr) {
+        synth::HostTrees x = synth::star_relay_root_trees(paths, p, groups, req.root, k, h, shares);
+        if (x.per_root_gbps > kept.per_root_gbps * (1 + 1e-9)) {
+          kept = std::move(x);
+          at = h;
+        }
+      };
+      consider(at);
+      double home_best = 0, away_best = 0;
+      synth::RootRelay split = at;
+      for (int of : kStarRootRelayOf)
+        for (int relay = 1; relay < of; ++relay) {
+          std::map<std::string, double> shares;
+          synth::RootRelay h = at;
+          h.relay = h.away = relay;
+          h.relay_of = h.away_of = of;
+          consider(h, &shares);
+          double away = std::numeric_limits<double>::infinity();
+          for (const auto& [host, x] : shares)
+            if (host != home) away = std::min(away, x);
+          if (shares.count(home) && shares[home] > home_best * (1 + 1e-9)) {
+            home_best = shares[home];
+            split.relay = relay;
+            split.relay_of = of;
+          }
+          if (hosts > 1 && away > away_best * (1 + 1e-9)) {
+            away_best = away;
+            split.away = relay;
+            split.away_of = of;
+          }
+        }
+      if (hosts > 1) consider(split);
+      for (auto [via, of] : kStarRootVia) {
+        synth::RootRelay h = at;
+        h.via = via;
+        h.via_of = of;
+        consider(h);
+      }
+      return kept;
+    };
+    // Chunks a tree at k trees a head: kStarRootPipelines over k (the same chunks of the root's
+    // data), or --pipeline; of kMinRootedChunk bytes or more (else as many such as there are, at
+    // least 1); beyond kSymSearchRanks one (laid out unsimulated): the most whose plan has at most
+    // kStarRootOps sends and receives.
+    auto chunks = [&](int k, std::uint64_t n) {
+      std::vector<int> ms;
+      for (int m : kStarRootPipelines) ms.push_back(std::max(1, m / k));
+      if (opt.pipeline > 0) return std::vector<int>{opt.pipeline};
+      std::vector<int> big;
+      for (int m : ms)
+        if (req.bytes / (n * static_cast<std::uint64_t>(m)) >= kMinRootedChunk) big.push_back(m);
+      if (big.empty())
+        big = {static_cast<int>(std::clamp<std::uint64_t>(req.bytes / (n * kMinRootedChunk), 1, static_cast<std::uint64_t>(ms.front())))};
+      if (p > kSymSearchRanks) {
+        auto ops = [&](int m) { return 2 * static_cast<std::int64_t>(p) * static_cast<std::int64_t>(n) * m; };
+        while (big.size() > 1 && ops(big.back()) > kStarRootOps) big.pop_back();
+        big = {big.back()};
+      }
+      return big;
+    };
+    // Each tree count (--channels, else kStarRootTrees) at the hosts' fan-out whose pipeline at
+    // its most chunks, (depth + m - 1) / m at the counted rate, takes least (a wider heap is
+    // shallower but sends more over each NIC, and on a GB200 over its Grace's C2C; of equals
+    // within kStarRootGain the widest), each offered at its chunks (simulated, the fastest kept);
+    // beyond kStarRootSimRanks only the count with the least such time (more trees split the
+    // shares finer but take fewer chunks within kStarRootOps), kept unsimulated. On one host a
+    // larger count only where it packs kStarRootGain faster than the smaller (its one gain there).
+    struct Choice {
+      synth::HostTrees trees;
+      synth::RootRelay how;
+      int k = 1;
+      double time = std::numeric_limits<double>::infinity();
+    };
+    std::vector<Choice> choices;
+    for (int k :
+         opt.channels > 0 ? std::vector<int>{opt.channels} : std::vector<int>(std::begin(kStarRootTrees), std::end(kStarRootTrees))) {
+      Choice c;
+      c.k = k;
+      for (int fan = std::max(1, std::min(hosts - 1, kStarRootFanout)); fan >= 1; --fan) {
+        synth::RootRelay h;
+        synth::HostTrees x = search(k, fan, h);
+        if (x.trees.empty() || x.per_root_gbps <= 0) continue;
+        int depth = 0;
+        for (const std::vector<int>& parent : x.trees)
+          for (int r = 0; r < p; ++r) {
+            int d = 0;
+            for (int at = r; parent[static_cast<std::size_t>(at)] >= 0 && d <= p; at = parent[static_cast<std::size_t>(at)]) ++d;
+            depth = std::max(depth, d);
+          }
+        int m = chunks(k, x.trees.size()).back();
+        double time = static_cast<double>(depth + m - 1) / m / x.per_root_gbps;
+        if (time < c.time * (1 - kStarRootGain)) {
+          c.time = time;
+          c.trees = std::move(x);
+          c.how = h;
+        }
+      }
+      // On one host a count more only where it packs kStarRootGain faster than the fewer.
+      if (!c.trees.trees.empty() &&
+          (choices.empty() || hosts > 1 || c.trees.per_root_gbps > choices.back().trees.per_root_gbps * (1 + kStarRootGain)))
+        choices.push_back(std::move(c));
+    }
+    if (choices.empty()) return false;
+    if (p > kStarRootSimRanks) {
+      auto fastest = std::min_element(choices.begin(), choices.end(),
+                                      [](const Choice& a, const Choice& b) { return a.time < b.time * (1 - kStarRootGain); });
+      choices = {std::move(*fastest)};
+    }
+    for (const Choice& c : choices) {
+      std::vector<int> ms = chunks(c.k, c.trees.trees.size());
+      for (int m : ms) {
+        PlanInfo info = lay_root_trees(req, c.trees.trees, m, c.trees.per_root_gbps, c.trees.host);
+        info.params["relay"] = fmt::format("{}/{}", c.how.relay, c.how.relay_of);
+        if (hosts > 1) info.params["relay_away"] = fmt::format("{}/{}", c.how.away, c.how.away_of);
+        info.params["via"] = fmt::format("{}/{}", c.how.via, c.how.via_of);
+        if (hosts > 1) info.params["rails_fanout"] = std::to_string(c.how.fan);
+        if (choices.size() == 1 && ms.size() == 1) best.put(std::move(info));
+        else best.offer(std::move(info));
+      }
+    }
+    return true;
+  }
+
+  /// Whether the first p ranks are on stars whose ranks pair up through host memory, one host or
+  /// several alike (synth::star_groups).
+  static bool star_groups_here(const topo::Topology& t, int p) {
+    static TopologyMemo memo;
+    return per_topology(memo, t, p, [&] { return synth::star_groups(t, p).has_value(); });
+  }
+
   /// Broadcast and Reduce where every host holds one rank and the relay chains have cycles (the
   /// tori of one GPU a host): the root's chains round 1 or 2 Hamiltonian cycles, each way round
   /// each (synth::ring_trees), with the chains of a cycle through the host's second NIC or not
@@ -1965,6 +2157,9 @@ class SynthAlgorithm final : public Algorithm {
     }
     if (opt.pipeline <= 0) ms = {kShallowPipeline, kDefaultPipeline, 64, 128};
     Fastest best(*this, t, 0);
+    // Stars whose ranks pair up through host memory (GB200 NVL72): the root's trees relayed
+    // through each group's host memory, alone beyond kMaxRanks (no packing to weigh them against).
+    if (offer_star_relay_root(best, req, t, opt) && req.nranks > kMaxRanks) return best.take();
     offer_root_chains(best, req, t, opt);
     // Broadcast and Reduce on hosts of one size: the pieces-per-rail trees (synth::rooted_trees),
     // their own k; beyond kMaxAutoRanks (as for every rank's trees) instead of packing.

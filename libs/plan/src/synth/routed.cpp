@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "collkit/topo/routing.h"
 #include "nic_route.h"
@@ -224,29 +225,163 @@ HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std
       out.trees.push_back(std::move(parent));
       out.host.push_back(std::move(staged));
     }
+  double least = tree_share(t, out);
+  if (least <= 0) return {};
+  out.per_root_gbps = least * k;
+  return out;
+}
+
+struct ArcPaths::Impl {
+  const topo::Topology& t;
+  topo::Router router;
+  sim::HostRoutes hr;
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> paths;
+  explicit Impl(const topo::Topology& topo) : t(topo), router(topo), hr(topo) {}
+};
+
+ArcPaths::ArcPaths(const topo::Topology& t) : impl_(std::make_unique<Impl>(t)) {}
+ArcPaths::~ArcPaths() = default;
+const topo::Topology& ArcPaths::topology() const { return impl_->t; }
+
+const std::vector<std::size_t>* ArcPaths::of(int a, int c, bool staged) {
+  std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 33) |
+                      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(c)) << 1) | (staged ? 1U : 0U);
+  auto [it, fresh] = impl_->paths.try_emplace(key);
+  if (fresh) {
+    const topo::Topology& t = impl_->t;
+    topo::VertexId va = t.rank_vertex(static_cast<topo::Rank>(a)), vc = t.rank_vertex(static_cast<topo::Rank>(c));
+    topo::Path path = staged ? impl_->hr.route(va, vc) : impl_->router.route(va, vc);
+    if (!path.found) it->second.push_back(std::numeric_limits<std::size_t>::max());
+    for (const topo::Hop& h : path.hops) it->second.push_back(h.channel());
+  }
+  return !it->second.empty() && it->second.front() == std::numeric_limits<std::size_t>::max() ? nullptr : &it->second;
+}
+
+double tree_share(const topo::Topology& t, const HostTrees& trees) {
+  ArcPaths paths(t);
+  return tree_share(paths, trees);
+}
+
+double tree_share(ArcPaths& paths, const HostTrees& trees, std::map<std::string, double>* per_host) {
+  auto at = [](int i) { return static_cast<std::size_t>(i); };
+  const topo::Topology& t = paths.topology();
   // The loads: arcs per link direction, each over its route or its host path.
-  topo::Router router(t);
-  sim::HostRoutes hr(t);
-  std::map<std::tuple<int, int, bool>, std::vector<std::size_t>> paths;
   std::vector<double> load(2 * t.num_links(), 0);
-  for (std::size_t i = 0; i < out.trees.size(); ++i)
-    for (int c = 0; c < p; ++c) {
-      int a = out.trees[i][at(c)];
+  for (std::size_t i = 0; i < trees.trees.size(); ++i)
+    for (int c = 0; c < static_cast<int>(trees.trees[i].size()); ++c) {
+      int a = trees.trees[i][at(c)];
       if (a < 0) continue;
-      bool staged = out.host[i][at(c)] != 0;
-      auto [it, fresh] = paths.try_emplace({a, c, staged});
-      if (fresh) {
-        topo::VertexId va = t.rank_vertex(static_cast<topo::Rank>(a)), vc = t.rank_vertex(static_cast<topo::Rank>(c));
-        topo::Path path = staged ? hr.route(va, vc) : router.route(va, vc);
-        if (!path.found) return {};
-        for (const topo::Hop& h : path.hops) it->second.push_back(h.channel());
-      }
-      for (std::size_t dir : it->second) load[dir] += 1;
+      const std::vector<std::size_t>* dirs = paths.of(a, c, trees.host[i][at(c)] != 0);
+      if (!dirs) return 0;
+      for (std::size_t dir : *dirs) load[dir] += 1;
     }
   double least = std::numeric_limits<double>::infinity();
   for (std::size_t dir = 0; dir < load.size(); ++dir)
-    if (load[dir] > 0) least = std::min(least, t.link(static_cast<topo::LinkId>(dir / 2)).bw_gbps / load[dir]);
-  out.per_root_gbps = std::isfinite(least) ? least * k : 0;
+    if (load[dir] > 0) {
+      const topo::Link& l = t.link(static_cast<topo::LinkId>(dir / 2));
+      least = std::min(least, l.bw_gbps / load[dir]);
+      if (per_host) {
+        const std::string& h = t.vertex(l.a).host.empty() ? t.vertex(l.b).host : t.vertex(l.a).host;
+        auto [it, fresh] = per_host->try_emplace(h, l.bw_gbps / load[dir]);
+        if (!fresh) it->second = std::min(it->second, l.bw_gbps / load[dir]);
+      }
+    }
+  return std::isfinite(least) ? least : 0;
+}
+
+HostTrees star_relay_root_trees(ArcPaths& paths, int p, const std::vector<std::vector<int>>& groups, int root, int k, const RootRelay& how,
+                                std::map<std::string, double>* per_host) {
+  auto at = [](int i) { return static_cast<std::size_t>(i); };
+  const topo::Topology& t = paths.topology();
+  std::vector<int> group_of(at(p), -1);
+  for (std::size_t q = 0; q < groups.size(); ++q)
+    for (int r : groups[q]) group_of[at(r)] = static_cast<int>(q);
+  const bool single = one_host(t, p);
+  std::optional<HostGrid> grid = single ? std::nullopt : equal_hosts(t, p, nullptr);
+  if ((!single && !grid) || root < 0 || root >= p || k < 1 || how.relay_of <= 0 || how.away_of <= 0 || how.via_of <= 0 || how.fan < 1)
+    return {};
+  const int hosts = grid ? grid->num_hosts() : 1, L = grid ? grid->local : p;
+  auto place = [&](int r) { return grid ? grid->pos[at(r)] : r; };
+  auto rank_at = [&](int x) { return grid ? grid->rank[at(x)] : x; };
+  const int home = place(root) / L, groups_a_host = static_cast<int>(groups.size()) / hosts;
+  // The root's twins (the rest of its group) and the heads: every other local place.
+  const std::vector<int>& root_group = groups[at(group_of[at(root)])];
+  std::vector<int> twins, heads;
+  std::vector<char> in_root_group(at(L), 0);
+  for (int r : root_group) {
+    in_root_group[at(place(r) % L)] = 1;
+    if (r != root) twins.push_back(r);
+  }
+  for (int l = 0; l < L; ++l)
+    if (!in_root_group[at(l)]) heads.push_back(l);
+  if (heads.empty() || twins.empty()) return {};
+  // Arcs staged into each rank so far: a relayed group's sender is the member whose others have
+  // taken the fewest (the first of equals), so that every rank's host link carries its share.
+  std::vector<int> staged_in(at(p), 0);
+  HostTrees out;
+  for (int head : heads)
+    for (int j = 0; j < k; ++j) {
+      const int tree = static_cast<int>(out.trees.size());
+      std::vector<int> parent(at(p), -1);
+      std::vector<char> staged(at(p), 0), done(groups.size(), 0);
+      // The first hop: over the star, or through host memory to a twin that sends it over the star.
+      const int first = rank_at(home * L + head);
+      const bool via = tree % how.via_of < how.via;
+      const int twin = twins[at(tree / how.via_of % static_cast<int>(twins.size()))];
+      if (via) {
+        parent[at(twin)] = root;
+        staged[at(twin)] = 1;
+      }
+      parent[at(first)] = via ? twin : root;
+      // Hosts in a heap of fan-out `fan` from the root's: the rank at the head's place on each
+      // takes the piece from its parent host's over the network.
+      std::vector<int> entry(at(hosts), -1);
+      for (int i = 0; i < hosts; ++i) {
+        entry[at(i)] = rank_at((home + i) % hosts * L + head);
+        if (i > 0) parent[at(entry[at(i)])] = entry[at((i - 1) / how.fan)];
+      }
+      // Inside each host from its entry: to every group straight over the star, or (the groups
+      // this tree relays there) to one member, which hands it on through host memory.
+      for (int i = 0; i < hosts; ++i) {
+        const int h = (home + i) % hosts, e = entry[at(i)];
+        const int relay = i == 0 ? how.relay : how.away, of = i == 0 ? how.relay_of : how.away_of;
+        for (int x = h * L; x < h * L + L; ++x) {
+          int r = rank_at(x);
+          if (r == e || r == root || (via && r == twin)) continue;
+          int q = group_of[at(r)];
+          if (q == group_of[at(root)] || (tree + q % groups_a_host) % of >= relay) {  // the root's group: never relayed
+            parent[at(r)] = e;
+            continue;
+          }
+          if (done[at(q)]) continue;  // the whole group at its first member met
+          done[at(q)] = 1;
+          const std::vector<int>& members = groups[at(q)];
+          int sender = e;
+          if (q != group_of[at(e)]) {
+            auto others_in = [&](int m) {
+              int n = 0;
+              for (int o : members) n += o == m ? 0 : staged_in[at(o)];
+              return n;
+            };
+            sender = members.front();
+            for (int m : members)
+              if (others_in(m) < others_in(sender)) sender = m;
+            parent[at(sender)] = e;
+          }
+          for (int o : members)
+            if (o != sender) {
+              parent[at(o)] = sender;
+              staged[at(o)] = 1;
+              ++staged_in[at(o)];
+            }
+        }
+      }
+      out.trees.push_back(std::move(parent));
+      out.host.push_back(std::move(staged));
+    }
+  double least = tree_share(paths, out, per_host);
+  if (least <= 0) return {};
+  out.per_root_gbps = least * static_cast<double>(out.trees.size());
   return out;
 }
 

@@ -5,6 +5,8 @@
 // detour, so trees packed at that rate would ask the routed links for more than they have.
 // Synthesising on the routed links alone gives trees that the routes carry (docs/synth.md).
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -75,6 +77,64 @@ struct HostTrees {
 /// reach the star link's. per_root_gbps: k times the least, over the link directions the arcs'
 /// paths cross (routes, and host paths for staged arcs), of the bandwidth over the arcs crossing it.
 HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay);
+
+/// The share of a link each tree gets where trees carry equal data: the least, over the link
+/// directions the arcs' paths cross (the route between parent and child, or for a staged arc its
+/// host path, sim::HostRoutes), of the bandwidth over the arcs crossing it. 0 where some arc has
+/// no such path.
+double tree_share(const topo::Topology& t, const HostTrees& trees);
+
+/// The link directions (topo::Hop::channel) a tree arc between two ranks crosses: the route
+/// between them, or for an arc staged through host memory its host path (sim::HostRoutes);
+/// memoised, for rates counted again and again on one topology.
+class ArcPaths {
+ public:
+  explicit ArcPaths(const topo::Topology& t);
+  ~ArcPaths();
+  ArcPaths(const ArcPaths&) = delete;
+  ArcPaths& operator=(const ArcPaths&) = delete;
+  /// nullptr where the arc has no such path.
+  const std::vector<std::size_t>* of(int a, int c, bool staged);
+  const topo::Topology& topology() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// tree_share over `paths`' topology; with `per_host`, that least per host too, over the links of
+/// its vertices (a link between a host and the fabric under the host's name, the fabric's own
+/// under "").
+double tree_share(ArcPaths& paths, const HostTrees& trees, std::map<std::string, double>* per_host = nullptr);
+
+/// How one root's trees on stars with groups hand its data on (star_relay_root_trees): tree t
+/// goes first through host memory to a twin of the root where t mod via_of < via, and relays
+/// group q (its place among its host's groups) where (t + q) mod relay_of < relay on the root's
+/// host, (t + q) mod away_of < away on the others (whose host links also carry the pieces coming
+/// in over the network, where the NIC hangs off the host, as a GB200's off its Grace); hosts in a
+/// heap of fan-out `fan` from the root's.
+struct RootRelay {
+  int relay = 0, relay_of = 1;
+  int away = 0, away_of = 1;
+  int via = 0, via_of = 1;
+  int fan = 1;
+};
+
+/// One root's trees (Broadcast; Reduce on them reversed) on stars with groups (star_groups), one
+/// host or several alike, k per head: every local place outside the root's group is a head, whose
+/// trees take the root's data over the star (or, `via`, through host memory to the root's twin,
+/// which sends it over the star: the root then sends over both its links), then over the network
+/// to the rank at that place on every other host (a heap by `fan`), each of which hands it on in
+/// its host straight over the star to every rank or, for the groups the tree relays, to one member
+/// (the one whose group-mates have taken the fewest so far) which passes it on to the rest of its
+/// group through host memory. So every rank takes in over both its star link and its host link,
+/// the cut bound's in-bandwidth (GB200 NVL72: 900 + 225 GB/s), where trees over the star alone
+/// reach the star link's. The root's group takes every piece over the star (the root's host link
+/// carries the via share). per_root_gbps: the number of trees times tree_share (`per_host`: its
+/// shares per host). Empty where the trees cannot be made (no group beside the root's, an arc
+/// without a path).
+HostTrees star_relay_root_trees(ArcPaths& paths, int p, const std::vector<std::vector<int>>& groups, int root, int k, const RootRelay& how,
+                                std::map<std::string, double>* per_host = nullptr);
 
 /// The rate sends staged through host memory (sim::HostRoutes, channel_paths "host") between the
 /// rank pairs `sends`, all at once, each reach: the least, over link directions, of the bandwidth
