@@ -152,8 +152,13 @@ std::int64_t default_trees(const topo::Topology& t, int p) { return tree_counts(
 /// shortest-path trees or in chains round Hamiltonian cycles (k / 2 cycles, both ways).
 /// Or (Direct) a link joining two ranks alone, over no switch, PCIe or NIC (direct_links). Or
 /// (Host) a route or, between two ranks on one host, the path staged through host memory
-/// (routed_host_links): the trees pack NVLink, the NICs and PCIe at once.
-enum class Arcs { Routed, Walks, Relay, Rings, Direct, Host };
+/// (routed_host_links): the trees pack NVLink, the NICs and PCIe at once. (HostFan) As Host, on
+/// stars whose ranks pair up through host memory with the star inside a host in two levels
+/// (synth::star_relay_trees' fan, kStarFanout): fewer channels a tree.
+enum class Arcs { Routed, Walks, Relay, Rings, Direct, Host, HostFan };
+/// The entry's children over a host's star in trees of Arcs::HostFan: a GB200 NVL72 rack's 71
+/// become 8 and 7 or 8 under each, 10 or 11 channels a tree where the stars took 72-87.
+constexpr int kStarFanout = 8;
 
 /// Trees and the rate per root they were packed at (k units); with Arcs::Host, per tree and rank,
 /// whether the arc from its parent is staged through host memory (else empty).
@@ -194,15 +199,16 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   std::optional<topo::Topology> direct;
   if (arcs == Arcs::Direct) direct = synth::direct_links(t, p);
   const topo::Topology& base = direct ? *direct : t;
-  bool host = arcs == Arcs::Host;
+  bool host = arcs == Arcs::Host || arcs == Arcs::HostFan;
   // Host arcs on a star whose ranks pair up through host memory (GB200's two GPUs a Grace), or on
   // hosts alike of such stars (racks): stars with some of a root's trees relayed inside each
   // group, the share of those that the rates favour (synth::star_relay_trees), without splitting
   // (72 ranks a host) and before the routes over every host path are laid out.
   if (std::optional<std::vector<std::vector<int>>> groups = host && root < 0 ? synth::star_groups(t, p) : std::nullopt) {
     synth::HostTrees best;
+    synth::ArcPaths paths(t);
     for (int relay = 0; relay <= k; ++relay) {
-      synth::HostTrees ht = synth::star_relay_trees(t, p, *groups, static_cast<int>(k), relay);
+      synth::HostTrees ht = synth::star_relay_trees(paths, p, *groups, static_cast<int>(k), relay, arcs == Arcs::HostFan ? kStarFanout : 0);
       if (ht.per_root_gbps > best.per_root_gbps) best = std::move(ht);
     }
     Synthesised out{std::move(best.trees), best.per_root_gbps, {}};
@@ -615,11 +621,15 @@ std::vector<int> arc_slots(const std::vector<int>& parent, const std::vector<cha
   std::vector<int> order(parent.size());
   std::iota(order.begin(), order.end(), 0);
   if (block > 0) {
-    auto key = [&](int c) {
+    // (parent, distance) packed in one key a child, computed once (a sort's comparisons would
+    // compute each many times: 16 GB200 racks' 3456 trees of 1152 ranks, for every program).
+    std::vector<std::int64_t> key(parent.size());
+    for (int c = 0; c < p; ++c) {
       int a = parent[static_cast<std::size_t>(c)];
-      return std::pair(a, a < 0 ? c : tree_distance(a, c, block, p));
-    };
-    std::sort(order.begin(), order.end(), [&](int x, int y) { return key(x) < key(y); });
+      key[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(a + 1) * (p + 1) + (a < 0 ? c : tree_distance(a, c, block, p));
+    }
+    std::sort(order.begin(), order.end(),
+              [&](int x, int y) { return key[static_cast<std::size_t>(x)] < key[static_cast<std::size_t>(y)]; });
   }
   for (int c : order) {
     auto u = static_cast<std::size_t>(c);
@@ -951,13 +961,19 @@ class SynthAlgorithm final : public Algorithm {
     const bool both = alike && p <= kMaxRanks && symmetric_falls_short(*t, p);
     const bool star = p > kMaxRanks && one_star_host(*t, p);  // one switch: no solver to skip
     if (p > 1 && !rooted_request(req.coll) && (opt.inter == kSymmetric || (p > kMaxRanks && !star) || alike) && !both) {
-      PlanInfo sym = fastest_symmetric(req, *t, opt);
       // Racks of stars whose GPUs pair up through host memory (GB200 NVL72): beside host 0's
-      // pattern, every rank's trees relayed through each Grace on every rack (offer_host_arcs).
-      if (!opt.inter.empty() || !star_group_hosts(*t, p)) return sym;
+      // pattern, every rank's trees relayed through each Grace on every rack (offer_host_arcs),
+      // alone where the pattern's channels do not fit (sixteen racks).
+      if (!opt.inter.empty() || !star_group_hosts(*t, p)) return fastest_symmetric(req, *t, opt);
       Fastest best(*this, *t, 1e-3);
-      best.offer(std::move(sym));
-      offer_host_arcs(best, req, *t, opt, kRsAg, -1);
+      std::string refused;
+      try {
+        best.offer(fastest_symmetric(req, *t, opt));
+      } catch (const InputError& e) {
+        refused = e.what();
+      }
+      offer_host_arcs(best, req, *t, opt, kRsAg, -1, !refused.empty());
+      if (best.peek().params.empty()) throw InputError(refused);
       return best.take();
     }
     if (both) {
@@ -1246,11 +1262,12 @@ class SynthAlgorithm final : public Algorithm {
         throw InputError(arcs == Arcs::Direct ? "synth: the links between ranks do not join every rank"
                                               : "synth: the topology has no neighbour graph to relay trees over");
       if (arcs != Arcs::Routed)
-        info.params["arcs"] = arcs == Arcs::Walks    ? "walks"
-                              : arcs == Arcs::Relay  ? "relay"
-                              : arcs == Arcs::Direct ? "direct"
-                              : arcs == Arcs::Host   ? "host"
-                                                     : "rings";
+        info.params["arcs"] = arcs == Arcs::Walks     ? "walks"
+                              : arcs == Arcs::Relay   ? "relay"
+                              : arcs == Arcs::Direct  ? "direct"
+                              : arcs == Arcs::Host    ? "host"
+                              : arcs == Arcs::HostFan ? "host_fan"
+                                                      : "rings";
       tree_slots = slots_of(syn.trees, syn.host);
       slots = tree_slots.total();
       info.params["trees"] = format_trees(syn.trees);
@@ -1642,9 +1659,10 @@ class SynthAlgorithm final : public Algorithm {
   /// paths add links, each root's slice is kHostArcMinSlice or more and the packing beats the
   /// routed trees' rate: kHostArcTrees trees a root (or --channels; a later count only where it
   /// packs faster than the one before, or on one box) at 64 and 256 chunks a tree (or --pipeline),
-  /// each kept if it simulates faster.
+  /// each kept if it simulates faster. `alone`: nothing else is offered (host 0's pattern refused
+  /// for its channels), so at any slice.
   void offer_host_arcs(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
-                       int allreduce_root) const {
+                       int allreduce_root, bool alone = false) const {
     int p = req.nranks;
     // Beyond kMaxAutoRanks only on stars whose ranks pair up through host memory (one host, or
     // hosts alike), where the trees are laid out without splitting (synth::star_relay_trees) and
@@ -1653,7 +1671,7 @@ class SynthAlgorithm final : public Algorithm {
     if (p < 2 || (wide && !synth::star_groups(t, p)) || shape(req, allreduce, allreduce_root, 1, 1).root >= 0 ||
         !symmetric_request(req.coll))
       return;
-    if (std::max(input_bytes(req), output_bytes(req)) / static_cast<std::uint64_t>(p) < kHostArcMinSlice) return;
+    if (!alone && std::max(input_bytes(req), output_bytes(req)) / static_cast<std::uint64_t>(p) < kHostArcMinSlice) return;
     std::optional<topo::Topology> links;
     double routed = 0;  // the routed trees' best rate (memoised: fastest_pipeline laid them out)
     if (!wide) {
@@ -1665,17 +1683,20 @@ class SynthAlgorithm final : public Algorithm {
     if (opt.channels > 0) ks = {opt.channels};
     std::vector<int> ms{kDeepPipeline, kDeeperPipeline};
     if (opt.pipeline > 0) ms = {opt.pipeline};
-    // Beyond kMaxAutoRanks kWideHostArcTrees, only the counts whose channels a plan holds: a tree's arcs take a channel each
-    // (slots_of), 73 a tree on two GB200 NVL72 racks, so AllReduce's two phases hold 6 trees a root
-    // on one rack, 3 on two.
-    if (wide && opt.channels <= 0) {
+    // Beyond kMaxAutoRanks kWideHostArcTrees (or --channels), only the counts whose channels a
+    // plan holds: a tree's arcs take a channel each (slots_of), 73 a tree on two GB200 NVL72
+    // racks, so AllReduce's two phases hold 6 trees a root on one rack, 3 on two; where the stars'
+    // do not fit, the two-level stars' (Arcs::HostFan: 11 a tree on sixteen racks).
+    std::map<std::int64_t, Arcs> arcs_of;
+    auto fits = [&](std::int64_t k, Arcs arcs) {
       int phases = req.coll == Collective::AllReduce ? 2 : 1;
-      ks.assign(std::begin(kWideHostArcTrees), std::end(kWideHostArcTrees));
-      ks.erase(std::remove_if(ks.begin(), ks.end(),
-                              [&](std::int64_t k) {
-                                Synthesised syn = synthesise(t, p, k, -1, Arcs::Host);
-                                return phases * p * k * slots_of(syn.trees, syn.host).total() + copy_channels(req.coll) > 65535;
-                              }),
+      Synthesised syn = synthesise(t, p, k, -1, arcs);
+      return !syn.trees.empty() && phases * p * k * slots_of(syn.trees, syn.host).total() + copy_channels(req.coll) <= 65535;
+    };
+    if (wide) {
+      if (opt.channels <= 0) ks.assign(std::begin(kWideHostArcTrees), std::end(kWideHostArcTrees));
+      for (std::int64_t k : ks) arcs_of[k] = fits(k, Arcs::Host) ? Arcs::Host : Arcs::HostFan;
+      ks.erase(std::remove_if(ks.begin(), ks.end(), [&](std::int64_t k) { return arcs_of[k] == Arcs::HostFan && !fits(k, Arcs::HostFan); }),
                ks.end());
     }
     bool one_box = !share_hosts(t, p);
@@ -1686,13 +1707,14 @@ class SynthAlgorithm final : public Algorithm {
         if (rate <= before * (1 + kHostArcGain)) continue;
         before = std::max(before, rate);
       }
-      Synthesised syn = synthesise(t, p, k, -1, Arcs::Host);
+      Arcs arcs = arcs_of.count(k) ? arcs_of[k] : Arcs::Host;
+      Synthesised syn = synthesise(t, p, k, -1, arcs);
       if (syn.host.empty() || syn.packed_gbps <= routed * (1 + kHostArcGain)) continue;
       for (int m : ms) {
         AlgoOptions with = opt;
         with.pipeline = m;
         with.channels = static_cast<int>(k);
-        PlanInfo info = lay(req, t, with, allreduce, allreduce_root, Arcs::Host);
+        PlanInfo info = lay(req, t, with, allreduce, allreduce_root, arcs);
         if (m == kDeeperPipeline && output_bytes(req) / std::max<std::uint64_t>(1, info.out_chunks) < kMinDeeperChunk) continue;
         best.offer(std::move(info));
       }

@@ -186,8 +186,14 @@ std::optional<std::vector<std::vector<int>>> star_groups(const topo::Topology& t
   return groups;
 }
 
-HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay) {
+HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan) {
+  ArcPaths paths(t);
+  return star_relay_trees(paths, p, groups, k, relay, fan);
+}
+
+HostTrees star_relay_trees(ArcPaths& paths, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan) {
   auto at = [](int i) { return static_cast<std::size_t>(i); };
+  const topo::Topology& t = paths.topology();
   std::vector<int> group_of(at(p), -1), local(at(p), 0);
   for (std::size_t q = 0; q < groups.size(); ++q)
     for (std::size_t l = 0; l < groups[q].size(); ++l) {
@@ -209,9 +215,13 @@ HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std
       std::vector<char> staged(at(p), 0);
       // On each host the rank at the root's local place takes the data (over the network on
       // the others) and hands it on there: a star, or relayed inside the groups.
+      // With a bounded fan-out, the hosts in a binary heap from the root's (host offset i takes it
+      // from offset (i - 1) / 2), else all from the root.
+      const int home = place(root) / L;
+      auto entry_of = [&](int h) { return h == home ? root : rank_at(h * L + place(root) % L); };
       for (int h = 0; h < hosts; ++h) {
-        int entry = h == place(root) / L ? root : rank_at(h * L + place(root) % L);
-        if (entry != root) parent[at(entry)] = root;
+        int entry = entry_of(h), i = (h - home + hosts) % hosts;
+        if (entry != root) parent[at(entry)] = fan > 0 ? entry_of((home + (i - 1) / 2) % hosts) : root;
         for (int x = h * L; x < h * L + L; ++x) {
           int r = rank_at(x);
           if (r == entry) continue;
@@ -221,11 +231,20 @@ HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std
           parent[at(r)] = relayed ? head : entry;
           staged[at(r)] = relayed ? 1 : 0;
         }
+        // Bounded fan-out: the entry's children over the star in the order of their place after
+        // it, the first `fan` from the entry, the x-th after them from the (x mod fan)-th.
+        if (fan <= 0) continue;
+        std::vector<int> direct;
+        for (int x = 0; x < L; ++x) {
+          int r = rank_at(h * L + (place(entry) % L + x) % L);
+          if (r != entry && parent[at(r)] == entry && !staged[at(r)]) direct.push_back(r);
+        }
+        for (std::size_t x = static_cast<std::size_t>(fan); x < direct.size(); ++x) parent[at(direct[x])] = direct[x % at(fan)];
       }
       out.trees.push_back(std::move(parent));
       out.host.push_back(std::move(staged));
     }
-  double least = tree_share(t, out);
+  double least = tree_share(paths, out);
   if (least <= 0) return {};
   out.per_root_gbps = least * k;
   return out;

@@ -76,7 +76,13 @@ struct HostTrees {
 /// cannot: the cut bound's in-bandwidth of one rank, star link plus host link, where stars alone
 /// reach the star link's. per_root_gbps: k times the least, over the link directions the arcs'
 /// paths cross (routes, and host paths for staged arcs), of the bandwidth over the arcs crossing it.
-HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay);
+/// With fan > 0 the star inside each host has two levels: the entry's children over the star, in
+/// the order of their place after it, the first `fan` from the entry and the x-th after them from
+/// the (x mod fan)-th; and the hosts take the data in a binary heap from the root's (host offset i
+/// from offset (i - 1) / 2), not all from the root. A tree then takes about fan + 3 channels, not
+/// one a rank and host (a GB200 NVL72 rack's star: 71, and 15 rails on sixteen racks), at the same
+/// loads per rank (each forwards others' data as the entry did its own), a few hops deeper.
+HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan = 0);
 
 /// The share of a link each tree gets where trees carry equal data: the least, over the link
 /// directions the arcs' paths cross (the route between parent and child, or for a staged arc its
@@ -106,6 +112,9 @@ class ArcPaths {
 /// its vertices (a link between a host and the fabric under the host's name, the fabric's own
 /// under "").
 double tree_share(ArcPaths& paths, const HostTrees& trees, std::map<std::string, double>* per_host = nullptr);
+
+/// star_relay_trees over `paths`' topology, its paths memoised there (for several relay counts).
+HostTrees star_relay_trees(ArcPaths& paths, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan = 0);
 
 /// How one root's trees on stars with groups hand its data on (star_relay_root_trees): tree t
 /// goes first through host memory to a twin of the root where t mod via_of < via, and relays
