@@ -804,6 +804,22 @@ TEST_CASE("synth host arcs: two-level stars carry what the stars carry in a frac
     CHECK(two_slots <= 10);   // 8 in the rack, one rail, one through host memory
   }
   CHECK(checked == 2 * 288 * 144);
+  // Two trees a root share by whole trees a half or nothing; relaying two of every five pairs in
+  // each tree, by turns from the root's pair, carries more than either, and every tree relays
+  // 14 or 15 of a rack's 35 other pairs.
+  synth::HostTrees none = synth::star_relay_trees(t, p, *groups, 2, 0, 8), half = synth::star_relay_trees(t, p, *groups, 2, 1, 8);
+  synth::HostTrees turns = synth::star_relay_trees(t, p, *groups, 2, 2, 8, 5);
+  MESSAGE("two trees a root: none relayed " << none.per_root_gbps << " GB/s, one of two " << half.per_root_gbps << ", 2 of 5 pairs "
+                                            << turns.per_root_gbps);
+  CHECK(turns.per_root_gbps > std::max(none.per_root_gbps, half.per_root_gbps) * 1.1);
+  int trees_seen = 0;
+  for (const std::vector<char>& staged : turns.host) {
+    auto n = std::count(staged.begin(), staged.end(), 1);
+    CHECK(n >= 2 * 14);  // on each rack
+    CHECK(n <= 2 * 15);
+    ++trees_seen;
+  }
+  CHECK(trees_seen == 288);
   // Eight trees a root now fit, laid out as two-level stars, which state both symmetries and fold
   // by 72. Predictions; no clock is read.
   Request req{Collective::AllGather, std::uint64_t{144} * 4 * 1864135, p, 0};  // 1 GiB in whole floats a rank

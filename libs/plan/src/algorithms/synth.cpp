@@ -159,6 +159,10 @@ enum class Arcs { Routed, Walks, Relay, Rings, Direct, Host, HostFan };
 /// The entry's children over a host's star in trees of Arcs::HostFan: a GB200 NVL72 rack's 71
 /// become 8 and 7 or 8 under each, 10 or 11 channels a tree where the stars took 72-87.
 constexpr int kStarFanout = 8;
+/// Up to this many trees a root, stars relayed through host memory also relay some groups in each
+/// tree by turns (synth::star_relay_trees' relay_of), of 5, 7 and 8 in turn.
+constexpr std::int64_t kRelayTurnsTrees = 2;
+constexpr int kRelayTurns[] = {5, 7, 8};
 
 /// Trees and the rate per root they were packed at (k units); with Arcs::Host, per tree and rank,
 /// whether the arc from its parent is staged through host memory (else empty).
@@ -207,9 +211,25 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
   if (std::optional<std::vector<std::vector<int>>> groups = host && root < 0 ? synth::star_groups(t, p) : std::nullopt) {
     synth::HostTrees best;
     synth::ArcPaths paths(t);
+    const int fan = arcs == Arcs::HostFan ? kStarFanout : 0;
     for (int relay = 0; relay <= k; ++relay) {
-      synth::HostTrees ht = synth::star_relay_trees(paths, p, *groups, static_cast<int>(k), relay, arcs == Arcs::HostFan ? kStarFanout : 0);
+      synth::HostTrees ht = synth::star_relay_trees(paths, p, *groups, static_cast<int>(k), relay, fan);
       if (ht.per_root_gbps > best.per_root_gbps) best = std::move(ht);
+    }
+    // Few trees a root share too coarsely by whole trees (two: a half or nothing): there the
+    // groups relayed by turns in each tree too, at the shares of kRelayTurns next to the one that
+    // evens a rank's star link and host link (g / (g - 1) x host / (star + host) of the groups).
+    if (k <= kRelayTurnsTrees) {
+      const std::vector<int>& g0 = groups->front();
+      topo::VertexId a = t.rank_vertex(static_cast<topo::Rank>(g0[0])), b = t.rank_vertex(static_cast<topo::Rank>(g0[1]));
+      double star = topo::Router(t).route(a, b).bottleneck_gbps, staged = sim::HostRoutes(t).route(a, b).bottleneck_gbps;
+      double g = static_cast<double>(g0.size()), share = g / (g - 1) * staged / (star + staged);
+      for (int of : kRelayTurns)
+        for (int relay : {static_cast<int>(std::floor(share * of)), static_cast<int>(std::ceil(share * of))}) {
+          if (relay <= 0 || relay >= of) continue;
+          synth::HostTrees ht = synth::star_relay_trees(paths, p, *groups, static_cast<int>(k), relay, fan, of);
+          if (ht.per_root_gbps > best.per_root_gbps * (1 + 1e-9)) best = std::move(ht);
+        }
     }
     Synthesised out{std::move(best.trees), best.per_root_gbps, {}};
     // Groups of consecutive ranks (GB200's twins): a shift by one group maps the trees onto

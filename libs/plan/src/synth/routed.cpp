@@ -186,12 +186,13 @@ std::optional<std::vector<std::vector<int>>> star_groups(const topo::Topology& t
   return groups;
 }
 
-HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan) {
+HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan,
+                           int relay_of) {
   ArcPaths paths(t);
-  return star_relay_trees(paths, p, groups, k, relay, fan);
+  return star_relay_trees(paths, p, groups, k, relay, fan, relay_of);
 }
 
-HostTrees star_relay_trees(ArcPaths& paths, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan) {
+HostTrees star_relay_trees(ArcPaths& paths, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan, int relay_of) {
   auto at = [](int i) { return static_cast<std::size_t>(i); };
   const topo::Topology& t = paths.topology();
   std::vector<int> group_of(at(p), -1), local(at(p), 0);
@@ -206,6 +207,7 @@ HostTrees star_relay_trees(ArcPaths& paths, int p, const std::vector<std::vector
   std::optional<HostGrid> grid = single ? std::nullopt : equal_hosts(t, p, nullptr);
   if (!single && !grid) return {};
   const int hosts = grid ? grid->num_hosts() : 1, L = grid ? grid->local : p;
+  const int per_host = static_cast<int>(groups.size()) / hosts;  // groups a host, in the same local order on each
   auto place = [&](int r) { return grid ? grid->pos[at(r)] : r; };
   auto rank_at = [&](int x) { return grid ? grid->rank[at(x)] : x; };
   HostTrees out;
@@ -227,7 +229,9 @@ HostTrees star_relay_trees(ArcPaths& paths, int p, const std::vector<std::vector
           if (r == entry) continue;
           const std::vector<int>& members = groups[at(group_of[at(r)])];
           int head = group_of[at(r)] == group_of[at(entry)] ? entry : members[at((local[at(entry)] + j) % g)];
-          bool relayed = j < relay && r != head;
+          // Whole trees relayed, or (relay_of > 0) each group by turns from the root's group on.
+          int dq = ((group_of[at(r)] - group_of[at(root)]) % per_host + per_host) % per_host;
+          bool relayed = (relay_of > 0 ? (j + dq) % relay_of < relay : j < relay) && r != head;
           parent[at(r)] = relayed ? head : entry;
           staged[at(r)] = relayed ? 1 : 0;
         }

@@ -82,7 +82,12 @@ struct HostTrees {
 /// from offset (i - 1) / 2), not all from the root. A tree then takes about fan + 3 channels, not
 /// one a rank and host (a GB200 NVL72 rack's star: 71, and 15 rails on sixteen racks), at the same
 /// loads per rank (each forwards others' data as the entry did its own), a few hops deeper.
-HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan = 0);
+/// With relay_of > 0, `relay` of every relay_of groups in turn are relayed in each tree, not whole
+/// trees: tree j of a root relays group q where (j + q - q0) mod relay_of < relay (q, q0: the
+/// group's and the root's group's places among their host's groups), which shares finer than
+/// whole trees where a root has few (two: a half or nothing).
+HostTrees star_relay_trees(const topo::Topology& t, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan = 0,
+                           int relay_of = 0);
 
 /// The share of a link each tree gets where trees carry equal data: the least, over the link
 /// directions the arcs' paths cross (the route between parent and child, or for a staged arc its
@@ -114,7 +119,8 @@ class ArcPaths {
 double tree_share(ArcPaths& paths, const HostTrees& trees, std::map<std::string, double>* per_host = nullptr);
 
 /// star_relay_trees over `paths`' topology, its paths memoised there (for several relay counts).
-HostTrees star_relay_trees(ArcPaths& paths, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan = 0);
+HostTrees star_relay_trees(ArcPaths& paths, int p, const std::vector<std::vector<int>>& groups, int k, int relay, int fan = 0,
+                           int relay_of = 0);
 
 /// How one root's trees on stars with groups hand its data on (star_relay_root_trees): tree t
 /// goes first through host memory to a twin of the root where t mod via_of < via, and relays
