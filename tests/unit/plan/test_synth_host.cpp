@@ -463,6 +463,17 @@ namespace {
 /// and on its superchip's Grace CPU by NVLink-C2C (225 GB/s a direction), the CPUs not joined.
 /// Stars over the switch reach 900 / (p - 1) a root; the cut bound counts C2C too, (900 + 225) /
 /// (p - 1): a GPU may take data in from its Grace's memory, which its twin wrote.
+/// AllGather of 1 GiB (in whole floats a rank) on two GB200 NVL72 racks, from rank 0.
+Request gb200_x2_allgather() { return {Collective::AllGather, std::uint64_t{144} * 4 * 1864135, 144, 0}; }
+
+/// Options asking synth for k trees a root of m chunks each.
+AlgoOptions trees_of(int k, int m) {
+  AlgoOptions opt;
+  opt.channels = k;
+  opt.pipeline = m;
+  return opt;
+}
+
 topo::Topology superchips(int pairs) {
   topo::Topology t;
   t.name = "superchips";
@@ -646,10 +657,8 @@ TEST_CASE("synth host arcs: two GB200 NVL72 racks, each root's data over its rai
   REQUIRE(groups);
   CHECK(groups->size() == 72);
   CHECK((*groups)[36] == std::vector<int>{72, 73});
-  Request req{Collective::AllGather, std::uint64_t{144} * 4 * 1864135, p, 0};  // 1 GiB in whole floats a rank
-  AlgoOptions opt;
-  opt.channels = 3;
-  opt.pipeline = 16;
+  Request req = gb200_x2_allgather();
+  AlgoOptions opt = trees_of(3, 16);
   auto plan = generate("synth", req, &t, opt);
   const PlanInfo& info = plan->info();
   REQUIRE(info.params.count("host_arcs"));
@@ -822,11 +831,8 @@ TEST_CASE("synth host arcs: two-level stars carry what the stars carry in a frac
   CHECK(trees_seen == 288);
   // Eight trees a root now fit, laid out as two-level stars, which state both symmetries and fold
   // by 72. Predictions; no clock is read.
-  Request req{Collective::AllGather, std::uint64_t{144} * 4 * 1864135, p, 0};  // 1 GiB in whole floats a rank
-  AlgoOptions opt;
-  opt.channels = 8;
-  opt.pipeline = 16;
-  auto plan = generate("synth", req, &t, opt);
+  Request req = gb200_x2_allgather();
+  auto plan = generate("synth", req, &t, trees_of(8, 16));
   const PlanInfo& info = plan->info();
   CHECK(info.params.at("arcs") == "host_fan");
   CHECK(info.channels < 65535);

@@ -1029,10 +1029,7 @@ class SynthAlgorithm final : public Algorithm {
 
   /// Whether the first p ranks are on several hosts alike whose GPUs hang off one switch each and
   /// pair up through host memory (synth::star_groups: GB200 NVL72 racks).
-  static bool star_group_hosts(const topo::Topology& t, int p) {
-    static TopologyMemo memo;
-    return per_topology(memo, t, p, [&] { return !one_star_host(t, p) && synth::star_groups(t, p).has_value(); });
-  }
+  static bool star_group_hosts(const topo::Topology& t, int p) { return !one_star_host(t, p) && star_groups_here(t, p); }
 
   /// Whether the first p ranks are all on one host and the routes between them are a star
   /// (synth::star_rate): every rank's trees are then laid out without the general solver, at any
