@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <limits>
 #include <set>
 
@@ -42,7 +43,7 @@ TEST_CASE("synth rooted: trees by rails span every rank and reach the routed opt
           CAPTURE(fan);
           CAPTURE(chain);
           std::string why;
-          auto trees = synth::rooted_trees(t, p, root, fan, &why, chain);
+          auto trees = synth::rooted_trees(t, p, root, fan, &why, {.chain = chain});
           REQUIRE_MESSAGE(trees, why);
           int copies = fan == 2 && hosts > 3 ? 2 : 1;
           CHECK(trees->size() == at(copies * 8 * (chain ? 1 : 7)));
@@ -153,7 +154,7 @@ TEST_CASE("synth rooted: the two heaps' inner hosts are apart and shallow") {
       CAPTURE(hosts);
       CAPTURE(root);
       std::string why;
-      auto trees = synth::rooted_trees(t, p, root, 2, &why, true);
+      auto trees = synth::rooted_trees(t, p, root, 2, &why, {.chain = true});
       REQUIRE_MESSAGE(trees, why);
       REQUIRE(trees->size() == at(2 * g));
       // Per host, the copies in which its rail ranks send to another host.
@@ -204,22 +205,33 @@ TEST_CASE("synth rooted: beyond 32 ranks the chunks are weighed, small vectors i
 
 TEST_CASE("synth rooted: where the rails fall short of the root's routed optimum, auto does not weigh synth") {
   // 4 x dgx-h100: every GPU its own NIC, the rails reach the optimum; 4 x dgx1-v100 too, with
-  // pieces handed on down each host's NVLink trees (next test); 4 x pcie-8gpu (two NICs for eight
-  // GPUs under PCIe switches): the rails fall short (the packing is laid out instead, up to 32
-  // ranks), and auto leaves synth out.
+  // pieces handed on down each host's NVLink trees (next test), and 4 x pcie-8gpu (two NICs for
+  // eight GPUs under PCIe switches) with every piece handed round each host. One NIC of 4 x
+  // dgx-h100 at an eighth of its rate: rail 3's trees cross it, the packing routes around it, so
+  // the rails fall short (the packing is laid out instead, up to 32 ranks) and auto leaves synth out.
   std::string why;
   topo::Topology h100 = topo::synth({"dgx-h100", 4, ""}), v100 = topo::synth({"dgx1-v100", 4, ""}),
-                 pcie = topo::synth({"pcie-8gpu", 4, ""});
+                 pcie = topo::synth({"pcie-8gpu", 4, ""}), slow = h100;
+  int slowed = 0;
+  for (std::size_t l = 0; l < slow.num_links(); ++l) {
+    topo::Link& link = slow.mutable_link(static_cast<topo::LinkId>(l));
+    if (slow.vertex(link.a).id == "node1/nic3" && slow.vertex(link.b).host.empty()) {
+      link.bw_gbps /= 8;
+      ++slowed;
+    }
+  }
+  REQUIRE(slowed == 1);
   int checked = 0;
   for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
     Request req{c, std::uint64_t{32} << 20, 32, 0};
     CHECK(algorithm("synth").in_auto(req, &h100, &why));
     CHECK(algorithm("synth").in_auto(req, &v100, &why));
-    CHECK_FALSE(algorithm("synth").in_auto(req, &pcie, &why));
-    CHECK(algorithm("synth").supports(req, &pcie, &why));
-    checked += 4;
+    CHECK(algorithm("synth").in_auto(req, &pcie, &why));
+    CHECK_FALSE(algorithm("synth").in_auto(req, &slow, &why));
+    CHECK(algorithm("synth").supports(req, &slow, &why));
+    checked += 5;
   }
-  CHECK(checked == 8);
+  CHECK(checked == 10);
 }
 
 TEST_CASE("synth rooted: on DGX-1 hosts pieces go down each host's NVLink trees, not over PCIe") {
@@ -233,7 +245,7 @@ TEST_CASE("synth rooted: on DGX-1 hosts pieces go down each host's NVLink trees,
   int checked = 0;
   for (int root : {0, 77}) {
     CAPTURE(root);
-    std::optional<std::vector<std::vector<int>>> stars = synth::rooted_trees(t, p, root, 2, nullptr, true);
+    std::optional<std::vector<std::vector<int>>> stars = synth::rooted_trees(t, p, root, 2, nullptr, {.chain = true});
     REQUIRE(stars);
     double star_rate = synth::routed_tree_rate(t, *stars);
     Request req{Collective::Broadcast, std::uint64_t{1} << 30, p, root};
@@ -280,7 +292,7 @@ TEST_CASE("synth rooted: on DGX-1 hosts pieces go down each host's NVLink trees,
   cycle[3][5] = 4;
   cycle[3][4] = 5;  // but under root 3, 4 and 5 each other's parent: no path to 3
   std::string why;
-  CHECK_FALSE(synth::rooted_trees(t, p, 0, 2, &why, true, &cycle));
+  CHECK_FALSE(synth::rooted_trees(t, p, 0, 2, &why, {.chain = true, .intra = &cycle}));
   CHECK(why == "the intra-host trees are not 8 spanning trees of the host's 8 ranks");
   // Two hosts (16 ranks): the plan verifies.
   topo::Topology two = topo::synth({"dgx1-v100", 2, ""});
@@ -326,7 +338,7 @@ TEST_CASE("synth rooted: four leaves a rail, the trees keep every uplink within 
       CAPTURE(root);
       CAPTURE(chain);
       std::string why;
-      auto trees = synth::rooted_trees(t, p, root, 2, &why, chain);
+      auto trees = synth::rooted_trees(t, p, root, 2, &why, {.chain = chain});
       REQUIRE_MESSAGE(trees, why);
       double best = synth::broadcast_rate(routed, p, root).per_root_gbps;
       CHECK(synth::routed_tree_rate(t, *trees) == doctest::Approx(best).epsilon(1e-6));
@@ -348,4 +360,79 @@ TEST_CASE("synth rooted: four leaves a rail, the trees keep every uplink within 
       ++checked;
     }
   CHECK(checked == 6);
+}
+
+TEST_CASE("synth rooted: on PCIe hosts every piece goes round each host, the root sending the vector once") {
+  // pcie-8gpu: a GPU reaches its peers, its NIC and the other socket over one PCIe link. Stars
+  // send one rank's pieces across the socket link once per far GPU, and the root its own piece
+  // twice (to its host and off it); round each host every link carries each piece once, at the
+  // bound's 31.5 GB/s a root (the root's link), both ways (Reduce).
+  int checked = 0;
+  for (int hosts : {2, 3, 5}) {
+    topo::Topology t = topo::synth({"pcie-8gpu", hosts, ""});
+    int p = static_cast<int>(t.num_ranks()), g = 8;
+    double best = synth::broadcast_rate(synth::routed_links(t, p), p, 0).per_root_gbps;
+    CHECK(best == doctest::Approx(31.5));
+    for (int root : {0, p - 3})
+      for (int fan : {1, 2}) {
+        CAPTURE(hosts);
+        CAPTURE(root);
+        CAPTURE(fan);
+        std::string why;
+        auto ring = synth::rooted_trees(t, p, root, fan, &why, {.ring = true});
+        auto stars = synth::rooted_trees(t, p, root, fan, &why, {.chain = true});
+        REQUIRE_MESSAGE(ring, why);
+        REQUIRE(stars);
+        int copies = fan == 2 && hosts > 3 ? 2 : 1;
+        REQUIRE(ring->size() == at(copies * g));
+        bool spans = true, one_child = true;
+        for (const std::vector<int>& parent : *ring) {
+          for (int r = 0; r < p; ++r) {
+            int x = r, steps = 0;
+            while (x != root && x >= 0 && steps++ <= p) x = parent[at(x)];
+            spans = spans && x == root && parent[at(root)] == -1;
+          }
+          one_child = one_child && std::count(parent.begin(), parent.end(), root) == 1;
+        }
+        CHECK(spans);
+        CHECK(one_child);
+        CHECK(synth::routed_tree_rate(t, *ring) == doctest::Approx(31.5).epsilon(1e-9));
+        CHECK(reversed_tree_rate(t, *ring) == doctest::Approx(31.5).epsilon(1e-9));
+        CHECK(synth::routed_tree_rate(t, *stars) < 31.5 * 0.95);
+        ++checked;
+      }
+  }
+  CHECK(checked == 12);
+  // Laid out by --inter symmetric on two hosts of four GPUs, where the ring is the fastest at 512
+  // chunks: packed at the bound, verified, and under MaxMin within 2% of the bound (Queue's first
+  // come, first served keeps it at 1.11: docs/synth.md).
+  topo::Topology two = topo::synth({"pcie-8gpu:gpus=4", 2, ""});
+  AlgoOptions o;
+  o.inter = "symmetric";
+  o.pipeline = 512;
+  for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
+    CAPTURE(to_string(c));
+    Request req{c, std::uint64_t{1} << 30, 8, 0};
+    auto plan = generate("synth", req, &two, o);
+    CHECK(plan->info().params.at("packed_gbps") == "31.5");
+    VerifyResult v = verify(*plan);
+    CHECK_MESSAGE(v.ok, v.error);
+    SimOptions mm;
+    mm.model = LinkModel::MaxMin;
+    double ratio_predicted = simulate(*plan, two, mm).time_us / lower_bound(req, two).time_us();  // no clock is read
+    CHECK(ratio_predicted <= 1.02);
+  }
+}
+
+TEST_CASE("synth rooted: one PCIe host's chain is pipelined deep enough to land within 1% of the bound") {
+  // A chain of 8 GPUs is 7 deep: 128 chunks pay (7 + 127) / 128 = 1.047, 1024 chunks 1.006.
+  topo::Topology t = topo::synth({"pcie-8gpu", 1, ""});
+  for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
+    CAPTURE(to_string(c));
+    Request req{c, std::uint64_t{1} << 30, 8, 0};
+    auto plan = generate("synth", req, &t);
+    double ratio_predicted = simulate(*plan, t).time_us / lower_bound(req, t).time_us();  // no clock is read
+    CHECK(ratio_predicted <= 1.01);
+    CHECK(std::stoi(plan->info().params.at("pipeline")) >= 512);
+  }
 }

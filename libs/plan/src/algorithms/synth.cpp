@@ -83,6 +83,12 @@ constexpr std::uint64_t kMinDeeperChunk = 16384;
 /// do not fold (uneven chunks; docs/plan.md "Symmetry"): a 1 KiB AllReduce on a GB200 NVL72 rack
 /// simulated 650 thousand transfers at 64 chunks a tree, 0.8 s.
 constexpr std::uint64_t kMinPipelinedChunk = 256;
+/// Chunks a tree one root's trees are also laid out with up to kMaxRanks (fastest_rooted), where a
+/// chunk holds at least kMinDeepRootedChunk bytes and the plan at most kRootedOps sends and
+/// receives: a chain or the trees round each host are p - 1 and H + 2 g deep, which 128 chunks pay
+/// as 4.7% on one pcie-8gpu host (1.006 x the bound at 1024) and 11% on two (1.06-1.07).
+constexpr int kDeepRootedPipelines[] = {512, 1024};
+constexpr std::uint64_t kMinDeepRootedChunk = std::uint64_t{128} << 10;
 
 /// Trees per rank when the user does not say: the fewest of kTreeCounts within 5% of the best
 /// rate of them (rate_for_trees; the exact k is often in the hundreds). More trees reach closer
@@ -395,15 +401,43 @@ std::optional<std::vector<std::vector<int>>> host_trees(const topo::Topology& t,
   return trees;
 }
 
+/// How fastest_rooted lays out the trees by rails (synth::RootedVariant): the root's own piece down
+/// a chain, relayed by each other rank in turn, or every piece round each host.
+enum class Rails { Chain, Relayed, Ring };
+
 /// One root's trees by rails at fan-out `fan` (synth::rooted_trees) and their rate over the routes:
-/// of the root's own piece down a chain (with `chain`) or relayed by each other rank in turn, and
+/// of the root's own piece down a chain (Rails::Chain) or relayed by each other rank in turn, and
 /// pieces handed on inside a host straight from their holder or down the host's AllGather trees
-/// (host_trees), the variant with the highest rate (the first of equals, in that order). nullopt
-/// with `why` where rooted_trees makes none.
-std::optional<std::pair<std::vector<std::vector<int>>, double>> best_rooted_trees(const topo::Topology& t, int p, int root, int fan,
-                                                                                  bool chain, std::string* why) {
-  std::optional<std::vector<std::vector<int>>> trees = synth::rooted_trees(t, p, root, fan, why, chain);
+/// (host_trees), the variant with the highest rate (the first of equals, in that order); with
+/// Rails::Ring, every piece round each host alone. nullopt with `why` where rooted_trees makes none.
+/// Memoised per (topology, p, root, fan, rails): each of fastest_rooted's pipelines lays the same
+/// trees out, and ring_pays weighs them first (at 1024 ranks each rate takes a few tenths of a second).
+using RootedTrees = std::optional<std::pair<std::vector<std::vector<int>>, double>>;
+RootedTrees find_rooted_trees(const topo::Topology& t, int p, int root, int fan, Rails rails, std::string* why);
+RootedTrees best_rooted_trees(const topo::Topology& t, int p, int root, int fan, Rails rails, std::string* why) {
+  static std::mutex mu;
+  static std::map<std::tuple<std::uint64_t, int, int, int, Rails>, std::pair<RootedTrees, std::string>> memo;
+  auto key = std::make_tuple(t.fingerprint(), p, root, fan, rails);
+  {
+    std::lock_guard lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) {
+      if (why && !it->second.first) *why = it->second.second;
+      return it->second.first;
+    }
+  }
+  std::string reason;
+  RootedTrees found = find_rooted_trees(t, p, root, fan, rails, &reason);
+  if (why && !found) *why = reason;
+  std::lock_guard lock(mu);
+  return memo.emplace(key, std::make_pair(std::move(found), std::move(reason))).first->second.first;
+}
+
+RootedTrees find_rooted_trees(const topo::Topology& t, int p, int root, int fan, Rails rails, std::string* why) {
+  const bool chain = rails == Rails::Chain;
+  std::optional<std::vector<std::vector<int>>> trees =
+      synth::rooted_trees(t, p, root, fan, why, {.chain = chain, .ring = rails == Rails::Ring});
   if (!trees) return std::nullopt;
+  if (rails == Rails::Ring) return std::make_pair(std::move(*trees), synth::routed_tree_rate(t, *trees));
   double rate = synth::routed_tree_rate(t, *trees);
   auto keep_faster = [&](std::optional<std::vector<std::vector<int>>> other) {
     if (!other) return;
@@ -413,10 +447,10 @@ std::optional<std::pair<std::vector<std::vector<int>>, double>> best_rooted_tree
       rate = r;
     }
   };
-  if (chain) keep_faster(synth::rooted_trees(t, p, root, fan, why, false));
+  if (chain) keep_faster(synth::rooted_trees(t, p, root, fan, why));
   if (std::optional<std::vector<std::vector<int>>> intra = host_trees(t, p)) {
-    keep_faster(synth::rooted_trees(t, p, root, fan, why, chain, &*intra));
-    if (chain) keep_faster(synth::rooted_trees(t, p, root, fan, why, false, &*intra));
+    keep_faster(synth::rooted_trees(t, p, root, fan, why, {.chain = chain, .intra = &*intra}));
+    if (chain) keep_faster(synth::rooted_trees(t, p, root, fan, why, {.intra = &*intra}));
   }
   return std::make_pair(std::move(*trees), rate);
 }
@@ -436,12 +470,38 @@ bool rails_fall_short(const topo::Topology& t, int p, int root) {
     std::lock_guard lock(mu);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
-  double rails = 0;  // with `chain`, every variant is among those compared
+  double rails = 0;  // Chain compares every variant but Ring
   for (int fan : kRootedFanouts)
-    if (auto best = best_rooted_trees(t, p, root, fan, true, nullptr)) rails = std::max(rails, best->second);
+    for (Rails r : {Rails::Chain, Rails::Ring})
+      if (auto best = best_rooted_trees(t, p, root, fan, r, nullptr)) rails = std::max(rails, best->second);
   bool short_of = rails < 0.9 * synth::broadcast_rate(synth::routed_links(t, p), p, root).per_root_gbps;
   std::lock_guard lock(mu);
   return memo.emplace(key, short_of).first->second;
+}
+
+/// Whether every piece round each host (Rails::Ring) reaches at least the rate of the other trees
+/// by rails at fan-out `fan`, on hosts of more than two ranks (else the ring is the chain): on
+/// pcie-8gpu hosts, where one PCIe link joins a GPU to its peers, its NIC and the other socket, 31.5
+/// GB/s a root (the bound) against 28-29.6; on NVLink hosts the ring's last rank sends two pieces
+/// off the host through its NIC and the root's NIC none, so it falls short there and is not laid out.
+/// Memoised per (topology, p, root, fan) as rails_fall_short is.
+bool ring_pays(const topo::Topology& t, int p, int root, int fan) {
+  static std::mutex mu;
+  static std::map<std::tuple<std::uint64_t, int, int, int>, bool> memo;
+  auto key = std::make_tuple(t.fingerprint(), p, root, fan);
+  {
+    std::lock_guard lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  std::optional<synth::HostGrid> g = synth::equal_hosts(t, p, nullptr);
+  bool pays = false;
+  if (g && g->local > 2)
+    if (auto ring = best_rooted_trees(t, p, root, fan, Rails::Ring, nullptr)) {
+      auto chain = best_rooted_trees(t, p, root, fan, Rails::Chain, nullptr);
+      pays = ring->second > 0 && (!chain || ring->second >= chain->second * (1 - 1e-9));
+    }
+  std::lock_guard lock(mu);
+  return memo.emplace(key, pays).first->second;
 }
 /// Chunks per tree of rooted_trees beyond kMaxRanks (without --pipeline): each of these up to
 /// kSymSearchRanks, the fastest as simulated kept; beyond, the largest whose plan has at most
@@ -1379,12 +1439,12 @@ class SynthAlgorithm final : public Algorithm {
 
   /// One root's pieces-per-rail trees (synth::rooted_trees) at inter-host fan-out `fan`, m chunks
   /// per tree (--pipeline, default 16); k is the trees' number.
-  PlanInfo lay_rooted(const Request& req, const topo::Topology& t, const AlgoOptions& opt, int fan, bool chain) const {
+  PlanInfo lay_rooted(const Request& req, const topo::Topology& t, const AlgoOptions& opt, int fan, Rails rails) const {
     int p = req.nranks;
     std::string why;
-    // With `chain`, the root's own piece down a chain on its host (a seventh of the trees) where
-    // that keeps the rate, else (and without) relayed by each other rank in turn.
-    std::optional<std::pair<std::vector<std::vector<int>>, double>> best = best_rooted_trees(t, p, req.root, fan, chain, &why);
+    // Rails::Chain: the root's own piece down a chain on its host (a seventh of the trees) where
+    // that keeps the rate, else (and Relayed) relayed by each other rank in turn.
+    std::optional<std::pair<std::vector<std::vector<int>>, double>> best = best_rooted_trees(t, p, req.root, fan, rails, &why);
     if (!best) throw InputError("synth: no trees by rails here: " + why);
     PlanInfo info = lay_root_trees(req, best->first, opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline, best->second);
     info.params["rails_fanout"] = std::to_string(fan);
@@ -2195,6 +2255,13 @@ class SynthAlgorithm final : public Algorithm {
           if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(static_cast<int>(k));
     }
     if (opt.pipeline <= 0) ms = {kShallowPipeline, kDefaultPipeline, 64, 128};
+    // Deeper pipelines for k trees (or rails' g x copies, at most 2 g): chunks of at least
+    // kMinDeepRootedChunk bytes, at most kRootedOps sends and receives in all.
+    auto deep_enough = [&](int m, std::int64_t k) {
+      return m <= 128 || (req.bytes / static_cast<std::uint64_t>(k * m) >= kMinDeepRootedChunk &&
+                          2 * static_cast<std::int64_t>(req.nranks) * k * m <= kRootedOps);
+    };
+    if (opt.pipeline <= 0 && req.nranks <= kMaxRanks) ms.insert(ms.end(), std::begin(kDeepRootedPipelines), std::end(kDeepRootedPipelines));
     Fastest best(*this, t, 0);
     // Stars whose ranks pair up through host memory (GB200 NVL72): the root's trees relayed
     // through each group's host memory, alone beyond kMaxRanks (no packing to weigh them against).
@@ -2217,7 +2284,7 @@ class SynthAlgorithm final : public Algorithm {
       std::vector<int> deep;
       if (opt.pipeline <= 0 && req.nranks > kMaxRanks) {
         constexpr int heaps = kRootedFanouts[std::size(kRootedFanouts) - 1];
-        auto trees = synth::rooted_trees(t, req.nranks, req.root, heaps, nullptr, true);
+        auto trees = synth::rooted_trees(t, req.nranks, req.root, heaps, nullptr, {.chain = true});
         auto k = static_cast<std::uint64_t>(trees ? trees->size() : 1);
         for (int m : kRootedPipelines)
           if (req.bytes / (k * static_cast<std::uint64_t>(m)) >= kMinRootedChunk &&
@@ -2228,18 +2295,28 @@ class SynthAlgorithm final : public Algorithm {
           deep.push_back(static_cast<int>(std::clamp<std::uint64_t>(req.bytes / (k * kMinRootedChunk), 1, kRootedPipelines[0])));
         if (req.nranks > kSymSearchRanks) deep = {deep.back()};
       }
-      std::vector<std::tuple<int, int, bool>> tries;
-      for (bool chain : {true, false})
+      // And every piece round each host where that reaches the others' rate (ring_pays), beyond
+      // kSymSearchRanks instead of the chain.
+      std::vector<std::tuple<int, int, Rails>> tries;
+      const std::int64_t rails_k = 2 * synth::equal_hosts(t, req.nranks, nullptr)->local;
+      for (Rails rails : {Rails::Chain, Rails::Relayed, Rails::Ring})
         for (int fan : kRootedFanouts)
-          for (int m : opt.pipeline > 0 || req.nranks <= kMaxRanks ? ms : deep)
-            if ((chain || req.nranks <= kMaxRanks) && (req.nranks <= kMaxRanks || fan == kRootedFanouts[std::size(kRootedFanouts) - 1]))
-              tries.emplace_back(fan, m, chain);
+          for (int m : opt.pipeline > 0 || req.nranks <= kMaxRanks ? ms : deep) {
+            if ((req.nranks > kMaxRanks && fan != kRootedFanouts[std::size(kRootedFanouts) - 1]) ||
+                (opt.pipeline <= 0 && !deep_enough(m, rails == Rails::Relayed ? rails_k * rails_k / 2 : rails_k)))
+              continue;
+            bool ring = ring_pays(t, req.nranks, req.root, fan);
+            bool keep = rails == Rails::Chain  ? !ring || req.nranks <= kSymSearchRanks
+                        : rails == Rails::Ring ? ring
+                                               : req.nranks <= kMaxRanks;
+            if (keep) tries.emplace_back(fan, m, rails);
+          }
       std::string last;
-      for (auto [fan, m, chain] : tries) {
+      for (auto [fan, m, rails] : tries) {
         AlgoOptions with = opt;
         with.pipeline = m;
         try {
-          PlanInfo info = lay_rooted(req, t, with, fan, chain);
+          PlanInfo info = lay_rooted(req, t, with, fan, rails);
           if (tries.size() == 1) return info;
           best.offer(std::move(info));
           rooted = true;
@@ -2263,7 +2340,7 @@ class SynthAlgorithm final : public Algorithm {
         // mi300x hosts such trees simulate at 1.14 / 1.26 x the bound under Queue where the
         // routed ones take 2.04 (under MaxMin the routed ones are 1.09): docs/synth.md.
         for (bool walks : {false, true}) {
-          if (walks && (k != req.nranks - 1 || k <= 4)) continue;
+          if ((walks && (k != req.nranks - 1 || k <= 4)) || (opt.pipeline <= 0 && !deep_enough(m, k))) continue;
           AlgoOptions with = opt;
           with.channels = k;
           with.pipeline = m;

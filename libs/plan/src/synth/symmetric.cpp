@@ -681,7 +681,9 @@ bool spanning_trees(const std::vector<std::vector<int>>& trees, int g) {
 }  // namespace
 
 std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& t, int p, int root, int fanout, std::string* why,
-                                                          bool chain, const std::vector<std::vector<int>>* intra) {
+                                                          const RootedVariant& variant) {
+  const bool ring = variant.ring, chain = variant.chain || ring;
+  const std::vector<std::vector<int>>* intra = ring ? nullptr : variant.intra;
   if (fanout != 1 && fanout != 2) {
     if (why) *why = "fan-out " + std::to_string(fanout) + " (1 or 2 only)";
     return std::nullopt;
@@ -727,8 +729,16 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
       for (int j = 0; j < gl; ++j)
         for (int i = 0; i < relays; ++i) {
           std::vector<int> parent(at(p), -1);
-          int leader = rank(re, j);
-          if (gl > 1 && chain && j == lr) {
+          int leader = rank(re, j);  // who sends the piece off the root's host
+          if (gl > 1 && ring) {
+            // Round the root's host (the root left out of the order), from the root to the rank
+            // after j and on to j; the root's own piece from the root to the last.
+            auto next = [&](int l) { return mod(l + 1, gl) == lr ? mod(l + 2, gl) : mod(l + 1, gl); };
+            int from = j == lr ? lr : next(j), end = j == lr ? mod(lr + gl - 1, gl) : j;
+            parent[at(rank(re, from == lr ? next(lr) : from))] = root;
+            for (int l = from == lr ? next(lr) : from; l != end; l = next(l)) parent[at(rank(re, next(l)))] = rank(re, l);
+            leader = rank(re, end);
+          } else if (gl > 1 && chain && j == lr) {
             // The root's own piece down a chain of the others on its host, from the root.
             int prev = root;
             for (int x = 1; x < gl; ++x) {
@@ -759,7 +769,7 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
             int rail = rank(e, j);
             parent[at(rail)] = up == re ? leader : rank(up, j);
             for (int l = 0; l < gl; ++l)
-              if (l != j) parent[at(rank(e, l))] = rank(e, handed(j, l));
+              if (l != j) parent[at(rank(e, l))] = rank(e, ring ? mod(l - 1, gl) : handed(j, l));
           }
           trees.push_back(std::move(parent));
         }

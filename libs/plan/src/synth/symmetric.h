@@ -146,17 +146,34 @@ namespace collkit::plan::synth {
 /// ranks on a host by vertex id; one group (whatever the fabric). nullopt with `why` when not.
 std::optional<HostGrid> equal_hosts(const topo::Topology& t, int p, std::string* why);
 
-/// With `chain`, the root's own piece is handed on its host down a chain of the g - 1 others
-/// instead (each rank forwards it once: g trees per copy, k = copies g, a seventh of the trees
-/// and ops; where each pair of GPUs has a link of its own, as on MI300X, that link then carries
-/// two pieces, and the chain's rate is lower: routed_tree_rate says).
-/// With `intra` (per local root l, every local index's parent in a spanning tree of one host
-/// rooted at l, -1 at l: the host's AllGather trees), a piece is handed on inside a host down the
-/// tree rooted at the rank that holds it, not straight from it: where a host's GPUs are not all
-/// joined pairwise (DGX-1's cube-mesh: three of a GPU's seven peers are reached over PCIe), a
-/// star's sends to the far ones share the PCIe links.
+/// How rooted_trees hands the pieces on inside each host.
+struct RootedVariant {
+  /// The root's own piece handed on its host down a chain of the g - 1 others instead (each rank
+  /// forwards it once: g trees per copy, k = copies g, a seventh of the trees and ops; where each
+  /// pair of GPUs has a link of its own, as on MI300X, that link then carries two pieces, and the
+  /// chain's rate is lower: routed_tree_rate says).
+  bool chain = false;
+  /// Per local root l, every local index's parent in a spanning tree of one host rooted at l (-1
+  /// at l: the host's AllGather trees): a piece is handed on inside a host down the tree rooted at
+  /// the rank that holds it, not straight from it: where a host's GPUs are not all joined
+  /// pairwise (DGX-1's cube-mesh: three of a GPU's seven peers are reached over PCIe), a star's
+  /// sends to the far ones share the PCIe links.
+  const std::vector<std::vector<int>>* intra = nullptr;
+  /// Every piece handed on down a chain round the host's local indices instead (with `chain`,
+  /// which it implies; `intra` unused): on another host piece j from its rail rank j through j + 1,
+  /// j + 2, ... to j - 1; on the root's host from the root to the rank after j (the root left out
+  /// of the order) and round to j, which sends it off the host, the root's own piece down the
+  /// chain from the root and off the host from its last rank. Every rank then sends g - 1 pieces
+  /// inside its host and one off it, the root g inside: where a GPU reaches its peers, its NIC and
+  /// the other socket over one PCIe link (pcie-8gpu), no link carries a piece twice, where a star
+  /// sends the g - 1 pieces of one rank's across the socket link each (the root's star also its
+  /// own piece twice, to its host and its NIC: 28 of the bound's 31.5 GB/s on 2 x pcie-8gpu). The
+  /// price is depth: g - 1 a host.
+  bool ring = false;
+};
+
 std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& t, int p, int root, int fanout, std::string* why,
-                                                          bool chain = false, const std::vector<std::vector<int>>* intra = nullptr);
+                                                          const RootedVariant& variant = {});
 
 /// The rate per root that trees give, the sends taking the topology's routes: the number of
 /// trees times the least bandwidth over the trees crossing a link direction (trees share the
