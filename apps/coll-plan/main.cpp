@@ -109,16 +109,18 @@ void print_prediction(const plan::PlanInfo& i, std::ostream& out) {
   out << "\n";
 }
 
-// A synthesised AlltoAll's flow LP optimum (param lp_us), beside the cut bound printed before it:
-// the best any plan of sends over the topology's routes can do.
-// A synthesised AlltoAll's flow LP optimum beside the time; its parameters read (and checked) as
+// A synthesised AlltoAll's flow LP optimum (param lp_us) beside the time and the cut bound printed
+// before it: the best any plan of sends over the topology's routes can do (beyond 64 ranks the
+// straight routes' rate, which reaches the cut bound). Its parameters read (and checked) as
 // synth-info reads them. `file`: the plan's, for the error a malformed parameter gives.
 void print_flow_lp(const plan::Plan& p, double time_us, const std::string& file, std::ostream& out = std::cout) {
   if (!p.info().params.count("lp_us")) return;
   plan::SynthInfo s = collkit::naming_file(file, [&] { return plan::synth_info(p, nullptr, {}); });
   if (!(s.lp_us > 0)) return;
-  out << fmt::format("  flow LP optimum {} us ({} GB/s per pair: routes through any NIC, host paths, relays)  gap {:.1f}%\n", us(s.lp_us),
-                     s.lp_gbps > 0 ? p.info().params.at("lp_gbps") : "?", 100.0 * (time_us - s.lp_us) / s.lp_us);
+  out << fmt::format("  flow {}optimum {} us ({} GB/s per pair: {})  gap {:.1f}%\n", s.lp_by_routes ? "" : "LP ", us(s.lp_us),
+                     s.lp_gbps > 0 ? p.info().params.at("lp_gbps") : "?",
+                     s.lp_by_routes ? "the straight routes, at the cut bound" : "routes through any NIC, host paths, relays",
+                     100.0 * (time_us - s.lp_us) / s.lp_us);
 }
 
 // AllReduce's bound for plans shaped as a ReduceScatter then an AllGather, beside the bound that

@@ -73,6 +73,7 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
     s.chunks = r.m;
     s.lp_gbps = algo::param_positive(info, "lp_gbps", 0);
     s.lp_us = algo::param_positive(info, "lp_us", 0);
+    s.lp_by_routes = info.params.count("lp") > 0 && info.params.at("lp") == "routes";
     std::set<int> via;
     for (const SynthRelay& h : r.relays) {
       via.insert(h.via);
@@ -140,11 +141,16 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
 std::string describe_synth_info(const SynthInfo& s) {
   const Request& req = s.req;
   bool a2a = req.coll == Collective::AlltoAll;
-  std::string o =
-      fmt::format("synth {} of {} on {} ranks{}: {}\n", to_string(req.coll), format_size_bytes(req.bytes), req.nranks,
-                  s.topo_name.empty() ? "" : ", made for " + s.topo_name, a2a ? "maximum concurrent flow LP" : "packed spanning trees");
+  std::string o = fmt::format("synth {} of {} on {} ranks{}: {}\n", to_string(req.coll), format_size_bytes(req.bytes), req.nranks,
+                              s.topo_name.empty() ? "" : ", made for " + s.topo_name,
+                              !a2a             ? "packed spanning trees"
+                              : s.lp_by_routes ? "straight routes at the cut bound"
+                                               : "maximum concurrent flow LP");
   if (a2a) {
-    if (s.lp_gbps > 0)
+    if (s.lp_gbps > 0 && s.lp_by_routes)
+      o += fmt::format("  optimum {} GB/s per pair, the straight routes' (they reach the cut bound; no LP solved): {} us\n",
+                       fmt::format("{:.4g}", s.lp_gbps), us(s.lp_us));
+    else if (s.lp_gbps > 0)
       o += fmt::format("  LP optimum {} GB/s per pair (routes through any NIC, host paths, relays): {} us\n",
                        fmt::format("{:.4g}", s.lp_gbps), us(s.lp_us));
     double pair_chunks = static_cast<double>(req.nranks) * (req.nranks - 1) * s.chunks;
@@ -177,7 +183,8 @@ std::string describe_synth_info(const SynthInfo& s) {
   o += fmt::format("on {}: simulated {} us  bound {} us  gap {:.1f}%\n", s.sim_topo_name, us(s.time_us), us(s.bound.time_us()),
                    gap_percent(s.time_us, s.bound));
   if (a2a) {
-    if (s.lp_us > 0) o += fmt::format("  over the LP optimum ({} us): {:.3f} x\n", us(s.lp_us), s.time_us / s.lp_us);
+    if (s.lp_us > 0)
+      o += fmt::format("  over the {}optimum ({} us): {:.3f} x\n", s.lp_by_routes ? "" : "LP ", us(s.lp_us), s.time_us / s.lp_us);
     return o;
   }
   if (req.coll == Collective::AllReduce && s.bound.rs_ag_us > 0)

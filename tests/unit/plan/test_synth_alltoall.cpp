@@ -188,9 +188,10 @@ TEST_CASE("synth alltoall: a changed relay is caught, bad input refused") {
   CHECK_THROWS_WITH_AS(generate("synth", req, nullptr),
                        "algorithm synth cannot do alltoall on 4 ranks: AlltoAll needs a topology (the flow LP runs over its routes)",
                        collkit::InputError);
-  Topology big = uniform(65, 100, 1);
-  CHECK_THROWS_WITH_AS(generate("synth", {Collective::AlltoAll, 65 << 10, 65, 0}, &big),
-                       "algorithm synth cannot do alltoall on 65 ranks: the AlltoAll flow LP takes at most 64 ranks so far",
+  Topology big = uniform(257, 100, 1);
+  CHECK_THROWS_WITH_AS(generate("synth", {Collective::AlltoAll, 257 << 10, 257, 0}, &big),
+                       "algorithm synth cannot do alltoall on 257 ranks: the AlltoAll flow LP takes at most 64 ranks, beyond (up to 256) "
+                       "only where the straight routes reach the cut bound, not here: more than 256 ranks",
                        collkit::InputError);
   CHECK_THROWS_WITH_AS(generate("synth", {Collective::AlltoAll, 1 << 20, 8, 0}, &ring),
                        "algorithm synth cannot do alltoall on 8 ranks: the topology has fewer ranks", collkit::InputError);
@@ -293,4 +294,29 @@ TEST_CASE("synth alltoall: hosts with more NICs than ranks spread each lane over
     ++refused;
   }
   CHECK(refused == 2);
+}
+
+TEST_CASE("synth alltoall: beyond 64 ranks the straight routes, where they reach the cut bound") {
+  // 65 ranks on one switch: every rank's link carries its 64 pieces each way, the cut bound's, so
+  // no LP is solved and nothing is relayed; the plan verifies and lands near the bound.
+  Topology star = uniform(65, 100, 1);
+  Request req{Collective::AlltoAll, std::uint64_t{65} << 16, 65, 0};
+  auto plan = generate("synth", req, &star);
+  CHECK(plan->info().params.at("lp") == "routes");
+  CHECK(plan->info().params.at("relays").empty());
+  CHECK(param(*plan, "lp_gbps") == doctest::Approx(100.0 / 64));
+  CHECK_MESSAGE(verify(*plan).ok, verify(*plan).error);
+  double ratio_predicted = simulate(*plan, star).time_us / lower_bound(req, star).time_us();  // no clock is read
+  MESSAGE("65 ranks on one switch: " << ratio_predicted << " x the bound");
+  CHECK(ratio_predicted <= 1.1);
+  std::string why;
+  CHECK_FALSE(algorithm("synth").in_auto(req, &star, &why));
+  CHECK(why == "auto weighs synth's AlltoAll up to 64 ranks (beyond, --algo synth makes it)");
+  // A GB200 NVL72 rack: the routes keep to NVLink, the bound counts the Grace C2C links beside it.
+  Topology rack = collkit::topo::synth({"gb200-nvl72", 1, ""});
+  CHECK_THROWS_WITH_AS(generate("synth", {Collective::AlltoAll, std::uint64_t{72} << 16, 72, 0}, &rack),
+                       "algorithm synth cannot do alltoall on 72 ranks: the AlltoAll flow LP takes at most 64 ranks, beyond (up to 256) "
+                       "only where the straight routes reach the cut bound, not here: the straight routes take 1.250 x the cut bound's "
+                       "time",
+                       collkit::InputError);
 }

@@ -19,6 +19,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,7 @@
 #include "all.h"
 #include "bounds_internal.h"
 #include "collkit/core/error.h"
+#include "collkit/plan/bounds.h"
 #include "collkit/plan/simulate.h"
 #include "collkit/topo/routing.h"
 #include "common.h"
@@ -45,8 +47,12 @@ namespace {
 
 using namespace algo;
 
-/// Ranks beyond this: not offered (the LP's pricing grows as p^3 a round; docs/synth.md times it).
+/// Ranks beyond this: no LP (its pricing grows as p^3 a round; docs/synth.md times it).
 constexpr int kMaxRanks = 64;
+/// Beyond kMaxRanks, up to this many ranks, the plan of straight routes where those reach the cut
+/// bound (routes_at_bound): its lanes are a channel per pair (p (p - 1) <= 65535 at 256 ranks),
+/// and it is simulated unfolded (128 ranks: a million sends each of its two or three layouts).
+constexpr int kMaxRoutedRanks = 256;
 /// Chunks per block: a relayed share is rounded to 1/m of a block.
 constexpr int kDefaultChunks = 64;
 /// The host share is laid out on one host of at most this many ranks (p (p - 1) channels).
@@ -71,6 +77,63 @@ synth::ConcurrentFlow flow_for(const topo::Topology& t, int p, const synth::Flow
   auto key = std::make_tuple(t.fingerprint(), p, also.every_nic, also.host_paths);
   if (auto it = memo.find(key); it != memo.end()) return it->second;
   return memo.emplace(key, synth::max_concurrent_flow(t, p, also)).first->second;
+}
+
+/// The rate every ordered pair of the first p ranks ships at, all at once, over its straight route
+/// (each link direction's bandwidth over the pairs crossing it), where that reaches the AlltoAll
+/// cut bound (bounds::lower_bound, to 1e-6): no plan of sends can then do better, so the LP's
+/// optimum is that rate with nothing relayed, and it need not be solved. nullopt, with `why`,
+/// where it falls short or ranks share a vertex. Memoised per (topology, p).
+std::optional<double> routes_at_bound(const topo::Topology& t, int p, std::string* why) {
+  static std::mutex mu;
+  static std::map<std::pair<std::uint64_t, int>, std::pair<std::optional<double>, std::string>> memo;
+  auto key = std::make_pair(t.fingerprint(), p);
+  {
+    std::lock_guard lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) {
+      if (why) *why = it->second.second;
+      return it->second.first;
+    }
+  }
+  std::optional<double> rate;
+  std::string reason;
+  std::vector<topo::VertexId> ends;
+  for (int r = 0; r < p; ++r) ends.push_back(t.rank_vertex(static_cast<topo::Rank>(r)));
+  std::vector<topo::VertexId> sorted = ends;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    reason = "ranks share a vertex";
+  } else {
+    topo::Router router(t);
+    std::vector<std::uint32_t> crossing(2 * t.num_links(), 0);
+    bool routed = true;
+    for (int a = 0; a < p && routed; ++a) {
+      std::vector<topo::Path> paths = router.routes_to(ends[static_cast<std::size_t>(a)], ends);
+      for (int b = 0; b < p; ++b) {
+        if (b == a) continue;
+        const topo::Path& path = paths[static_cast<std::size_t>(b)];
+        routed = routed && path.found;
+        for (const topo::Hop& h : path.hops) ++crossing[h.channel()];
+      }
+    }
+    double least = std::numeric_limits<double>::infinity();
+    for (std::size_t dir = 0; dir < crossing.size(); ++dir)
+      if (crossing[dir] > 0) least = std::min(least, t.link(static_cast<topo::LinkId>(dir / 2)).bw_gbps / crossing[dir]);
+    // The bound's time for a block of 1 MiB against the routes' at that rate.
+    Request req{Collective::AlltoAll, std::uint64_t{1} << 20, p, 0};
+    req.bytes *= static_cast<std::uint64_t>(p);
+    double bound_us = lower_bound(req, t).bandwidth_us,
+           routes_us = static_cast<double>(std::uint64_t{1} << 20) / least * bounds::kUsPerByteGbps;
+    if (!routed) reason = "some pair of ranks has no route";
+    else if (!std::isfinite(least) || routes_us > bound_us * (1 + 1e-6)) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.3f", routes_us / bound_us);
+      reason = std::string("the straight routes take ") + buf + " x the cut bound's time";
+    } else rate = least;
+  }
+  if (why && !rate) *why = reason;
+  std::lock_guard lock(mu);
+  return memo.emplace(key, std::make_pair(rate, reason)).first->second.first;
 }
 
 /// The LP's relayed shares as whole chunks of m: per commodity, the largest remainders of
@@ -244,8 +307,13 @@ bool alltoall_supports(const Request& req, const topo::Topology* t, std::string*
     return false;
   };
   if (!t) return no("AlltoAll needs a topology (the flow LP runs over its routes)");
-  if (req.nranks > kMaxRanks) return no("the AlltoAll flow LP takes at most " + std::to_string(kMaxRanks) + " ranks so far");
   if (static_cast<std::size_t>(req.nranks) > t->num_ranks()) return no("the topology has fewer ranks");
+  if (req.nranks > kMaxRanks) {
+    std::string w = "more than " + std::to_string(kMaxRoutedRanks) + " ranks";
+    if (req.nranks > kMaxRoutedRanks || !routes_at_bound(*t, req.nranks, &w))
+      return no("the AlltoAll flow LP takes at most " + std::to_string(kMaxRanks) + " ranks, beyond (up to " +
+                std::to_string(kMaxRoutedRanks) + ") only where the straight routes reach the cut bound, not here: " + w);
+  }
   return true;
 }
 
@@ -266,8 +334,11 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     // two hosts, staged through host memory on one host, or relayed through a rank. The layouts
     // below take some of them (lane_nics, host_chunks, relays), none all at once. Where no other
     // path is offered the two LPs are one, solved once.
-    synth::ConcurrentFlow widest = flow_for(*t, p, {.every_nic = true, .host_paths = true});
-    synth::ConcurrentFlow f = widest.paths == 0 ? widest : flow_for(*t, p);
+    // Beyond kMaxRanks no LP: the straight routes, which reach the cut bound (alltoall_supports).
+    synth::ConcurrentFlow widest;
+    if (p > kMaxRanks) widest.rate_gbps = *routes_at_bound(*t, p, nullptr);
+    else widest = flow_for(*t, p, {.every_nic = true, .host_paths = true});
+    synth::ConcurrentFlow f = widest.paths == 0 || p > kMaxRanks ? widest : flow_for(*t, p);
     // Rounding is to a chunk of a block; no chunk smaller than an element, and by default none
     // below kMinChunkBytes, where a message's overhead outweighs a finer split.
     auto elems = static_cast<std::int64_t>(block / req.elem_bytes);
@@ -276,6 +347,7 @@ PlanInfo alltoall_layout(const Request& req, const topo::Topology* t, const Algo
     int m = static_cast<int>(std::clamp<std::int64_t>(want, 1, std::max<std::int64_t>(elems, 1)));
     hops = round_relays(f.relays, m);
     info.params["pipeline"] = std::to_string(m);
+    if (p > kMaxRanks) info.params["lp"] = "routes";
     if (std::isfinite(widest.rate_gbps)) {
       info.params["lp_gbps"] = format_number(widest.rate_gbps);
       info.params["lp_us"] = format_number(static_cast<double>(block) / widest.rate_gbps * bounds::kUsPerByteGbps);
@@ -537,8 +609,15 @@ class SynthFront final : public Algorithm {
     return req.coll == Collective::AlltoAll ? alltoall_supports(req, t, why) : trees_->supports(req, t, why);
   }
 
+  /// AlltoAll up to kMaxRanks: beyond, the plan of straight routes is simulated unfolded in two or
+  /// three layouts (a million sends each at 128 ranks), which `auto` does not spend.
   bool in_auto(const Request& req, const topo::Topology* t, std::string* why) const override {
-    return req.coll == Collective::AlltoAll ? alltoall_supports(req, t, why) : trees_->in_auto(req, t, why);
+    if (req.coll != Collective::AlltoAll) return trees_->in_auto(req, t, why);
+    if (req.nranks > kMaxRanks) {
+      if (why) *why = "auto weighs synth's AlltoAll up to " + std::to_string(kMaxRanks) + " ranks (beyond, --algo synth makes it)";
+      return false;
+    }
+    return alltoall_supports(req, t, why);
   }
 
   PlanInfo layout(const Request& req, const topo::Topology* t, const AlgoOptions& opt) const override {

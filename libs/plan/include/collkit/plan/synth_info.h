@@ -28,6 +28,7 @@ struct SynthInfo {
   // AlltoAll: the flow LP.
   double lp_gbps = 0;      ///< lambda*, per pair over every path a plan's sends may take (0: not recorded)
   double lp_us = 0;        ///< a block over lambda*
+  bool lp_by_routes = false;  ///< lambda* is the straight routes' rate, at the cut bound: no LP solved (beyond 64 ranks)
   int relayed_paths = 0;   ///< (source, relay, destination) paths with chunks on them
   int relay_ranks = 0;     ///< distinct ranks that relay
   int relayed_chunks = 0;  ///< of all pairs' chunks, p (p - 1) m
