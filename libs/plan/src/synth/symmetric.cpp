@@ -528,8 +528,9 @@ RootedShape rooted_shape(int n, int copies, int fanout) {
 // Deterministic (a fixed seed). The order found is kept only where `rate` (the trees'
 // routed_tree_rate; the trees differ only in the hosts' arcs, so with or without `chain` alike) is
 // no lower than at first. Memoised per (topology, p, root, fan-out): the trees with and without
-// `chain` or `intra` share the order (their inter-host arcs are the same; the rate that judged
-// it is the first caller's).
+// `chain`, `intra` or `ring` share the order (their inter-host arcs are the same, but for the
+// ring's root piece, which leaves from another rank of the root's host; the rate that judged it
+// is the first caller's).
 using OrderRate = std::function<double(const std::vector<int>& order)>;
 std::vector<int> rooted_order(const Topology& t, const HostGrid& g, int re, int lr, const RootedShape& shape, const OrderRate& rate) {
   int H = g.num_hosts(), n = H - 1, gl = g.local;
@@ -734,9 +735,9 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
             // Round the root's host (the root left out of the order), from the root to the rank
             // after j and on to j; the root's own piece from the root to the last.
             auto next = [&](int l) { return mod(l + 1, gl) == lr ? mod(l + 2, gl) : mod(l + 1, gl); };
-            int from = j == lr ? lr : next(j), end = j == lr ? mod(lr + gl - 1, gl) : j;
-            parent[at(rank(re, from == lr ? next(lr) : from))] = root;
-            for (int l = from == lr ? next(lr) : from; l != end; l = next(l)) parent[at(rank(re, next(l)))] = rank(re, l);
+            int end = j == lr ? mod(lr - 1, gl) : j;
+            parent[at(rank(re, next(j)))] = root;
+            for (int l = next(j); l != end; l = next(l)) parent[at(rank(re, next(l)))] = rank(re, l);
             leader = rank(re, end);
           } else if (gl > 1 && chain && j == lr) {
             // The root's own piece down a chain of the others on its host, from the root.
