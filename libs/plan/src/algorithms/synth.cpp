@@ -2256,12 +2256,15 @@ class SynthAlgorithm final : public Algorithm {
     }
     if (opt.pipeline <= 0) ms = {kShallowPipeline, kDefaultPipeline, 64, 128};
     // Deeper pipelines for k trees (or rails' g x copies, at most 2 g): chunks of at least
-    // kMinDeepRootedChunk bytes, at most kRootedOps sends and receives in all.
+    // kMinDeepRootedChunk bytes, at most kRootedOps sends and receives in all. Broadcast and
+    // Reduce only: AllReduce's reduce-bcast form wins at small sizes, where they do not pay, and
+    // simulating both phases at 512 and 1024 chunks for each k doubled its search.
     auto deep_enough = [&](int m, std::int64_t k) {
       return m <= 128 || (req.bytes / static_cast<std::uint64_t>(k * m) >= kMinDeepRootedChunk &&
                           2 * static_cast<std::int64_t>(req.nranks) * k * m <= kRootedOps);
     };
-    if (opt.pipeline <= 0 && req.nranks <= kMaxRanks) ms.insert(ms.end(), std::begin(kDeepRootedPipelines), std::end(kDeepRootedPipelines));
+    if (opt.pipeline <= 0 && req.nranks <= kMaxRanks && rooted_request(req.coll))
+      ms.insert(ms.end(), std::begin(kDeepRootedPipelines), std::end(kDeepRootedPipelines));
     Fastest best(*this, t, 0);
     // Stars whose ranks pair up through host memory (GB200 NVL72): the root's trees relayed
     // through each group's host memory, alone beyond kMaxRanks (no packing to weigh them against).
