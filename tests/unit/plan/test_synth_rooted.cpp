@@ -193,6 +193,13 @@ TEST_CASE("synth rooted: beyond 32 ranks the chunks are weighed, small vectors i
   double bound = lower_bound(big, five).time_us(), us = simulate(*plan, five).time_us;
   MESSAGE("5 x dgx-h100 Broadcast 1 GiB: " << us / bound << " x the bound, " << m << " chunks a tree");
   CHECK(us <= bound * 1.02);
+  // 64 MiB: 256 chunks a tree (16 KiB each) beat 128 (176.6 us against 184.8), so they are weighed
+  // there too (the 128 KiB floor of the deeper pipelines up to 32 ranks does not apply here).
+  Request mid{Collective::Broadcast, std::uint64_t{64} << 20, 40, 0};
+  AlgoOptions at128;
+  at128.pipeline = 128;
+  double chosen_predicted = simulate(*generate("synth", mid, &five, AlgoOptions{}), five).time_us;  // no clock is read
+  CHECK(chosen_predicted < simulate(*generate("synth", mid, &five, at128), five).time_us);
   for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
     CAPTURE(to_string(c));
     Request small{c, std::uint64_t{1} << 20, 40, 3};

@@ -2305,8 +2305,10 @@ class SynthAlgorithm final : public Algorithm {
       for (Rails rails : {Rails::Chain, Rails::Relayed, Rails::Ring})
         for (int fan : kRootedFanouts)
           for (int m : opt.pipeline > 0 || req.nranks <= kMaxRanks ? ms : deep) {
+            // (Beyond kMaxRanks `deep` holds the chunk counts already, of at least kMinRootedChunk.)
             if ((req.nranks > kMaxRanks && fan != kRootedFanouts[std::size(kRootedFanouts) - 1]) ||
-                (opt.pipeline <= 0 && !deep_enough(m, rails == Rails::Relayed ? rails_k * rails_k / 2 : rails_k)))
+                (opt.pipeline <= 0 && req.nranks <= kMaxRanks &&
+                 !deep_enough(m, rails == Rails::Relayed ? rails_k * rails_k / 2 : rails_k)))
               continue;
             bool ring = ring_pays(t, req.nranks, req.root, fan);
             bool keep = rails == Rails::Chain  ? !ring || req.nranks <= kSymSearchRanks
