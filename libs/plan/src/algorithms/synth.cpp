@@ -35,6 +35,7 @@
 #include "collkit/plan/simulate.h"
 #include "common.h"
 #include "nic_route.h"
+#include "ring_order.h"
 #include "synth/rate.h"
 #include "synth/relay.h"
 #include "synth/routed.h"
@@ -160,8 +161,10 @@ std::int64_t default_trees(const topo::Topology& t, int p) { return tree_counts(
 /// (Host) a route or, between two ranks on one host, the path staged through host memory
 /// (routed_host_links): the trees pack NVLink, the NICs and PCIe at once. (HostFan) As Host, on
 /// stars whose ranks pair up through host memory with the star inside a host in two levels
-/// (synth::star_relay_trees' fan, kStarFanout): fewer channels a tree.
-enum class Arcs { Routed, Walks, Relay, Rings, Direct, Host, HostFan };
+/// (synth::star_relay_trees' fan, kStarFanout): fewer channels a tree. Or (Orders) a route
+/// between neighbours on one of k rings that the ring algorithm lays out (ring_order.h): chains
+/// along them, one a ring per root (ring_chains).
+enum class Arcs { Routed, Walks, Relay, Rings, Direct, Host, HostFan, Orders };
 /// The entry's children over a host's star in trees of Arcs::HostFan: a GB200 NVL72 rack's 71
 /// become 8 and 7 or 8 under each, 10 or 11 channels a tree where the stars took 72-87.
 constexpr int kStarFanout = 8;
@@ -169,6 +172,34 @@ constexpr int kStarFanout = 8;
 /// tree by turns (synth::star_relay_trees' relay_of), of 5, 7 and 8 in turn.
 constexpr std::int64_t kRelayTurnsTrees = 2;
 constexpr int kRelayTurns[] = {5, 7, 8};
+
+/// Every rank's trees as chains along the k rings of ring_orders (the ring algorithm's orders:
+/// one NIC crossing a host, rails aligned, the channels spread over the host's links): tree
+/// r k + j goes from rank r round ring j in its direction, p - 1 deep. Where the rings load every
+/// rank's links evenly (PCIe hosts: each GPU's one link, into and out of it, carries k chains'
+/// streams of every root) they reach the optimal rate that packed trees approach with depth and
+/// fan-out the Queue link model charges for (2 x pcie-8gpu AllGather: 1.050 x the bound packed).
+/// Empty below 3 ranks.
+std::vector<std::vector<int>> ring_chains(const topo::Topology& t, int p, int k) {
+  std::vector<std::vector<int>> trees;
+  if (p < 3 || k < 1) return trees;
+  Request req;
+  req.coll = Collective::AllGather;
+  req.nranks = p;
+  std::vector<std::vector<int>> orders = ring_orders(req, &t, k);
+  std::vector<std::vector<std::size_t>> at(orders.size(), std::vector<std::size_t>(static_cast<std::size_t>(p)));
+  for (std::size_t j = 0; j < orders.size(); ++j)
+    for (std::size_t i = 0; i < orders[j].size(); ++i) at[j][static_cast<std::size_t>(orders[j][i])] = i;
+  auto n = static_cast<std::size_t>(p);
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t j = 0; j < orders.size(); ++j) {
+      std::vector<int> parent(n, -1);
+      for (std::size_t s = 1; s < n; ++s)
+        parent[static_cast<std::size_t>(orders[j][(at[j][r] + s) % n])] = orders[j][(at[j][r] + s - 1) % n];
+      trees.push_back(std::move(parent));
+    }
+  return trees;
+}
 
 /// Trees and the rate per root they were packed at (k units); with Arcs::Host, per tree and rank,
 /// whether the arc from its parent is staged through host memory (else empty).
@@ -198,6 +229,13 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
     if (root < 0 && arcs == Arcs::Relay) relay = synth::relay_trees(t, p, static_cast<int>(k));
     if (root < 0 && arcs == Arcs::Rings && k % 2 == 0) relay = synth::ring_trees(t, p, static_cast<int>(k / 2));
     Synthesised out{std::move(relay.trees), relay.per_root_gbps, {}};
+    std::lock_guard lock(mu);
+    return memo.emplace(key, std::move(out)).first->second;
+  }
+  if (arcs == Arcs::Orders) {
+    Synthesised out;
+    if (root < 0) out.trees = ring_chains(t, p, static_cast<int>(k));
+    if (!out.trees.empty()) out.packed_gbps = synth::routed_tree_rate(t, out.trees) / p;
     std::lock_guard lock(mu);
     return memo.emplace(key, std::move(out)).first->second;
   }
@@ -1044,7 +1082,8 @@ class SynthAlgorithm final : public Algorithm {
       // Racks of stars whose GPUs pair up through host memory (GB200 NVL72): beside host 0's
       // pattern, every rank's trees relayed through each Grace on every rack (offer_host_arcs),
       // alone where the pattern's channels do not fit (sixteen racks).
-      if (!opt.inter.empty() || !star_group_hosts(*t, p)) return fastest_symmetric(req, *t, opt);
+      if (!opt.inter.empty()) return fastest_symmetric(req, *t, opt);
+      if (!star_group_hosts(*t, p)) return with_orders(fastest_symmetric(req, *t, opt), req, *t, opt);
       Fastest best(*this, *t, 1e-3);
       std::string refused;
       try {
@@ -1344,6 +1383,7 @@ class SynthAlgorithm final : public Algorithm {
                               : arcs == Arcs::Direct  ? "direct"
                               : arcs == Arcs::Host    ? "host"
                               : arcs == Arcs::HostFan ? "host_fan"
+                              : arcs == Arcs::Orders  ? "orders"
                                                       : "rings";
       tree_slots = slots_of(syn.trees, syn.host);
       slots = tree_slots.total();
@@ -1728,6 +1768,7 @@ class SynthAlgorithm final : public Algorithm {
     offer_torus(best, req, t, opt, allreduce, allreduce_root);
     if (!relay_optimal) offer_host_arcs(best, req, t, opt, allreduce, allreduce_root);
     if (!relay_optimal) offer_host_share(best, req, t, opt, allreduce, allreduce_root);
+    offer_orders(best, req, t, opt, allreduce, allreduce_root);
     return best.take();
   }
 
@@ -2022,6 +2063,66 @@ class SynthAlgorithm final : public Algorithm {
           best.offer(lay(req, t, with, allreduce, allreduce_root, arcs));
         }
       }
+  }
+
+  /// Chains along the ring algorithm's orders (Arcs::Orders, ring_chains), k of 2 and the first
+  /// host's NIC count (or --channels), at 1, kShallowPipeline and kDefaultPipeline chunks a chain
+  /// (or --pipeline), offered where their counted rate reaches that of the fastest plan so far
+  /// (its packed_gbps), up to kSymSearchRanks: on PCIe hosts every GPU's link carries a chain of
+  /// each ring each way, the bound's rate, in p - 1 hops of one child each, which the Queue link
+  /// model serves without the gaps of packed trees' fan-out (2 / 4 / 16 x pcie-8gpu AllGather:
+  /// 1.050 / 1.073 / 1.082 x the bound packed; docs/synth.md "Chains along the rings"). Elsewhere
+  /// the rings cross one NIC a host each and fall short, so nothing is laid out.
+  void offer_orders(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
+                    int allreduce_root) const {
+    int p = req.nranks;
+    if (shape(req, allreduce, allreduce_root, 1, 1).root >= 0 || best.peek().params.empty()) return;
+    std::vector<int> ms{opt.pipeline};
+    if (opt.pipeline <= 0) ms = {1, kShallowPipeline, kDefaultPipeline};
+    for (int k : order_counts(t, p, opt, packed_rate(best.peek()))) {
+      for (int m : ms) {
+        if (m > 1 && opt.pipeline <= 0 &&
+            std::max(input_bytes(req), output_bytes(req)) / (static_cast<std::uint64_t>(p) * static_cast<std::uint64_t>(k * m)) <
+                kMinPipelinedChunk)
+          continue;
+        AlgoOptions with = opt;
+        with.channels = k;
+        with.pipeline = m;
+        best.offer(lay(req, t, with, allreduce, allreduce_root, Arcs::Orders));
+      }
+    }
+  }
+
+  /// The rings a root (of 2 and the first host's NIC count, or --channels) whose chains'
+  /// counted rate reaches `rate`; none beyond kSymSearchRanks.
+  static std::vector<int> order_counts(const topo::Topology& t, int p, const AlgoOptions& opt, double rate) {
+    std::vector<int> ks{opt.channels}, out;
+    if (p < 3 || p > kSymSearchRanks) return out;
+    if (opt.channels <= 0) {
+      int nics = 0;
+      for (const topo::Vertex& v : t.vertices()) nics += v.kind == topo::VertexKind::Nic && v.host == t.host_of(0) ? 1 : 0;
+      ks = {2};
+      if (nics > 2) ks.push_back(nics);
+    }
+    for (int k : ks) {
+      const Synthesised& chains = synthesise(t, p, k, -1, Arcs::Orders);
+      if (!chains.trees.empty() && chains.packed_gbps >= rate * (1 - 1e-6)) out.push_back(k);
+    }
+    return out;
+  }
+  static double packed_rate(const PlanInfo& info) {
+    auto it = info.params.find("packed_gbps");
+    return it == info.params.end() ? 0 : std::stod(it->second);
+  }
+
+  /// `plan` (every rank's trees), or chains along the rings where they reach its rate and
+  /// simulate faster (offer_orders).
+  PlanInfo with_orders(PlanInfo plan, const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
+    if (order_counts(t, req.nranks, opt, packed_rate(plan)).empty()) return plan;
+    Fastest best(*this, t, 1e-3);
+    best.offer(std::move(plan));
+    offer_orders(best, req, t, opt, kRsAg, -1);
+    return best.take();
   }
 
   /// Whether no host holds two of the first p ranks.
