@@ -31,6 +31,7 @@
 
 #include "bounds_internal.h"
 #include "collkit/core/error.h"
+#include "collkit/core/memo.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/simulate.h"
 #include "common.h"
@@ -119,37 +120,32 @@ constexpr std::uint64_t kHostArcMinSlice = 2u << 20;
 /// simulation: 2 x dgx-h100 AllGather, k = 1 at 32.1 GB/s a root 1.086 x the bound, k = 2 at
 /// 33.3 GB/s 1.059). With root >= 0, k trees from that root alone (Broadcast, Reduce). Memoised
 /// per topology, p and root.
-std::vector<std::int64_t> tree_counts(const topo::Topology& t, int p, int root = -1) {
-  static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, int>, std::vector<std::int64_t>> memo;
-  auto key = std::make_tuple(t.fingerprint(), p, root);
-  {
-    std::lock_guard lock(mu);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-  }
-  std::vector<double> rate;
-  // On a star every count reaches the star's rate (synth::star_rate), k = 1 the first of them:
-  // no max flows (72 GPUs of a GB200 NVL72 rack).
-  bool star = root < 0 && synth::star_rate(t, p).has_value();
-  for (std::int64_t k : kTreeCounts) rate.push_back(star ? 1.0 : synth::rate_for_trees(t, p, k, root));
-  double best = *std::max_element(rate.begin(), rate.end());
-  std::vector<std::int64_t> out;
-  std::size_t first = 0;
-  while (rate[first] < best * 0.95) ++first;
-  out.push_back(kTreeCounts[first]);
-  // The second: of the counts up to 4, the fewest within 0.5% of their best, where its rate is
-  // more than 3% above the first's. Less does not pay for the smaller messages and the packing
-  // (dgx-a100 x2: k = 3 with 2.4% more rate than k = 1 simulated 1.051 x the bound to 1.054, in
-  // 0.8 CPU s to 0.2; k = 4, 1.7% more, 1.13).
-  double small_best = 0;
-  for (std::size_t i = 0; i < rate.size() && kTreeCounts[i] <= 4; ++i) small_best = std::max(small_best, rate[i]);
-  for (std::size_t i = 0; i < rate.size() && kTreeCounts[i] <= 4; ++i)
-    if (rate[i] >= small_best * 0.995) {
-      if (i != first && rate[i] > rate[first] * 1.03) out.push_back(kTreeCounts[i]);
-      break;
-    }
-  std::lock_guard lock(mu);
-  return memo.emplace(key, std::move(out)).first->second;
+const std::vector<std::int64_t>& tree_counts(const topo::Topology& t, int p, int root = -1) {
+  static Memo<std::tuple<std::uint64_t, int, int>, std::vector<std::int64_t>> memo;
+  return memo.get({t.fingerprint(), p, root}, [&] {
+    std::vector<double> rate;
+    // On a star every count reaches the star's rate (synth::star_rate), k = 1 the first of them:
+    // no max flows (72 GPUs of a GB200 NVL72 rack).
+    bool star = root < 0 && synth::star_rate(t, p).has_value();
+    for (std::int64_t k : kTreeCounts) rate.push_back(star ? 1.0 : synth::rate_for_trees(t, p, k, root));
+    double best = *std::max_element(rate.begin(), rate.end());
+    std::vector<std::int64_t> out;
+    std::size_t first = 0;
+    while (rate[first] < best * 0.95) ++first;
+    out.push_back(kTreeCounts[first]);
+    // The second: of the counts up to 4, the fewest within 0.5% of their best, where its rate is
+    // more than 3% above the first's. Less does not pay for the smaller messages and the packing
+    // (dgx-a100 x2: k = 3 with 2.4% more rate than k = 1 simulated 1.051 x the bound to 1.054, in
+    // 0.8 CPU s to 0.2; k = 4, 1.7% more, 1.13).
+    double small_best = 0;
+    for (std::size_t i = 0; i < rate.size() && kTreeCounts[i] <= 4; ++i) small_best = std::max(small_best, rate[i]);
+    for (std::size_t i = 0; i < rate.size() && kTreeCounts[i] <= 4; ++i)
+      if (rate[i] >= small_best * 0.995) {
+        if (i != first && rate[i] > rate[first] * 1.03) out.push_back(kTreeCounts[i]);
+        break;
+      }
+    return out;
+  });
 }
 std::int64_t default_trees(const topo::Topology& t, int p) { return tree_counts(t, p).front(); }
 
@@ -215,29 +211,24 @@ struct Synthesised {
 /// once per knob value. With Arcs::Walks, split over any walks of the routed links (split_switches),
 /// whose arcs need not be the routes the sends take: one root's trees try it too (fastest_rooted).
 /// With Arcs::Relay or Rings (every rank's trees only), relay trees, none where synth/relay.h makes none.
-Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root, Arcs arcs) {
+Synthesised make_trees(const topo::Topology& t, int p, std::int64_t k, int root, Arcs arcs);
+const Synthesised& synthesise(const topo::Topology& t, int p, std::int64_t k, int root, Arcs arcs) {
+  static Memo<std::tuple<std::uint64_t, int, std::int64_t, int, Arcs>, Synthesised> memo;
+  return memo.get({t.fingerprint(), p, k, root, arcs}, [&] { return make_trees(t, p, k, root, arcs); });
+}
+Synthesised make_trees(const topo::Topology& t, int p, std::int64_t k, int root, Arcs arcs) {
   // Packed over the links the sends' routes take (routed.h), not every link the rate could use.
-  static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, std::int64_t, int, Arcs>, Synthesised> memo;
-  auto key = std::make_tuple(t.fingerprint(), p, k, root, arcs);
-  {
-    std::lock_guard lock(mu);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-  }
   if (arcs == Arcs::Relay || arcs == Arcs::Rings) {
     synth::RelayTrees relay;
     if (root < 0 && arcs == Arcs::Relay) relay = synth::relay_trees(t, p, static_cast<int>(k));
     if (root < 0 && arcs == Arcs::Rings && k % 2 == 0) relay = synth::ring_trees(t, p, static_cast<int>(k / 2));
-    Synthesised out{std::move(relay.trees), relay.per_root_gbps, {}};
-    std::lock_guard lock(mu);
-    return memo.emplace(key, std::move(out)).first->second;
+    return Synthesised{std::move(relay.trees), relay.per_root_gbps, {}};
   }
   if (arcs == Arcs::Orders) {
     Synthesised out;
     if (root < 0) out.trees = ring_chains(t, p, static_cast<int>(k));
     if (!out.trees.empty()) out.packed_gbps = synth::routed_tree_rate(t, out.trees) / p;
-    std::lock_guard lock(mu);
-    return memo.emplace(key, std::move(out)).first->second;
+    return out;
   }
   bool walks = arcs == Arcs::Walks;
   // The rate over the routed links is where splitting starts; keeping to the routes' walks
@@ -293,8 +284,7 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
         out.host = std::move(best.host);
         break;
       }
-    std::lock_guard lock(mu);
-    return memo.emplace(key, std::move(out)).first->second;
+    return out;
   }
   topo::Topology routed = host ? synth::routed_host_links(base, p) : synth::routed_links(base, p);
   // Every rank's trees on a star (one switch, a link a rank): each root's k trees are its star,
@@ -310,14 +300,10 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
       parent[static_cast<std::size_t>(r)] = -1;
       for (std::int64_t j = 0; j < k; ++j) out.trees.push_back(parent);
     }
-    std::lock_guard lock(mu);
-    return memo.emplace(key, std::move(out)).first->second;
+    return out;
   }
   double x = synth::rate_for_trees(routed, p, k, root);
-  if (x <= 0) {  // Direct: the rank-to-rank links do not join every rank
-    std::lock_guard lock(mu);
-    return memo.emplace(key, Synthesised{}).first->second;
-  }
+  if (x <= 0) return {};  // Direct: the rank-to-rank links do not join every rank
   synth::SplitGraph g = walks ? synth::split_switches(routed, p, k, x / static_cast<double>(k), root)
                               : synth::split_routed(base, p, k, x / static_cast<double>(k), root, host);
   synth::Packing pk = synth::pack_trees(g);
@@ -349,8 +335,6 @@ Synthesised synthesise(const topo::Topology& t, int p, std::int64_t k, int root,
       out.trees.push_back(std::move(parent));
       if (any_staged) out.host.push_back(std::move(via_host));
     }
-  std::lock_guard lock(mu);
-  memo.emplace(key, out);
   return out;
 }
 
@@ -452,22 +436,15 @@ enum class Rails { Chain, Relayed, Ring };
 /// trees out, and ring_pays weighs them first (at 1024 ranks each rate takes a few tenths of a second).
 using RootedTrees = std::optional<std::pair<std::vector<std::vector<int>>, double>>;
 RootedTrees find_rooted_trees(const topo::Topology& t, int p, int root, int fan, Rails rails, std::string* why);
-RootedTrees best_rooted_trees(const topo::Topology& t, int p, int root, int fan, Rails rails, std::string* why) {
-  static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, int, int, Rails>, std::pair<RootedTrees, std::string>> memo;
-  auto key = std::make_tuple(t.fingerprint(), p, root, fan, rails);
-  {
-    std::lock_guard lock(mu);
-    if (auto it = memo.find(key); it != memo.end()) {
-      if (why && !it->second.first) *why = it->second.second;
-      return it->second.first;
-    }
-  }
-  std::string reason;
-  RootedTrees found = find_rooted_trees(t, p, root, fan, rails, &reason);
+const RootedTrees& best_rooted_trees(const topo::Topology& t, int p, int root, int fan, Rails rails, std::string* why) {
+  static Memo<std::tuple<std::uint64_t, int, int, int, Rails>, std::pair<RootedTrees, std::string>> memo;
+  const auto& [found, reason] = memo.get({t.fingerprint(), p, root, fan, rails}, [&] {
+    std::string w;
+    RootedTrees trees = find_rooted_trees(t, p, root, fan, rails, &w);
+    return std::make_pair(std::move(trees), std::move(w));
+  });
   if (why && !found) *why = reason;
-  std::lock_guard lock(mu);
-  return memo.emplace(key, std::make_pair(std::move(found), std::move(reason))).first->second.first;
+  return found;
 }
 
 RootedTrees find_rooted_trees(const topo::Topology& t, int p, int root, int fan, Rails rails, std::string* why) {
@@ -501,20 +478,14 @@ RootedTrees find_rooted_trees(const topo::Topology& t, int p, int root, int fan,
 /// collectives asks, and at 1024 GPUs it takes seconds (the routes of every pair for the rate over
 /// the routed links), which every size of a sweep and every question of a shell paid again.
 bool rails_fall_short(const topo::Topology& t, int p, int root) {
-  static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, int>, bool> memo;
-  auto key = std::make_tuple(t.fingerprint(), p, root);
-  {
-    std::lock_guard lock(mu);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-  }
-  double rails = 0;  // Chain compares every variant but Ring
-  for (int fan : kRootedFanouts)
-    for (Rails r : {Rails::Chain, Rails::Ring})
-      if (auto best = best_rooted_trees(t, p, root, fan, r, nullptr)) rails = std::max(rails, best->second);
-  bool short_of = rails < 0.9 * synth::broadcast_rate(synth::routed_links(t, p), p, root).per_root_gbps;
-  std::lock_guard lock(mu);
-  return memo.emplace(key, short_of).first->second;
+  static Memo<std::tuple<std::uint64_t, int, int>, bool> memo;
+  return memo.get({t.fingerprint(), p, root}, [&] {
+    double rails = 0;  // Chain compares every variant but Ring
+    for (int fan : kRootedFanouts)
+      for (Rails r : {Rails::Chain, Rails::Ring})
+        if (auto best = best_rooted_trees(t, p, root, fan, r, nullptr)) rails = std::max(rails, best->second);
+    return rails < 0.9 * synth::broadcast_rate(synth::routed_links(t, p), p, root).per_root_gbps;
+  });
 }
 
 /// Whether every piece round each host (Rails::Ring) reaches at least the rate of the other trees
@@ -524,22 +495,15 @@ bool rails_fall_short(const topo::Topology& t, int p, int root) {
 /// off the host through its NIC and the root's NIC none, so it falls short there and is not laid out.
 /// Memoised per (topology, p, root, fan) as rails_fall_short is.
 bool ring_pays(const topo::Topology& t, int p, int root, int fan) {
-  static std::mutex mu;
-  static std::map<std::tuple<std::uint64_t, int, int, int>, bool> memo;
-  auto key = std::make_tuple(t.fingerprint(), p, root, fan);
-  {
-    std::lock_guard lock(mu);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-  }
-  std::optional<synth::HostGrid> g = synth::equal_hosts(t, p, nullptr);
-  bool pays = false;
-  if (g && g->local > 2)
-    if (auto ring = best_rooted_trees(t, p, root, fan, Rails::Ring, nullptr)) {
-      auto chain = best_rooted_trees(t, p, root, fan, Rails::Chain, nullptr);
-      pays = ring->second > 0 && (!chain || ring->second >= chain->second * (1 - 1e-9));
-    }
-  std::lock_guard lock(mu);
-  return memo.emplace(key, pays).first->second;
+  static Memo<std::tuple<std::uint64_t, int, int, int>, bool> memo;
+  return memo.get({t.fingerprint(), p, root, fan}, [&] {
+    std::optional<synth::HostGrid> g = synth::equal_hosts(t, p, nullptr);
+    if (!g || g->local <= 2) return false;
+    const RootedTrees& ring = best_rooted_trees(t, p, root, fan, Rails::Ring, nullptr);
+    if (!ring) return false;
+    const RootedTrees& chain = best_rooted_trees(t, p, root, fan, Rails::Chain, nullptr);
+    return ring->second > 0 && (!chain || ring->second >= chain->second * (1 - 1e-9));
+  });
 }
 /// Chunks per tree of rooted_trees beyond kMaxRanks (without --pipeline): each of these up to
 /// kSymSearchRanks, the fastest as simulated kept; beyond, the largest whose plan has at most
@@ -568,44 +532,35 @@ std::optional<synth::QuotientTrees> quotient(const topo::Topology& t, int p, int
 /// "Anchors"). Where the NICs bind, as on eight DGX-1 hosts, more trees carry nothing more and
 /// cost smaller messages: one. Memoised per (topology, p).
 int symmetric_intra_k(const topo::Topology& t, int p) {
-  static std::mutex mu;
-  static std::map<std::pair<std::uint64_t, int>, int> memo;
-  auto key = std::make_pair(t.fingerprint(), p);
-  {
-    std::lock_guard lock(mu);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-  }
-  int best = 1;
-  std::optional<synth::HostGrid> grid = synth::host_grid(t, p, nullptr);
-  if (grid && grid->local > 1) {
-    int g = grid->local;
-    topo::Topology one = synth::routed_links(synth::host_topology(t, *grid), g);
-    double optimum = synth::optimal_rate(one, g).per_root_gbps;
-    double r1 = 0;
-    if (quotient(t, p, kSymCheckFanout, nullptr, &r1) && synthesise(one, g, 1, -1, Arcs::Routed).packed_gbps < 0.97 * optimum) {
-      int k = static_cast<int>(tree_counts(one, g).front());
-      double rk = 0;
-      if (k > 1 && quotient(t, p, kSymCheckFanout, nullptr, &rk, k) && rk > r1 * 1.03) best = k;
+  static Memo<std::pair<std::uint64_t, int>, int> memo;
+  return memo.get({t.fingerprint(), p}, [&] {
+    int best = 1;
+    std::optional<synth::HostGrid> grid = synth::host_grid(t, p, nullptr);
+    if (grid && grid->local > 1) {
+      int g = grid->local;
+      topo::Topology one = synth::routed_links(synth::host_topology(t, *grid), g);
+      double optimum = synth::optimal_rate(one, g).per_root_gbps;
+      double r1 = 0;
+      if (quotient(t, p, kSymCheckFanout, nullptr, &r1) && synthesise(one, g, 1, -1, Arcs::Routed).packed_gbps < 0.97 * optimum) {
+        int k = static_cast<int>(tree_counts(one, g).front());
+        double rk = 0;
+        if (k > 1 && quotient(t, p, kSymCheckFanout, nullptr, &rk, k) && rk > r1 * 1.03) best = k;
+      }
     }
-  }
-  std::lock_guard lock(mu);
-  return memo.emplace(key, best).first->second;
+    return best;
+  });
 }
 
 /// The torus the ranks form (synth/torus.h), memoised per (topology, p).
-std::optional<synth::TorusGrid> torus(const topo::Topology& t, int p, std::string* why = nullptr) {
-  static std::mutex mu;
-  static std::map<std::pair<std::uint64_t, int>, std::pair<std::optional<synth::TorusGrid>, std::string>> memo;
-  auto key = std::make_pair(t.fingerprint(), p);
-  std::lock_guard lock(mu);
-  auto it = memo.find(key);
-  if (it == memo.end()) {
+const std::optional<synth::TorusGrid>& torus(const topo::Topology& t, int p, std::string* why = nullptr) {
+  static Memo<std::pair<std::uint64_t, int>, std::pair<std::optional<synth::TorusGrid>, std::string>> memo;
+  const auto& [grid, reason] = memo.get({t.fingerprint(), p}, [&] {
     std::string w;
     std::optional<synth::TorusGrid> g = synth::torus_grid(t, p, &w);
-    it = memo.emplace(key, std::make_pair(std::move(g), std::move(w))).first;
-  }
-  if (why) *why = it->second.second;
-  return it->second.first;
+    return std::make_pair(std::move(g), std::move(w));
+  });
+  if (why) *why = reason;
+  return grid;
 }
 
 /// --inter torus: every root's trees the translates of rank 0's on a torus (synth/torus.h); by
@@ -1103,17 +1058,10 @@ class SynthAlgorithm final : public Algorithm {
   }
 
   /// fn(t, p), memoised per (topology, p) in `memo` (one per question asked).
-  using TopologyMemo = std::pair<std::mutex, std::map<std::pair<std::uint64_t, int>, bool>>;
+  using TopologyMemo = Memo<std::pair<std::uint64_t, int>, bool>;
   template <class F>
   static bool per_topology(TopologyMemo& memo, const topo::Topology& t, int p, F&& fn) {
-    auto key = std::make_pair(t.fingerprint(), p);
-    {
-      std::lock_guard lock(memo.first);
-      if (auto it = memo.second.find(key); it != memo.second.end()) return it->second;
-    }
-    bool answer = fn();
-    std::lock_guard lock(memo.first);
-    return memo.second.emplace(key, answer).first->second;
+    return memo.get({t.fingerprint(), p}, std::forward<F>(fn));
   }
 
   /// Whether one host's routed links are a star (synth::star_rate), so that host 0's pattern

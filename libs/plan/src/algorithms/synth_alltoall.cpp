@@ -31,6 +31,7 @@
 #include "all.h"
 #include "bounds_internal.h"
 #include "collkit/core/error.h"
+#include "collkit/core/memo.h"
 #include "collkit/plan/bounds.h"
 #include "collkit/plan/simulate.h"
 #include "collkit/topo/routing.h"
@@ -79,22 +80,22 @@ synth::ConcurrentFlow flow_for(const topo::Topology& t, int p, const synth::Flow
   return memo.emplace(key, synth::max_concurrent_flow(t, p, also)).first->second;
 }
 
+std::pair<std::optional<double>, std::string> straight_routes(const topo::Topology& t, int p);
+
 /// The rate every ordered pair of the first p ranks ships at, all at once, over its straight route
 /// (each link direction's bandwidth over the pairs crossing it), where that reaches the AlltoAll
 /// cut bound (bounds::lower_bound, to 1e-6): no plan of sends can then do better, so the LP's
 /// optimum is that rate with nothing relayed, and it need not be solved. nullopt, with `why`,
 /// where it falls short or ranks share a vertex. Memoised per (topology, p).
 std::optional<double> routes_at_bound(const topo::Topology& t, int p, std::string* why) {
-  static std::mutex mu;
-  static std::map<std::pair<std::uint64_t, int>, std::pair<std::optional<double>, std::string>> memo;
-  auto key = std::make_pair(t.fingerprint(), p);
-  {
-    std::lock_guard lock(mu);
-    if (auto it = memo.find(key); it != memo.end()) {
-      if (why) *why = it->second.second;
-      return it->second.first;
-    }
-  }
+  static Memo<std::pair<std::uint64_t, int>, std::pair<std::optional<double>, std::string>> memo;
+  const auto& [rate, reason] = memo.get({t.fingerprint(), p}, [&] { return straight_routes(t, p); });
+  if (why && !rate) *why = reason;
+  return rate;
+}
+
+/// routes_at_bound's answer, made: the rate, or nullopt and why not.
+std::pair<std::optional<double>, std::string> straight_routes(const topo::Topology& t, int p) {
   std::optional<double> rate;
   std::string reason;
   std::vector<topo::VertexId> ends;
@@ -131,9 +132,7 @@ std::optional<double> routes_at_bound(const topo::Topology& t, int p, std::strin
       reason = std::string("the straight routes take ") + buf + " x the cut bound's time";
     } else rate = least;
   }
-  if (why && !rate) *why = reason;
-  std::lock_guard lock(mu);
-  return memo.emplace(key, std::make_pair(rate, reason)).first->second.first;
+  return {rate, reason};
 }
 
 /// The LP's relayed shares as whole chunks of m: per commodity, the largest remainders of
