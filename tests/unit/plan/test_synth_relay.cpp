@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/synth_read.h"
+#include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/bounds.h"
 #include "collkit/plan/simulate.h"
@@ -227,59 +229,85 @@ TEST_CASE("synth relay: Broadcast and Reduce on a torus go down the root's chain
   CHECK(checked == 2);
 }
 
-TEST_CASE("synth chains along the rings: AllGather on PCIe hosts lands within 1% of the bound") {
-  // Each pcie-8gpu GPU has one 31.5 GB/s link, the bound's: AllGather must keep every such link
-  // busy both ways. The ring algorithm's two rings do (one NIC crossing a host each way), and
-  // every root's chain along each of them is a tree of one child a rank; packed trees (host 0's
-  // pattern, fan-out up to 6) simulated at 1.073 x the bound under Queue on four hosts.
+TEST_CASE("synth chains along the rings: AllGather, ReduceScatter and AllReduce on PCIe hosts land within 1% of the bound") {
+  // Each pcie-8gpu GPU has one 31.5 GB/s link, the bound's: every such link must stay busy both
+  // ways. The ring algorithm's two rings do (one NIC crossing a host each way), and every root's
+  // chain along each is a tree of one child a rank; ring j's chains share channel j, each rank's
+  // ops in step order. Packed trees (host 0's pattern) simulated at 1.073 / 1.085 / 1.067 x the
+  // bound under Queue on four hosts, chains on a channel each 1.008 / 1.075 / 1.067.
   Topology t = collkit::topo::synth({"pcie-8gpu", 4, ""});
   const int p = 32;
-  Request req{Collective::AllGather, std::uint64_t{1} << 30, p, 0};
-  auto plan = generate("synth", req, &t);
-  const PlanInfo& info = plan->info();
-  REQUIRE(info.params.count("arcs") == 1);
-  CHECK(info.params.at("arcs") == "orders");
-  // Every tree a chain from its root through all p ranks: one child a rank, one childless rank.
-  std::vector<std::vector<int>> trees;
-  for (std::size_t at = 0; at <= info.params.at("trees").size();) {
-    std::size_t end = info.params.at("trees").find(';', at);
-    if (end == std::string::npos) end = info.params.at("trees").size();
-    std::vector<int> parent;
-    std::string tree = info.params.at("trees").substr(at, end - at);
-    for (std::size_t c = 0; c < tree.size();) {
-      std::size_t comma = std::min(tree.find(',', c), tree.size());
-      parent.push_back(std::stoi(tree.substr(c, comma - c)));
-      c = comma + 1;
+  int checked = 0;
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce}) {
+    CAPTURE(to_string(c));
+    Request req{c, std::uint64_t{1} << 30, p, 0};
+    auto plan = generate("synth", req, &t);
+    const PlanInfo& info = plan->info();
+    REQUIRE(info.params.count("arcs") == 1);
+    CHECK(info.params.at("arcs") == "orders");
+    SynthTrees st = read_synth_trees(info);
+    CHECK(st.rings);
+    REQUIRE(st.trees.size() == static_cast<std::size_t>(p * st.k));
+    // Every tree a chain through all p ranks from its root: one child a rank, one leaf.
+    int chains = 0;
+    for (std::size_t j = 0; j < st.trees.size(); ++j) {
+      const std::vector<int>& parent = st.trees[j];
+      std::vector<int> children(p, 0);
+      for (int r : parent)
+        if (r >= 0) ++children[static_cast<std::size_t>(r)];
+      bool chain = parent[j / static_cast<std::size_t>(st.k)] == -1 && std::count(parent.begin(), parent.end(), -1) == 1 &&
+                   *std::max_element(children.begin(), children.end()) == 1 && std::count(children.begin(), children.end(), 0) == 1;
+      chains += chain ? 1 : 0;
     }
-    trees.push_back(std::move(parent));
-    at = end + 1;
+    CHECK(chains == p * st.k);
+    // A channel a ring (a second set for AllReduce's way down), and AllGather's own copy.
+    int phases = c == Collective::AllReduce ? 2 : 1;
+    CHECK(info.channels == phases * st.k + (c == Collective::AllGather ? 1 : 0));
+    VerifyResult v = verify(*plan);
+    CHECK_MESSAGE(v.ok, v.error);
+    double ratio_predicted = simulate(*plan, t).time_us / lower_bound(req, t).time_us();  // no clock is read
+    CHECK(ratio_predicted <= 1.01);
+    // The same chains at a few elements a chunk compute every rank's output in the interpreter.
+    PlanInfo small = info;
+    small.req.bytes = std::uint64_t{8} * std::max(small.in_chunks, small.out_chunks);
+    if (small.scratch_bytes > 0) small.scratch_bytes = input_bytes(small.req);
+    testing::check_plan(GeneratedPlan(small, algorithm("synth")));
+    ++checked;
   }
-  const int k = std::stoi(info.params.at("channels"));
-  REQUIRE(trees.size() == static_cast<std::size_t>(p * k));
-  int chains = 0;
-  for (std::size_t j = 0; j < trees.size(); ++j) {
-    REQUIRE(trees[j].size() == static_cast<std::size_t>(p));
-    std::vector<int> children(p, 0);
-    for (int c = 0; c < p; ++c)
-      if (trees[j][static_cast<std::size_t>(c)] >= 0) ++children[static_cast<std::size_t>(trees[j][static_cast<std::size_t>(c)])];
-    bool chain = trees[j][j / static_cast<std::size_t>(k)] == -1 && std::count(trees[j].begin(), trees[j].end(), -1) == 1 &&
-                 *std::max_element(children.begin(), children.end()) == 1 && std::count(children.begin(), children.end(), 0) == 1;
-    chains += chain ? 1 : 0;
-  }
-  CHECK(chains == p * k);
-  VerifyResult v = verify(*plan);
-  CHECK_MESSAGE(v.ok, v.error);
-  double ratio_predicted = simulate(*plan, t).time_us / lower_bound(req, t).time_us();  // no clock is read
-  CHECK(ratio_predicted <= 1.01);
-  // The same trees at a few bytes a chunk compute every rank's output in the interpreter.
-  PlanInfo small = info;
-  small.req.bytes = std::uint64_t{8} * small.out_chunks;
-  const auto& generated = dynamic_cast<const GeneratedPlan&>(*plan);
-  testing::check_plan(GeneratedPlan(small, generated.algo()));
+  CHECK(checked == 3);
 
   // Where the rings cross one NIC a host each and the trees spread over eight (dgx-h100), the
   // chains fall short of the packing's rate and are not laid out.
   Topology nv = collkit::topo::synth({"dgx-h100", 4, ""});
-  auto packed = generate("synth", req, &nv);
+  auto packed = generate("synth", {Collective::AllGather, std::uint64_t{1} << 30, p, 0}, &nv);
   CHECK(packed->info().params.count("arcs") == 0);
+}
+
+TEST_CASE("synth chains along the rings: trees that are not chains round one ring are refused in one line") {
+  Topology t = collkit::topo::synth({"pcie-8gpu:gpus=3", 1, ""});
+  auto plan = generate("synth", {Collective::AllGather, 3 << 18, 3, 0}, &t);
+  PlanInfo info = plan->info();
+  REQUIRE(info.params.count("arcs") == 1);
+  REQUIRE(info.params.at("arcs") == "orders");
+  REQUIRE(info.params.at("channels") == "2");
+  struct Bad {
+    std::string trees, why;
+  };
+  // Six trees of 3 ranks (root r's tree j at r 2 + j); both rings run 0 -> 1 -> 2 -> 0.
+  REQUIRE(info.params.at("trees") == "-1,0,1;-1,0,1;2,-1,1;2,-1,1;2,0,-1;2,0,-1");
+  std::vector<Bad> cases{{"-1,0,1;-1,0,1;2,-1,1;1,-1,0;2,0,-1;2,0,-1", "tree 3 is not a chain round ring 1 (rank 1)"},   // 1 -> 0 on ring 1
+                         {"-1,0,0;-1,0,1;2,-1,1;2,-1,1;2,0,-1;2,0,-1", "tree 0 is not a chain round ring 0 (rank 0)"},   // tree 0 a star
+                         {"-1,0,1;-1,0,1;1,-1,0;2,-1,1;2,0,-1;2,0,-1", "tree 2 is not a chain round ring 0 (rank 1)"}};  // 1 -> 0 on ring 0
+  int refused = 0;
+  for (const Bad& b : cases) {
+    CAPTURE(b.trees);
+    PlanInfo bad = info;
+    bad.params["trees"] = b.trees;
+    CHECK_THROWS_WITH_AS(GeneratedPlan(bad, algorithm("synth")).program(0), ("synth: plan parameter arcs=orders: " + b.why).c_str(),
+                         collkit::InputError);
+    ++refused;
+  }
+  CHECK(refused == 3);
+  // The chains as laid out are accepted.
+  CHECK_NOTHROW(GeneratedPlan(info, algorithm("synth")).program(0));
 }

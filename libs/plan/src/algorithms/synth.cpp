@@ -916,6 +916,34 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
     if (sym || p < 2) throw InputError("synth: plan parameter host_arcs: host arcs are for packed trees, not symmetric or torus ones");
     st.host_arcs = parse_host_arcs(info.params.at("host_arcs"), st.trees);
   }
+  if (info.params.count("arcs") > 0 && info.params.at("arcs") == "orders") {
+    if (sym || sh.root >= 0 || p < 3 || info.params.count("host_arcs") > 0 || st.host > 0)
+      throw InputError("synth: plan parameter arcs=orders: chains along rings are every rank's trees on 3 ranks or more, alone");
+    // Every tree a chain through all p ranks from its root, and ring j's chains one cycle: each
+    // rank's child the same in all of them (else one channel a ring cannot carry them in order).
+    for (int j = 0; j < st.k; ++j) {
+      std::vector<int> next(static_cast<std::size_t>(p), -1);
+      for (int r = 0; r < p; ++r) {
+        const std::vector<int>& parent = st.trees[static_cast<std::size_t>(r * st.k + j)];
+        std::vector<int> child(static_cast<std::size_t>(p), -1);
+        int linked = 0;
+        for (int c = 0; c < p; ++c) {
+          int up = parent[static_cast<std::size_t>(c)];
+          if (up < 0) continue;
+          int& slot = child[static_cast<std::size_t>(up)];
+          int& ring = next[static_cast<std::size_t>(up)];
+          if (slot >= 0 || (ring >= 0 && ring != c))
+            throw InputError("synth: plan parameter arcs=orders: tree " + std::to_string(r * st.k + j) + " is not a chain round ring " +
+                             std::to_string(j) + " (rank " + std::to_string(up) + ")");
+          slot = ring = c;
+          ++linked;
+        }
+        if (linked != p - 1)
+          throw InputError("synth: plan parameter arcs=orders: tree " + std::to_string(r * st.k + j) + " is not a chain");
+      }
+    }
+    st.rings = true;
+  }
   if (info.params.count("tree_shift") > 0) {
     st.shift = param_int(info, "tree_shift", 0);
     st.block = param_int(info, "tree_block", p);
@@ -1193,7 +1221,10 @@ class SynthAlgorithm final : public Algorithm {
     std::size_t ntrees = sym || tor ? static_cast<std::size_t>(p * k) : trees.size();
     TreeSlots tree_slots = slots_of(trees, st.host_arcs);
     int slots = sym ? sym->most_children : tor ? tor->most_children : tree_slots.total();
-    int tree_channels = static_cast<int>(ntrees) * slots;
+    // Chains along rings (arcs=orders): ring j's chains share channel j, their ops in step order
+    // (ring_channels), as the ring algorithm runs a ring.
+    const bool rings = st.rings;
+    int tree_channels = rings ? k : static_cast<int>(ntrees) * slots;
     auto um = static_cast<std::uint32_t>(m), unit = static_cast<std::uint32_t>(k * m + host);
     auto root_of = [&](std::size_t t) { return sh.root >= 0 ? sh.root : static_cast<int>(t) / k; };
     if (req.coll == Collective::AllGather)
@@ -1235,6 +1266,7 @@ class SynthAlgorithm final : public Algorithm {
       if (via_host || st.shift > 0)
         for (int c : children) at.push_back(first + slot[static_cast<std::size_t>(c)]);
       int up_ch = rank == root_of(t) ? first : first + slot[static_cast<std::size_t>(rank)];
+      if (rings) first = up_ch = static_cast<int>(t) % k;
       places.push_back({parent[static_cast<std::size_t>(rank)], std::move(children), first, up_ch, std::move(at)});
     }
     // Tree t's chunk i: `mine` in a slice of k m chunks (the one a rank roots, or the whole
@@ -1248,29 +1280,33 @@ class SynthAlgorithm final : public Algorithm {
     // Per tree and chunk, the op after which this rank is done with the chunk going up: at the
     // root, its total is complete.
     std::vector<std::uint32_t> done(ntrees * um, kNoDep);
-    for (std::size_t t = 0; t < ntrees && sh.up; ++t) {
+    std::vector<std::pair<std::size_t, std::uint32_t>> order_up = step_order(trees, m, rank, true, !rings),
+                                                       order_down = step_order(trees, m, rank, false, !rings);
+    if (order_up.empty())
+      for (std::size_t t = 0; t < ntrees; ++t)
+        for (std::uint32_t i = 0; i < um; ++i) order_up.emplace_back(t, i);
+    if (order_down.empty()) order_down = order_up;
+    for (auto [t, i] : order_up) {
+      if (!sh.up) break;
       bool top = rank == root_of(t);
-      for (std::uint32_t i = 0; i < um; ++i) {
-        // Partial sums: in scratch where the output is a slice or needed whole (ReduceScatter,
-        // AllReduce over every rank's trees), else in the output (Reduce's and reduce-bcast's
-        // output is the whole vector, what a non-root rank holds there is not read).
-        ChunkRef acc = sh.root >= 0 ? out(theirs(t, i)) : !top ? scratch(theirs(t, i)) : sh.down ? out(theirs(t, i)) : out(mine(t, i));
-        done[t * um + i] = up(ops, places[t], in(theirs(t, i)), acc);
-      }
+      // Partial sums: in scratch where the output is a slice or needed whole (ReduceScatter,
+      // AllReduce over every rank's trees), else in the output (Reduce's and reduce-bcast's
+      // output is the whole vector, what a non-root rank holds there is not read).
+      ChunkRef acc = sh.root >= 0 ? out(theirs(t, i)) : !top ? scratch(theirs(t, i)) : sh.down ? out(theirs(t, i)) : out(mine(t, i));
+      done[t * um + i] = up(ops, places[t], in(theirs(t, i)), acc);
     }
     int shift = sh.up ? tree_channels : 0;
-    for (std::size_t t = 0; t < ntrees && sh.down; ++t) {
+    for (auto [t, i] : order_down) {
+      if (!sh.down) break;
       bool top = rank == root_of(t);
       Tree place = places[t];
       place.first += shift;
       place.up_ch += shift;
       for (int& ch : place.at) ch += shift;
-      for (std::uint32_t i = 0; i < um; ++i) {
-        // Down after up (AllReduce): the root sends once the chunk's total is complete; a rank
-        // of one root's trees receives over the output chunk its partial sum went up from.
-        std::uint32_t after = top || sh.root >= 0 ? done[t * um + i] : kNoDep;
-        down(ops, place, top && !sh.up ? in(mine(t, i)) : out(theirs(t, i)), top, after);
-      }
+      // Down after up (AllReduce): the root sends once the chunk's total is complete; a rank
+      // of one root's trees receives over the output chunk its partial sum went up from.
+      std::uint32_t after = top || sh.root >= 0 ? done[t * um + i] : kNoDep;
+      down(ops, place, top && !sh.up ? in(mine(t, i)) : out(theirs(t, i)), top, after);
     }
     if (host > 0 && sh.root < 0) {
       std::optional<ShareGrid> grid = read_share_grid(info);
@@ -1283,6 +1319,42 @@ class SynthAlgorithm final : public Algorithm {
   }
 
  private:
+  /// A rank's (tree, chunk) pairs in the order their ops come ready: going up (`up`), chunk i of
+  /// a tree where the rank's subtree is h deep at step h + i; going down, at depth d, at d + i
+  /// (ties in tree order). On chains of one ring sharing a channel, a sender and its receiver
+  /// order their ops alike (the receiver's steps are the sender's plus one), so the k-th send
+  /// meets the k-th receive. Empty where `none`.
+  static std::vector<std::pair<std::size_t, std::uint32_t>> step_order(const std::vector<std::vector<int>>& trees, int m, int rank, bool up,
+                                                                       bool none) {
+    std::vector<std::pair<std::size_t, std::uint32_t>> order;
+    if (none) return order;
+    std::vector<std::pair<int, std::pair<std::size_t, std::uint32_t>>> keyed;
+    for (std::size_t t = 0; t < trees.size(); ++t) {
+      const std::vector<int>& parent = trees[t];
+      auto n = parent.size();
+      int step = 0;
+      if (up) {
+        // The rank's height: the most hops down to a rank below it (breadth first).
+        std::vector<std::vector<int>> children(n);
+        for (std::size_t c = 0; c < n; ++c)
+          if (parent[c] >= 0) children[static_cast<std::size_t>(parent[c])].push_back(static_cast<int>(c));
+        for (std::vector<int> level{rank}; !level.empty(); ++step) {
+          std::vector<int> next;
+          for (int x : level)
+            next.insert(next.end(), children[static_cast<std::size_t>(x)].begin(), children[static_cast<std::size_t>(x)].end());
+          if (next.empty()) break;
+          level = std::move(next);
+        }
+      } else {
+        for (int x = rank; parent[static_cast<std::size_t>(x)] >= 0; x = parent[static_cast<std::size_t>(x)]) ++step;
+      }
+      for (int i = 0; i < m; ++i) keyed.push_back({step + i, {t, static_cast<std::uint32_t>(i)}});
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& e : keyed) order.push_back(e.second);
+    return order;
+  }
+
   /// One rank's place in one tree: its parent (-1 at the root), children, the tree's first
   /// channel (child q's arc is on first + q, or on at[q] where given: host arcs) and the channel
   /// of the arc to its parent.
@@ -1345,6 +1417,7 @@ class SynthAlgorithm final : public Algorithm {
       info.params["packed_gbps"] = fmt::format("{:.9g}", syn.packed_gbps);
     }
     std::int64_t channels = p > 1 ? phases * roots * k * slots + copy_channels(req.coll) : 1;
+    if (arcs == Arcs::Orders && p > 1) channels = phases * k + copy_channels(req.coll);  // a channel a ring
     if (channels <= 65535) mark_host_slots(info, phases * roots * k, tree_slots, channels);
     if (host > 0 && p > 1) {
       // The host share's channels after the trees', staged through host memory, per phase: every

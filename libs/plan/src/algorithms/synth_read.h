@@ -31,6 +31,10 @@ struct SynthTrees {
   /// states both as symmetries (docs/plan.md "Symmetry").
   int shift = 0;
   int block = 0;
+  /// Chains along k rings (param arcs=orders; Arcs::Orders): tree r k + j runs from r round ring
+  /// j, and ring j's chains share channel j (a second set of k for AllReduce's second phase),
+  /// each rank's ops there in step order, as the ring algorithm runs a ring.
+  bool rings = false;
 };
 SynthTrees read_synth_trees(const PlanInfo& info);
 
