@@ -1866,7 +1866,8 @@ class SynthAlgorithm final : public Algorithm {
   /// rate over the trees' and the stars' together (the two load different links where the trees
   /// keep to NVLink), in whole chunks beside the trees' k m: the nearest, and half of it (where
   /// trees and stars share PCIe links, as on DGX-1), each laid out at 16 and 64 chunks a tree and
-  /// kept if it simulates faster.
+  /// kept if it simulates faster. Beside the routed trees only where the host paths take links no
+  /// route takes (host_paths_add_links).
   void offer_host_share(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt, std::string_view allreduce,
                         int allreduce_root) const {
     int p = req.nranks;
@@ -1880,6 +1881,7 @@ class SynthAlgorithm final : public Algorithm {
         if (!direct) continue;
         if (opt.channels <= 0) ks = tree_counts(*direct, p);
       }
+      if (arcs == Arcs::Routed && !host_paths_add_links(t, p)) continue;
       for (std::int64_t k : ks) {
         double trees = synthesise(t, p, k, -1, arcs).packed_gbps;
         if (trees <= 0) continue;
@@ -1898,6 +1900,15 @@ class SynthAlgorithm final : public Algorithm {
         }
       }
     }
+  }
+
+  /// Whether the paths staged through host memory take links no route between the first p ranks
+  /// takes (memoised per (topology, p)): on PCIe hosts they do not (every GPU's route to its peers
+  /// is its PCIe link already), so a host share beside the routed trees only moves load between
+  /// the same links.
+  static bool host_paths_add_links(const topo::Topology& t, int p) {
+    static TopologyMemo memo;
+    return per_topology(memo, t, p, [&] { return synth::routed_host_links(t, p).num_links() > synth::routed_links(t, p).num_links(); });
   }
 
   /// Host shares tried beside k m tree chunks: `nearest` (k m x the host paths' rate over the
