@@ -483,7 +483,7 @@ bool rails_fall_short(const topo::Topology& t, int p, int root) {
     double rails = 0;  // Chain compares every variant but Ring
     for (int fan : kRootedFanouts)
       for (Rails r : {Rails::Chain, Rails::Ring})
-        if (auto best = best_rooted_trees(t, p, root, fan, r, nullptr)) rails = std::max(rails, best->second);
+        if (const RootedTrees& best = best_rooted_trees(t, p, root, fan, r, nullptr)) rails = std::max(rails, best->second);
     return rails < 0.9 * synth::broadcast_rate(synth::routed_links(t, p), p, root).per_root_gbps;
   });
 }
@@ -1505,7 +1505,7 @@ class SynthAlgorithm final : public Algorithm {
     std::string why;
     // Rails::Chain: the root's own piece down a chain on its host (a seventh of the trees) where
     // that keeps the rate, else (and Relayed) relayed by each other rank in turn.
-    std::optional<std::pair<std::vector<std::vector<int>>, double>> best = best_rooted_trees(t, p, req.root, fan, rails, &why);
+    const RootedTrees& best = best_rooted_trees(t, p, req.root, fan, rails, &why);
     if (!best) throw InputError("synth: no trees by rails here: " + why);
     PlanInfo info = lay_root_trees(req, best->first, opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline, best->second);
     info.params["rails_fanout"] = std::to_string(fan);
