@@ -133,12 +133,14 @@ mpi 4 "$run" --plan "$TMP/bruck.json" -b 1K -e 1M -f 32 -n 1 >"$TMP/sweep.txt" 2
   bad "plan sweep: $(tail -3 "$TMP/sweep.txt")"
 
 # synth's chains along the rings (arcs=orders: ring j's chains on channel j, in step order) on
-# three GPUs of one PCIe host, where they are what synth lays out: every element right.
+# three GPUs of one PCIe host, at sizes where they are what synth lays out (every rank's at 1 MiB,
+# the root's at 64 MiB and 1 GiB), run at 256 KiB: every element right.
 "$COLLKIT_BIN/coll-topo" synth --node pcie-8gpu:gpus=3 --nodes 1 -o "$TMP/pcie3.json" >/dev/null
-for coll in allgather reducescatter allreduce; do
-  "$COLLKIT_BIN/coll-plan" generate --topo "$TMP/pcie3.json" --coll $coll --size 1M --algo synth -o "$TMP/chains-$coll.json" >/dev/null
+for case in allgather:1M reducescatter:1M allreduce:1M broadcast:64M reduce:1G; do
+  coll=${case%%:*}
+  "$COLLKIT_BIN/coll-plan" generate --topo "$TMP/pcie3.json" --coll $coll --size ${case#*:} --algo synth -o "$TMP/chains-$coll.json" >/dev/null
   expect_eq "$(json_get "$TMP/chains-$coll.json" 'j["params"].get("arcs")')" orders "synth $coll on one PCIe host: chains along the rings"
-  if mpi 3 "$run" --plan "$TMP/chains-$coll.json" -d float -o sum -n 1 -w 0 --json "$TMP/chains-$coll-run.json" >"$TMP/chains.txt" 2>&1; then
+  if mpi 3 "$run" --plan "$TMP/chains-$coll.json" -d float -o sum -b 256K -e 256K -n 1 -w 0 --json "$TMP/chains-$coll-run.json" >"$TMP/chains.txt" 2>&1; then
     expect_eq "$(json_get "$TMP/chains-$coll-run.json" 'j["total_wrong"]')" 0 "synth $coll chains under mpirun: wrong elements"
   else
     bad "synth $coll chains under mpirun: $(tail -3 "$TMP/chains.txt")"

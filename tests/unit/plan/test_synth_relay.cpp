@@ -283,6 +283,41 @@ TEST_CASE("synth chains along the rings: AllGather, ReduceScatter and AllReduce 
   CHECK(packed->info().params.count("arcs") == 0);
 }
 
+TEST_CASE("synth chains along the rings: the root's chains carry Broadcast and Reduce at the bound's rate on PCIe hosts") {
+  // Two hosts of four pcie-8gpu GPUs: the root's chain round each of the two rings loads every
+  // GPU link with one stream a ring each way, 31.5 GB/s in all (the bound), 7 deep: 512 and 1024
+  // chunks pay (7 + m - 1) / m. Here from rank 3 the trees by rails (every piece round each host)
+  // simulated at 1.106 / 1.088 x the bound under Queue, the chains at 1.049 / 1.048.
+  Topology t = collkit::topo::synth({"pcie-8gpu:gpus=4", 2, ""});
+  const int p = 8;
+  int checked = 0;
+  for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
+    CAPTURE(to_string(c));
+    Request req{c, std::uint64_t{1} << 30, p, 3};
+    auto plan = generate("synth", req, &t);
+    const PlanInfo& info = plan->info();
+    REQUIRE(info.params.count("arcs") == 1);
+    CHECK(info.params.at("arcs") == "orders");
+    SynthTrees st = read_synth_trees(info);
+    CHECK(st.rings);
+    REQUIRE(st.trees.size() == static_cast<std::size_t>(st.k));
+    for (const std::vector<int>& parent : st.trees) {
+      CHECK(parent[3] == -1);
+      CHECK(std::count(parent.begin(), parent.end(), 3) == 1);  // a chain from the root
+    }
+    CHECK(info.channels == st.k + (c == Collective::Broadcast ? 1 : 0));
+    VerifyResult v = verify(*plan);
+    CHECK_MESSAGE(v.ok, v.error);
+    double ratio_predicted = simulate(*plan, t).time_us / lower_bound(req, t).time_us();  // no clock is read
+    CHECK(ratio_predicted <= 1.06);
+    PlanInfo small = info;
+    small.req.bytes = std::uint64_t{8} * std::max(small.in_chunks, small.out_chunks);
+    testing::check_plan(GeneratedPlan(small, algorithm("synth")));
+    ++checked;
+  }
+  CHECK(checked == 2);
+}
+
 TEST_CASE("synth chains along the rings: trees that are not chains round one ring are refused in one line") {
   Topology t = collkit::topo::synth({"pcie-8gpu:gpus=3", 1, ""});
   auto plan = generate("synth", {Collective::AllGather, 3 << 18, 3, 0}, &t);

@@ -917,30 +917,28 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
     st.host_arcs = parse_host_arcs(info.params.at("host_arcs"), st.trees);
   }
   if (info.params.count("arcs") > 0 && info.params.at("arcs") == "orders") {
-    if (sym || sh.root >= 0 || p < 3 || info.params.count("host_arcs") > 0 || st.host > 0)
-      throw InputError("synth: plan parameter arcs=orders: chains along rings are every rank's trees on 3 ranks or more, alone");
-    // Every tree a chain through all p ranks from its root, and ring j's chains one cycle: each
-    // rank's child the same in all of them (else one channel a ring cannot carry them in order).
-    for (int j = 0; j < st.k; ++j) {
-      std::vector<int> next(static_cast<std::size_t>(p), -1);
-      for (int r = 0; r < p; ++r) {
-        const std::vector<int>& parent = st.trees[static_cast<std::size_t>(r * st.k + j)];
-        std::vector<int> child(static_cast<std::size_t>(p), -1);
-        int linked = 0;
-        for (int c = 0; c < p; ++c) {
-          int up = parent[static_cast<std::size_t>(c)];
-          if (up < 0) continue;
-          int& slot = child[static_cast<std::size_t>(up)];
-          int& ring = next[static_cast<std::size_t>(up)];
-          if (slot >= 0 || (ring >= 0 && ring != c))
-            throw InputError("synth: plan parameter arcs=orders: tree " + std::to_string(r * st.k + j) + " is not a chain round ring " +
-                             std::to_string(j) + " (rank " + std::to_string(up) + ")");
-          slot = ring = c;
-          ++linked;
-        }
-        if (linked != p - 1)
-          throw InputError("synth: plan parameter arcs=orders: tree " + std::to_string(r * st.k + j) + " is not a chain");
+    if (sym || p < 3 || info.params.count("host_arcs") > 0 || st.host > 0)
+      throw InputError("synth: plan parameter arcs=orders: chains along rings are trees of 3 ranks or more, alone");
+    // Every tree a chain through all p ranks from its root, and ring j's chains (tree t's ring is
+    // t mod k) one cycle: each rank's child the same in all of them (else one channel a ring
+    // cannot carry them in order).
+    std::vector<std::vector<int>> next(static_cast<std::size_t>(st.k), std::vector<int>(static_cast<std::size_t>(p), -1));
+    for (std::size_t t = 0; t < st.trees.size(); ++t) {
+      std::size_t j = t % static_cast<std::size_t>(st.k);
+      std::vector<int> child(static_cast<std::size_t>(p), -1);
+      int linked = 0;
+      for (int c = 0; c < p; ++c) {
+        int up = st.trees[t][static_cast<std::size_t>(c)];
+        if (up < 0) continue;
+        int& slot = child[static_cast<std::size_t>(up)];
+        int& ring = next[j][static_cast<std::size_t>(up)];
+        if (slot >= 0 || (ring >= 0 && ring != c))
+          throw InputError("synth: plan parameter arcs=orders: tree " + std::to_string(t) + " is not a chain round ring " +
+                           std::to_string(j) + " (rank " + std::to_string(up) + ")");
+        slot = ring = c;
+        ++linked;
       }
+      if (linked != p - 1) throw InputError("synth: plan parameter arcs=orders: tree " + std::to_string(t) + " is not a chain");
     }
     st.rings = true;
   }
@@ -2369,6 +2367,31 @@ class SynthAlgorithm final : public Algorithm {
     }
   }
 
+  /// Broadcast and Reduce up to kMaxRanks: the root's chains along the ring algorithm's two rings
+  /// (its trees of ring_chains, or --channels rings; arcs=orders: a channel a ring, each rank's ops
+  /// in step order) at 256, 512 and 1024 chunks a chain of at least kMinDeepRootedChunk bytes (or
+  /// --pipeline), where their counted rate reaches the root's optimum over the routed links. On
+  /// pcie-8gpu hosts every GPU link carries one stream of each ring each way: the bound's rate,
+  /// p - 1 deep, which 1024 chunks pay as (p + 1022) / 1024 (two hosts: 1.014).
+  void offer_root_orders(Fastest& best, const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
+    int p = req.nranks;
+    if (!rooted_request(req.coll) || opt.inter == kSymmetric || p < 3 || p > kMaxRanks) return;
+    int k = opt.channels > 0 ? opt.channels : 2;
+    const Synthesised& all = synthesise(t, p, k, -1, Arcs::Orders);
+    if (all.trees.size() != static_cast<std::size_t>(p * k)) return;
+    auto first = all.trees.begin() + static_cast<std::ptrdiff_t>(req.root * k);
+    std::vector<std::vector<int>> trees(first, first + k);
+    double rate = synth::routed_tree_rate(t, trees);
+    if (rate < synth::broadcast_rate(synth::routed_links(t, p), p, req.root).per_root_gbps * (1 - 1e-6)) return;
+    for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{256, 512, 1024}) {
+      if (opt.pipeline <= 0 && req.bytes / static_cast<std::uint64_t>(k * m) < kMinDeepRootedChunk) continue;
+      PlanInfo info = lay_root_trees(req, trees, m, rate);
+      info.params["arcs"] = "orders";
+      info.channels = static_cast<std::uint16_t>(k + copy_channels(req.coll));
+      best.offer(std::move(info));
+    }
+  }
+
   /// One root's trees, k of 1, 2, 4 and p - 1 and m of 16, 64 and 128 (those the options leave
   /// open) the fastest as simulated at the request's size. Rate alone misleads here: on a switch
   /// one chain already has the root's whole rate (every rank forwards each byte once), but its
@@ -2403,6 +2426,7 @@ class SynthAlgorithm final : public Algorithm {
     // through each group's host memory, alone beyond kMaxRanks (no packing to weigh them against).
     if (offer_star_relay_root(best, req, t, opt) && req.nranks > kMaxRanks) return best.take();
     offer_root_chains(best, req, t, opt);
+    offer_root_orders(best, req, t, opt);
     // Broadcast and Reduce on hosts of one size: the pieces-per-rail trees (synth::rooted_trees),
     // their own k; beyond kMaxAutoRanks (as for every rank's trees) instead of packing.
     bool rooted = false;
