@@ -467,14 +467,41 @@ std::optional<Fold> fold(const Plan& plan, const topo::Topology& topo, topo::Rou
   }
   f.rep.assign(threads, kUnset);
   f.elem.assign(threads, 0);
-  for (std::uint32_t t = 0; t < threads; ++t) {
-    if (f.rep[t] != kUnset) continue;
-    int r = static_cast<int>(t) / nch, c = static_cast<int>(t) % nch;
-    for (std::size_t e = 0; e < size; ++e) {
-      auto u = static_cast<std::uint32_t>(elems[e].rank[up(r)] * nch + elems[e].channel[up(c)]);
-      if (f.rep[u] != kUnset) return std::nullopt;  // not a free action: two elements meet
-      f.rep[u] = t;
-      f.elem[u] = static_cast<std::uint32_t>(inverse[e]);
+  // Rank by rank, as thread by thread in order would. A rank some element takes to a lower one
+  // has every thread in the orbit of one of that rank's: nothing left to do. A rank no element
+  // but the identity fixes has every thread a representative, each channel's orbit written
+  // element by element along the channels (a row of the arrays at a time: thread by thread, the
+  // orbits' writes land all over arrays of p x channels entries, 4.5 M on two GB200 NVL72 racks,
+  // a cache miss each). Else thread by thread.
+  for (int r = 0; r < p; ++r) {
+    bool lower = false, fixed = false;
+    for (std::size_t e = 1; e < size; ++e) {
+      lower = lower || elems[e].rank[up(r)] < r;
+      fixed = fixed || elems[e].rank[up(r)] == r;
+    }
+    if (lower) continue;
+    if (!fixed) {
+      for (std::size_t e = 0; e < size; ++e) {
+        std::size_t row = up(elems[e].rank[up(r)]) * up(nch);
+        const auto inv = static_cast<std::uint32_t>(inverse[e]);
+        for (int c = 0; c < nch; ++c) {
+          std::size_t u = row + up(elems[e].channel[up(c)]);
+          if (f.rep[u] != kUnset) return std::nullopt;  // not a free action: two elements meet
+          f.rep[u] = static_cast<std::uint32_t>(r * nch + c);
+          f.elem[u] = inv;
+        }
+      }
+      continue;
+    }
+    for (int c = 0; c < nch; ++c) {
+      auto t = static_cast<std::uint32_t>(r * nch + c);
+      if (f.rep[t] != kUnset) continue;
+      for (std::size_t e = 0; e < size; ++e) {
+        auto u = static_cast<std::uint32_t>(elems[e].rank[up(r)] * nch + elems[e].channel[up(c)]);
+        if (f.rep[u] != kUnset) return std::nullopt;  // not a free action: two elements meet
+        f.rep[u] = t;
+        f.elem[u] = static_cast<std::uint32_t>(inverse[e]);
+      }
     }
   }
   for (int r = 0; r < p; ++r)
