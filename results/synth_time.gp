@@ -1,6 +1,6 @@
 set terminal pngcairo size 1100,700 font 'sans,10' noenhanced
 set output 'synth_time.png'
-set label 99 'collkit a309308e8e9e, 2026-12-07 00:50 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
+set label 99 'collkit c07261cf7900, 2026-12-07 03:33 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
 set title 'Synthesis time of coll-plan generate --algo synth (dgx-h100 x N, 1 GiB)'
 set logscale xy
 set xlabel 'ranks'
