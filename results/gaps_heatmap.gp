@@ -1,6 +1,6 @@
 set terminal pngcairo size 1100,700 font 'sans,10' noenhanced
 set output 'gaps_heatmap.png'
-set label 99 'collkit d028be18707e, 2026-12-07 01:12 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
+set label 99 'collkit 5dbf684699a6, 2026-12-07 03:35 UTC, vm' at screen 0.99, screen 0.01 right font 'sans,7' textcolor rgb 'gray40'
 set terminal pngcairo size 1200,726 font 'sans,9' noenhanced
 set output 'gaps_heatmap.png'
 set termoption noenhanced
