@@ -74,6 +74,8 @@ constexpr int kShallowPipeline = 4;
 constexpr int kDeepPipeline = 64;
 /// Chains round Hamiltonian cycles (relay.h) are tried with this many chunks too.
 constexpr int kRingPipeline = 256;
+/// Rings laid out as chains (Arcs::Orders) at most, where not --channels.
+constexpr int kMaxOrderRings = 8;
 /// Chunks a tree also laid out, in chunks of at least kMinDeeperChunk bytes: every rank's routed
 /// trees always (fastest_pipeline), host 0's pattern where kDeepPipeline's beat kDefaultPipeline's
 /// by more than kDeeperGain (the trees' depth still shows; fastest_symmetric).
@@ -2124,19 +2126,23 @@ class SynthAlgorithm final : public Algorithm {
   }
 
   /// The rings a root (of 2 and the first host's NIC count, or --channels) whose chains'
-  /// counted rate reaches `rate`; none beyond kSymSearchRanks.
+  /// counted rate reaches `rate`; none beyond kSymSearchRanks or on one switch.
   static std::vector<int> order_counts(const topo::Topology& t, int p, const AlgoOptions& opt, double rate) {
     std::vector<int> ks{opt.channels}, out;
-    if (p < 3 || p > kSymSearchRanks) return out;
+    // Not on one switch: every rank's star is at the optimum one hop deep, the chains p - 1.
+    if (p < 3 || p > kSymSearchRanks || one_star_host(t, p)) return out;
     if (opt.channels <= 0) {
+      // Two rings, and on several hosts one a NIC of the first (a ring crosses one NIC a host),
+      // up to kMaxOrderRings: a GB200 NVL72 rack's 72 NICs made 72 rings of 72 chains, 10 s of
+      // simulation for nothing on one rack.
       int nics = 0;
       for (const topo::Vertex& v : t.vertices()) nics += v.kind == topo::VertexKind::Nic && v.host == t.host_of(0) ? 1 : 0;
       ks = {2};
-      if (nics > 2) ks.push_back(nics);
+      if (nics > 2 && nics <= kMaxOrderRings && !synth::one_host(t, p)) ks.push_back(nics);
     }
     for (int k : ks) {
       const Synthesised& chains = synthesise(t, p, k, -1, Arcs::Orders);
-      if (!chains.trees.empty() && chains.packed_gbps >= rate * (1 - 1e-6)) out.push_back(k);
+      if (!chains.trees.empty() && chains.packed_gbps > 0 && chains.packed_gbps >= rate * (1 - 1e-6)) out.push_back(k);
     }
     return out;
   }
@@ -2382,7 +2388,7 @@ class SynthAlgorithm final : public Algorithm {
     auto first = all.trees.begin() + static_cast<std::ptrdiff_t>(req.root * k);
     std::vector<std::vector<int>> trees(first, first + k);
     double rate = synth::routed_tree_rate(t, trees);
-    if (rate < synth::broadcast_rate(synth::routed_links(t, p), p, req.root).per_root_gbps * (1 - 1e-6)) return;
+    if (rate <= 0 || rate < synth::broadcast_rate(synth::routed_links(t, p), p, req.root).per_root_gbps * (1 - 1e-6)) return;
     for (int m : opt.pipeline > 0 ? std::vector<int>{opt.pipeline} : std::vector<int>{256, 512, 1024}) {
       if (opt.pipeline <= 0 && req.bytes / static_cast<std::uint64_t>(k * m) < kMinDeepRootedChunk) continue;
       PlanInfo info = lay_root_trees(req, trees, m, rate);
