@@ -32,6 +32,23 @@ std::size_t route_links(const Topology& t, int a, int b) {
   return router.route_ranks(static_cast<collkit::topo::Rank>(a), static_cast<collkit::topo::Rank>(b)).hops.size();
 }
 
+/// A synth plan's trees, checked to be chains along rings (arcs=orders).
+SynthTrees chains_of(const PlanInfo& info) {
+  REQUIRE(info.params.count("arcs") == 1);
+  CHECK(info.params.at("arcs") == "orders");
+  SynthTrees st = read_synth_trees(info);
+  CHECK(st.rings);
+  return st;
+}
+
+/// The plan's programs at a few elements a chunk compute every rank's output in the interpreter.
+void check_at_few_elements(const PlanInfo& info) {
+  PlanInfo small = info;
+  small.req.bytes = std::uint64_t{8} * std::max(small.in_chunks, small.out_chunks);
+  if (small.scratch_bytes > 0) small.scratch_bytes = input_bytes(small.req);
+  testing::check_plan(GeneratedPlan(small, algorithm("synth")));
+}
+
 }  // namespace
 
 TEST_CASE("synth relay trees: on tori every arc is a neighbour route and the NICs bind") {
@@ -243,10 +260,7 @@ TEST_CASE("synth chains along the rings: AllGather, ReduceScatter and AllReduce 
     Request req{c, std::uint64_t{1} << 30, p, 0};
     auto plan = generate("synth", req, &t);
     const PlanInfo& info = plan->info();
-    REQUIRE(info.params.count("arcs") == 1);
-    CHECK(info.params.at("arcs") == "orders");
-    SynthTrees st = read_synth_trees(info);
-    CHECK(st.rings);
+    SynthTrees st = chains_of(info);
     REQUIRE(st.trees.size() == static_cast<std::size_t>(p * st.k));
     // Every tree a chain through all p ranks from its root: one child a rank, one leaf.
     int chains = 0;
@@ -267,11 +281,7 @@ TEST_CASE("synth chains along the rings: AllGather, ReduceScatter and AllReduce 
     CHECK_MESSAGE(v.ok, v.error);
     double ratio_predicted = simulate(*plan, t).time_us / lower_bound(req, t).time_us();  // no clock is read
     CHECK(ratio_predicted <= 1.01);
-    // The same chains at a few elements a chunk compute every rank's output in the interpreter.
-    PlanInfo small = info;
-    small.req.bytes = std::uint64_t{8} * std::max(small.in_chunks, small.out_chunks);
-    if (small.scratch_bytes > 0) small.scratch_bytes = input_bytes(small.req);
-    testing::check_plan(GeneratedPlan(small, algorithm("synth")));
+    check_at_few_elements(info);
     ++checked;
   }
   CHECK(checked == 3);
@@ -296,10 +306,7 @@ TEST_CASE("synth chains along the rings: the root's chains carry Broadcast and R
     Request req{c, std::uint64_t{1} << 30, p, 3};
     auto plan = generate("synth", req, &t);
     const PlanInfo& info = plan->info();
-    REQUIRE(info.params.count("arcs") == 1);
-    CHECK(info.params.at("arcs") == "orders");
-    SynthTrees st = read_synth_trees(info);
-    CHECK(st.rings);
+    SynthTrees st = chains_of(info);
     REQUIRE(st.trees.size() == static_cast<std::size_t>(st.k));
     for (const std::vector<int>& parent : st.trees) {
       CHECK(parent[3] == -1);
@@ -310,9 +317,7 @@ TEST_CASE("synth chains along the rings: the root's chains carry Broadcast and R
     CHECK_MESSAGE(v.ok, v.error);
     double ratio_predicted = simulate(*plan, t).time_us / lower_bound(req, t).time_us();  // no clock is read
     CHECK(ratio_predicted <= 1.06);
-    PlanInfo small = info;
-    small.req.bytes = std::uint64_t{8} * std::max(small.in_chunks, small.out_chunks);
-    testing::check_plan(GeneratedPlan(small, algorithm("synth")));
+    check_at_few_elements(info);
     ++checked;
   }
   CHECK(checked == 2);

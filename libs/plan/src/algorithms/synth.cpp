@@ -1319,11 +1319,11 @@ class SynthAlgorithm final : public Algorithm {
   }
 
  private:
-  /// A rank's (tree, chunk) pairs in the order their ops come ready: going up (`up`), chunk i of
-  /// a tree where the rank's subtree is h deep at step h + i; going down, at depth d, at d + i
-  /// (ties in tree order). On chains of one ring sharing a channel, a sender and its receiver
-  /// order their ops alike (the receiver's steps are the sender's plus one), so the k-th send
-  /// meets the k-th receive. Empty where `none`.
+  /// A rank's (tree, chunk) pairs in the order their ops come ready on chains through all the
+  /// ranks (read_params checks them): going down, chunk i of a chain where the rank is d hops from
+  /// its root at step d + i; going up, at p - 1 - d + i, the hops below it (ties in tree order). A
+  /// sender and its receiver on one ring's channel order their ops alike (the receiver's steps
+  /// are the sender's plus one), so the k-th send meets the k-th receive. Empty where `none`.
   static std::vector<std::pair<std::size_t, std::uint32_t>> step_order(const std::vector<std::vector<int>>& trees, int m, int rank, bool up,
                                                                        bool none) {
     std::vector<std::pair<std::size_t, std::uint32_t>> order;
@@ -1331,23 +1331,9 @@ class SynthAlgorithm final : public Algorithm {
     std::vector<std::pair<int, std::pair<std::size_t, std::uint32_t>>> keyed;
     for (std::size_t t = 0; t < trees.size(); ++t) {
       const std::vector<int>& parent = trees[t];
-      auto n = parent.size();
-      int step = 0;
-      if (up) {
-        // The rank's height: the most hops down to a rank below it (breadth first).
-        std::vector<std::vector<int>> children(n);
-        for (std::size_t c = 0; c < n; ++c)
-          if (parent[c] >= 0) children[static_cast<std::size_t>(parent[c])].push_back(static_cast<int>(c));
-        for (std::vector<int> level{rank}; !level.empty(); ++step) {
-          std::vector<int> next;
-          for (int x : level)
-            next.insert(next.end(), children[static_cast<std::size_t>(x)].begin(), children[static_cast<std::size_t>(x)].end());
-          if (next.empty()) break;
-          level = std::move(next);
-        }
-      } else {
-        for (int x = rank; parent[static_cast<std::size_t>(x)] >= 0; x = parent[static_cast<std::size_t>(x)]) ++step;
-      }
+      int depth = 0;
+      for (int x = rank; parent[static_cast<std::size_t>(x)] >= 0; x = parent[static_cast<std::size_t>(x)]) ++depth;
+      int step = up ? static_cast<int>(parent.size()) - 1 - depth : depth;
       for (int i = 0; i < m; ++i) keyed.push_back({step + i, {t, static_cast<std::uint32_t>(i)}});
     }
     std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
