@@ -147,6 +147,28 @@ for case in allgather:1M reducescatter:1M allreduce:1M broadcast:64M reduce:1G; 
   fi
 done
 
+# Ring channels of unequal shares (param weights; docs/algorithms.md "Weighted channels"): two
+# channels, the first carrying three units of each slice and the second one (chunks of a piece
+# spanning three and one), as layout gives them where one ring crosses a slower link; verified and
+# run on four ranks: every element right.
+"$COLLKIT_BIN/coll-topo" synth --node pcie-8gpu:gpus=4 --nodes 1 -o "$TMP/pcie4.json" >/dev/null
+for coll in allgather reducescatter allreduce broadcast reduce; do
+  "$COLLKIT_BIN/coll-plan" generate --topo "$TMP/pcie4.json" --coll $coll --size 1M --algo ring --channels 2 --pipeline 2 -o "$TMP/ring2-$coll.json" >/dev/null
+  python3 - "$TMP/ring2-$coll.json" "$TMP/weighted-$coll.json" <<'EOF'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+plan["params"]["weights"] = "3,1"
+plan["chunks"] = {k: v * 2 for k, v in plan["chunks"].items()}  # 4 units a slice where 2 channels had 1 each
+json.dump(plan, open(sys.argv[2], "w"))
+EOF
+  "$COLLKIT_BIN/coll-plan" verify "$TMP/weighted-$coll.json" >/dev/null 2>&1 && ok "weighted ring $coll verifies" || bad "weighted ring $coll does not verify"
+  if mpi 4 "$run" --plan "$TMP/weighted-$coll.json" -d float -o sum -b 256K -e 256K -n 1 -w 0 --json "$TMP/weighted-$coll-run.json" >"$TMP/weighted.txt" 2>&1; then
+    expect_eq "$(json_get "$TMP/weighted-$coll-run.json" 'j["total_wrong"]')" 0 "weighted ring $coll under mpirun: wrong elements"
+  else
+    bad "weighted ring $coll under mpirun: $(tail -3 "$TMP/weighted.txt")"
+  fi
+done
+
 # Mismatched plan: every rank stops before communicating, one message.
 got=$(mpi 3 "$run" --plan "$TMP/bruck.json" 2>&1 >/dev/null | grep '^coll-run' || true)
 expect_eq "$got" "coll-run: error: $TMP/bruck.json: the plan is for 4 ranks, this job has 3 (mpirun -np 4)" "mismatched plan, one line"

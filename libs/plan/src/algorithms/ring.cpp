@@ -9,15 +9,23 @@
 // ones reversed when bidirectional) and, within a channel, into p slices of k chunks. Slice q of
 // a channel belongs to ring position q; the rank at position q ends the reduce-scatter phase
 // holding slice q fully reduced. Ring orders come from params "order<c>" or "order" (identity by
-// default); the topology-aware choice is in ring_order.cpp.
+// default); the topology-aware choice is in ring_order.cpp. Channels carry equal shares unless
+// param "weights" gives each a number of units (ring_weights.h): a slice is then cut into U units
+// (their sum), channel c's piece j of it spanning w_c chunks.
 
 #include <algorithm>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/topo/topology.h"
 #include "common.h"
 #include "ring_order.h"
+#include "ring_weights.h"
 
 namespace collkit::plan {
 
@@ -26,7 +34,6 @@ namespace {
 using namespace algo;
 
 struct Ring {
-  int C = 1;                         // channels of the plan
   int p = 1;                         // ranks
   std::shared_ptr<const Order> ord;  // the channel's order param, decoded once per plan (shared_order)
   bool reversed = false;             // run backwards (a bidirectional ring's odd channels)
@@ -40,11 +47,52 @@ struct Ring {
   }
 };
 
+/// The channels' shares of a slice: channel c holds units [off[c], off[c] + w[c]) of the U, each
+/// of its k pieces w[c] chunks; without param "weights" one unit each (U = C).
+struct Shares {
+  int U = 1;
+  std::vector<int> off, w;
+};
+
+std::vector<int> parse_weights(const std::string& text) {
+  std::vector<int> w;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    std::size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(at, end - at);
+    std::size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < 1 || v > 1 << 16)
+      throw InputError("ring: plan parameter weights=\"" + text + "\": expected a positive integer per channel, comma-separated");
+    w.push_back(v);
+    at = end + 1;
+  }
+  return w;
+}
+
+Shares shares_of(const PlanInfo& info) {
+  int C = param_int(info, "channels", 1);
+  Shares sh;
+  auto it = info.params.find("weights");
+  sh.w = it == info.params.end() ? std::vector<int>(static_cast<std::size_t>(std::max(C, 1)), 1) : parse_weights(it->second);
+  if (static_cast<int>(sh.w.size()) != C)
+    throw InputError("ring: plan parameter weights has " + std::to_string(sh.w.size()) + " entries for " + std::to_string(C) + " channels");
+  sh.off.assign(sh.w.size(), 0);
+  std::partial_sum(sh.w.begin(), sh.w.end() - 1, sh.off.begin() + 1);
+  sh.U = sh.off.back() + sh.w.back();
+  return sh;
+}
+
 Ring ring_for(const PlanInfo& info, int rank, int channel, bool reversed) {
   int p = info.req.nranks;
   std::string key = "order" + std::to_string(channel);
   Ring r;
-  r.C = param_int(info, "channels", 1);
   r.p = p;
   r.ord = shared_order(info, info.params.count(key) ? key : "order", p);
   r.reversed = reversed;
@@ -147,21 +195,6 @@ class RingAlgorithm final : public Algorithm {
     info.params["channels"] = std::to_string(channels);
     info.params["pipeline"] = std::to_string(k);
     info.params["bidirectional"] = opt.bidirectional ? "1" : "0";
-    auto uc = static_cast<std::uint32_t>(channels), uk = static_cast<std::uint32_t>(k), up = static_cast<std::uint32_t>(p);
-    switch (req.coll) {
-      case Collective::AllReduce: info.in_chunks = info.out_chunks = uc * up * uk; break;
-      case Collective::ReduceScatter:
-        info.in_chunks = uc * up * uk;
-        info.out_chunks = uc * uk;
-        info.scratch_chunks = info.in_chunks;
-        info.scratch_bytes = input_bytes(req);
-        break;
-      case Collective::AllGather:
-        info.in_chunks = uc * uk;
-        info.out_chunks = uc * up * uk;
-        break;
-      default: info.in_chunks = info.out_chunks = uc * uk; break;
-    }
     // Chains start at the root (Broadcast) or end there (Reduce): rotate the order.
     std::vector<std::vector<int>> orders = ring_orders(req, topo, channels, opt.bidirectional);
     for (int c = 0; c < channels; ++c) {
@@ -175,7 +208,38 @@ class RingAlgorithm final : public Algorithm {
       for (int q = 0; q < p; ++q) identity = identity && order[static_cast<std::size_t>(q)] == q;
       if (!identity) info.params["order" + std::to_string(c)] = format_order(order);
     }
+    // Shares by the rings' routes where equal ones leave a slow ring setting the pace (not for
+    // bidirectional rings, whose odd channels run their orders backwards).
+    if (topo && !opt.bidirectional && p > 1) {
+      // A ring's largest buffer holds every rank's slice (AllGather's output, ReduceScatter's input).
+      auto slices = static_cast<std::uint64_t>(chain ? 1 : p);
+      int units = weight_units(channels, p, slices * static_cast<std::uint64_t>(k), std::max(input_bytes(req), output_bytes(req)));
+      std::vector<int> w = channel_weights(*topo, orders, chain, units);
+      if (!w.empty()) info.params["weights"] = format_order(w);
+    }
+    set_chunks(info);
     return info;
+  }
+
+  // The buffers' chunks: U units a slice (C without weights), k pieces each, p slices where a
+  // buffer holds every rank's.
+  static void set_chunks(PlanInfo& info) {
+    auto uc = static_cast<std::uint32_t>(shares_of(info).U), uk = static_cast<std::uint32_t>(param_int(info, "pipeline", 1)),
+         up = static_cast<std::uint32_t>(info.req.nranks);
+    switch (info.req.coll) {
+      case Collective::AllReduce: info.in_chunks = info.out_chunks = uc * up * uk; break;
+      case Collective::ReduceScatter:
+        info.in_chunks = uc * up * uk;
+        info.out_chunks = uc * uk;
+        info.scratch_chunks = info.in_chunks;
+        info.scratch_bytes = input_bytes(info.req);
+        break;
+      case Collective::AllGather:
+        info.in_chunks = uc * uk;
+        info.out_chunks = uc * up * uk;
+        break;
+      default: info.in_chunks = info.out_chunks = uc * uk; break;
+    }
   }
 
   // One ring leaves each host through one NIC; a cluster's hosts have several (one per rail), so
@@ -230,8 +294,10 @@ class RingAlgorithm final : public Algorithm {
     return orders;
   }
 
-  // Channel c runs at position q what channel 0 runs there, on its own chunks.
+  // Channel c runs at position q what channel 0 runs there, on its own chunks (of its own size:
+  // none with weights).
   std::vector<std::vector<int>> channel_images(const PlanInfo& info) const override {
+    if (info.params.count("weights")) return {};
     std::vector<std::vector<int>> orders = program_orders(info), maps;
     for (const std::vector<int>& order : orders) {
       maps.emplace_back(order.size());
@@ -244,8 +310,8 @@ class RingAlgorithm final : public Algorithm {
   // moving every rank m positions along every channel's ring (when one rank map does that for
   // all channels) is a symmetry, and so is moving each channel's ring onto the next channel's
   // (when one rank map does that for all). Both need chunks of (nearly) one size, so that the
-  // image threads move the same bytes; chains (Broadcast, Reduce) start at the root, so they
-  // state none.
+  // image threads move the same bytes, and the second channels of one share (no weights); chains
+  // (Broadcast, Reduce) start at the root, so they state none.
   std::vector<SymmetryAxis> symmetries(const PlanInfo& info) const override {
     std::vector<std::vector<int>> orders = program_orders(info);
     if (orders.empty()) return {};
@@ -253,7 +319,7 @@ class RingAlgorithm final : public Algorithm {
     auto up = [](int x) { return static_cast<std::size_t>(x); };
     std::vector<SymmetryAxis> axes;
     // Channel rotation: the rank at position q of channel ch goes to position q of channel ch+1.
-    if (C > 1) {
+    if (C > 1 && !info.params.count("weights")) {
       SymmetryAxis a{std::vector<int>(up(p)), std::vector<int>(up(C)), C};
       for (int q = 0; q < p; ++q) a.rank[up(orders[0][up(q)])] = orders[1][up(q)];
       bool ok = true;
@@ -286,10 +352,11 @@ class RingAlgorithm final : public Algorithm {
     int p = info.req.nranks;
     int channels = param_int(info, "channels", 1);
     int k = param_int(info, "pipeline", 1);
+    Shares sh = shares_of(info);
     std::vector<Op> ops;
     ops.reserve(static_cast<std::size_t>(channels) * static_cast<std::size_t>(k) * 4 * static_cast<std::size_t>(p));
-    if (p == 1) return single_rank(info, channels, k);
-    for (int c = 0; c < channels; ++c) channel_ops(info, rank, c, ops);
+    if (p == 1) return single_rank(info, sh, channels, k);
+    for (int c = 0; c < channels; ++c) channel_ops(info, sh, rank, c, ops);
     return ops;
   }
 
@@ -300,58 +367,92 @@ class RingAlgorithm final : public Algorithm {
       return Algorithm::channel_program(info, rank, channel);
     std::vector<Op> ops;
     ops.reserve(static_cast<std::size_t>(param_int(info, "pipeline", 1)) * 4 * static_cast<std::size_t>(info.req.nranks));
-    channel_ops(info, rank, channel, ops);
+    channel_ops(info, shares_of(info), rank, channel, ops);
     return ops;
   }
 
  private:
-  // A plan file's channels and pipeline are at least 1 (pipeline=0 divided by zero: found by fuzz_plan).
+  // A plan file's channels and pipeline are at least 1 (pipeline=0 divided by zero: found by fuzz_plan);
+  // its weights, one a channel, cut the buffers into the chunks they hold.
   static void check_shape(const PlanInfo& info) {
     for (const char* key : {"channels", "pipeline"})
       if (int v = param_int(info, key, 1); v < 1)
         throw InputError("ring: plan parameter " + std::string(key) + "=" + std::to_string(v) + " must be >= 1");
+    if (!info.params.count("weights")) return;
+    std::uint64_t most = static_cast<std::uint64_t>(shares_of(info).U) * static_cast<std::uint64_t>(std::max(info.req.nranks, 1)) *
+                         static_cast<std::uint64_t>(param_int(info, "pipeline", 1));
+    if (most > std::numeric_limits<std::uint32_t>::max())
+      throw InputError("ring: plan parameter weights sums to " + std::to_string(shares_of(info).U) + " units a slice, " +
+                       std::to_string(most) + " chunks a buffer, more than a plan holds");
+    PlanInfo laid = info;
+    set_chunks(laid);
+    if (laid.in_chunks != info.in_chunks || laid.out_chunks != info.out_chunks)
+      throw InputError("ring: plan parameter weights sums to " + std::to_string(shares_of(info).U) +
+                       " units a slice, but the buffers hold " + std::to_string(info.in_chunks) + " and " +
+                       std::to_string(info.out_chunks) + " chunks (expected " + std::to_string(laid.in_chunks) + " and " +
+                       std::to_string(laid.out_chunks) + ")");
   }
 
-  static void channel_ops(const PlanInfo& info, int rank, int c, std::vector<Op>& ops) {
-    int p = info.req.nranks, channels = param_int(info, "channels", 1), k = param_int(info, "pipeline", 1);
+  static void channel_ops(const PlanInfo& info, const Shares& sh, int rank, int c, std::vector<Op>& ops) {
+    int p = info.req.nranks, k = param_int(info, "pipeline", 1);
     Ring r = ring_for(info, rank, c, param_int(info, "bidirectional", 0) != 0 && c % 2 == 1);
-    auto ch = static_cast<std::uint16_t>(c);
+    Piece pc{&sh, c, k, static_cast<std::uint16_t>(c)};
     switch (info.req.coll) {
-      case Collective::AllReduce: all_reduce(ops, r, p, c, k, ch); break;
-      case Collective::ReduceScatter: reduce_scatter(ops, r, p, c, channels, k, ch); break;
-      case Collective::AllGather: all_gather(ops, r, p, c, channels, k, ch); break;
-      case Collective::Broadcast: broadcast(ops, r, p, c, k, ch); break;
-      case Collective::Reduce: reduce_chain(ops, r, p, c, k, ch); break;
+      case Collective::AllReduce: all_reduce(ops, r, p, pc); break;
+      case Collective::ReduceScatter: reduce_scatter(ops, r, p, pc); break;
+      case Collective::AllGather: all_gather(ops, r, p, pc); break;
+      case Collective::Broadcast: broadcast(ops, r, p, pc); break;
+      case Collective::Reduce: reduce_chain(ops, r, p, pc); break;
       case Collective::AlltoAll: throw InputError("ring: AlltoAll is not supported");
     }
   }
 
-  // Chunk index of piece j of slice q in channel c. Slice-major (q, then c, then j), so that a
-  // rank's slice is contiguous: ReduceScatter's rank r output and AllGather's rank r input are
-  // chunks [r*C*k, (r+1)*C*k) of the full buffer whatever the channel count.
-  static std::uint32_t slice(int C, int c, int k, int q, int j) { return static_cast<std::uint32_t>((q * C + c) * k + j); }
-  static std::uint32_t local(int c, int k, int j) { return static_cast<std::uint32_t>(c * k + j); }
+  // Channel c's pieces: chunk index of piece j of slice q, slice-major (q, then the channel's
+  // units, then j), so that a rank's slice is contiguous: ReduceScatter's rank r output and
+  // AllGather's rank r input are chunks [r U k, (r + 1) U k) of the full buffer whatever the
+  // channels; each piece w_c chunks (1 without weights: (q C + c) k + j).
+  struct Piece {
+    const Shares* sh;
+    int c, k;
+    std::uint16_t ch;
+    std::uint32_t count() const { return static_cast<std::uint32_t>(sh->w[static_cast<std::size_t>(c)]); }
+    std::uint32_t local(int j) const {
+      auto uc = static_cast<std::size_t>(c);
+      return static_cast<std::uint32_t>(sh->off[uc] * k + j * sh->w[uc]);
+    }
+    std::uint32_t slice(int q, int j) const { return static_cast<std::uint32_t>(q * sh->U * k) + local(j); }
+    // The (slice, piece) of a chunk index that slice() gave.
+    std::pair<int, int> of(std::uint32_t chunk) const {
+      auto per = static_cast<std::uint32_t>(sh->U * k);
+      auto uc = static_cast<std::size_t>(c);
+      return {static_cast<int>(chunk / per),
+              static_cast<int>((chunk % per - static_cast<std::uint32_t>(sh->off[uc] * k)) / static_cast<std::uint32_t>(sh->w[uc]))};
+    }
+  };
 
   // One rank: the result is the input (AllGather / ReduceScatter / AllReduce / chains alike).
-  static std::vector<Op> single_rank(const PlanInfo& info, int channels, int k) {
+  static std::vector<Op> single_rank(const PlanInfo& info, const Shares& sh, int channels, int k) {
     std::vector<Op> ops;
-    for (int c = 0; c < channels; ++c)
-      ops.push_back(copy(in(local(c, k, 0)), out(local(c, k, 0)), static_cast<std::uint32_t>(k * (info.out_chunks / static_cast<std::uint32_t>(channels * k))), static_cast<std::uint16_t>(c)));
+    auto per_unit = info.out_chunks / static_cast<std::uint32_t>(sh.U * k);
+    for (int c = 0; c < channels; ++c) {
+      Piece pc{&sh, c, k, static_cast<std::uint16_t>(c)};
+      ops.push_back(copy(in(pc.local(0)), out(pc.local(0)), static_cast<std::uint32_t>(k) * pc.count() * per_unit, pc.ch));
+    }
     return ops;
   }
 
   // Reduce-scatter steps t = 0..p-2: send slice pos-t-1, receive slice pos-t-2 and reduce; the
   // last receive completes slice pos. `acc` is where partial sums live.
-  static void rs_phase(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch, Buf acc,
-                       bool final_to_output_local) {
+  static void rs_phase(std::vector<Op>& ops, const Ring& r, int p, const Piece& pc, Buf acc, bool final_to_output_local) {
+    const std::uint32_t n = pc.count();
     for (int t = 0; t <= p - 2; ++t) {
       int qs = mod(r.pos - t - 1, p), qr = mod(r.pos - t - 2, p);
-      for (int j = 0; j < k; ++j) {
-        ChunkRef from = t == 0 ? in(slice(r.C, c, k, qs, j)) : ChunkRef{acc, slice(r.C, c, k, qs, j)};
-        ops.push_back(send(r.next, from, 1, ch));
-        ChunkRef into{acc, slice(r.C, c, k, qr, j)};
-        if (t == p - 2 && final_to_output_local) into = out(local(c, k, j));
-        ops.push_back(recv_reduce(r.prev, in(slice(r.C, c, k, qr, j)), into, 1, ch));
+      for (int j = 0; j < pc.k; ++j) {
+        ChunkRef from = t == 0 ? in(pc.slice(qs, j)) : ChunkRef{acc, pc.slice(qs, j)};
+        ops.push_back(send(r.next, from, n, pc.ch));
+        ChunkRef into{acc, pc.slice(qr, j)};
+        if (t == p - 2 && final_to_output_local) into = out(pc.local(j));
+        ops.push_back(recv_reduce(r.prev, in(pc.slice(qr, j)), into, n, pc.ch));
       }
     }
   }
@@ -359,32 +460,33 @@ class RingAlgorithm final : public Algorithm {
   // All-gather steps t = 0..p-2 over output slices indexed by `slot(q)`: send slice pos-t,
   // receive slice pos-t-1. The first send reads `first_src(j)`.
   template <class Slot, class First>
-  static void ag_phase(std::vector<Op>& ops, const Ring& r, int p, int k, std::uint16_t ch, Slot slot, First first_src) {
+  static void ag_phase(std::vector<Op>& ops, const Ring& r, int p, const Piece& pc, Slot slot, First first_src) {
+    const std::uint32_t n = pc.count();
     for (int t = 0; t <= p - 2; ++t) {
       int qs = mod(r.pos - t, p), qr = mod(r.pos - t - 1, p);
-      for (int j = 0; j < k; ++j) {
-        ops.push_back(send(r.next, t == 0 ? first_src(j) : out(slot(qs, j)), 1, ch));
-        ops.push_back(recv(r.prev, out(slot(qr, j)), 1, ch));
+      for (int j = 0; j < pc.k; ++j) {
+        ops.push_back(send(r.next, t == 0 ? first_src(j) : out(slot(qs, j)), n, pc.ch));
+        ops.push_back(recv(r.prev, out(slot(qr, j)), n, pc.ch));
       }
     }
   }
 
-  static void all_reduce(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
-    rs_phase(ops, r, p, c, k, ch, Buf::Output, false);
-    auto slot = [&](int q, int j) { return slice(r.C, c, k, q, j); };
-    ag_phase(ops, r, p, k, ch, slot, [&](int j) { return out(slice(r.C, c, k, r.pos, j)); });
+  static void all_reduce(std::vector<Op>& ops, const Ring& r, int p, const Piece& pc) {
+    rs_phase(ops, r, p, pc, Buf::Output, false);
+    auto slot = [&](int q, int j) { return pc.slice(q, j); };
+    ag_phase(ops, r, p, pc, slot, [&](int j) { return out(pc.slice(r.pos, j)); });
   }
 
-  static void reduce_scatter(std::vector<Op>& ops, const Ring& r, int p, int c, int C, int k, std::uint16_t ch) {
+  static void reduce_scatter(std::vector<Op>& ops, const Ring& r, int p, const Piece& pc) {
     // Slices are laid out by rank, not position: rank r's output is input slice r. Map the
     // position-indexed phase onto rank-indexed chunks by renaming slice q -> order[q].
     std::vector<Op> tmp;
-    rs_phase(tmp, r, p, c, k, ch, Buf::Scratch, true);
+    rs_phase(tmp, r, p, pc, Buf::Scratch, true);
     for (Op& o : tmp) {
       auto rename = [&](ChunkRef& x) {
         if (x.buf == Buf::Output) return;
-        int q = static_cast<int>(x.chunk) / (C * k), j = static_cast<int>(x.chunk) % k;
-        x.chunk = slice(C, c, k, r.at(q), j);
+        auto [q, j] = pc.of(x.chunk);
+        x.chunk = pc.slice(r.at(q), j);
       };
       if (o.type != OpType::Recv) rename(o.src);
       if (o.type != OpType::Send) rename(o.dst);
@@ -392,35 +494,37 @@ class RingAlgorithm final : public Algorithm {
     }
   }
 
-  static void all_gather(std::vector<Op>& ops, const Ring& r, int p, int c, int C, int k, std::uint16_t ch) {
-    auto slot = [&](int q, int j) { return slice(C, c, k, r.at(q), j); };
-    for (int j = 0; j < k; ++j) ops.push_back(copy(in(local(c, k, j)), out(slot(r.pos, j)), 1, ch));
-    ag_phase(ops, r, p, k, ch, slot, [&](int j) { return in(local(c, k, j)); });
+  static void all_gather(std::vector<Op>& ops, const Ring& r, int p, const Piece& pc) {
+    auto slot = [&](int q, int j) { return pc.slice(r.at(q), j); };
+    for (int j = 0; j < pc.k; ++j) ops.push_back(copy(in(pc.local(j)), out(slot(r.pos, j)), pc.count(), pc.ch));
+    ag_phase(ops, r, p, pc, slot, [&](int j) { return in(pc.local(j)); });
   }
 
   // Chain from position 0 (the root) to position p-1, k chunks in flight.
-  static void broadcast(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
-    for (int j = 0; j < k; ++j) {
-      auto x = local(c, k, j);
+  static void broadcast(std::vector<Op>& ops, const Ring& r, int p, const Piece& pc) {
+    const std::uint32_t n = pc.count();
+    for (int j = 0; j < pc.k; ++j) {
+      auto x = pc.local(j);
       if (r.pos == 0) {
-        ops.push_back(copy(in(x), out(x), 1, ch));
-        ops.push_back(send(r.next, in(x), 1, ch));
+        ops.push_back(copy(in(x), out(x), n, pc.ch));
+        ops.push_back(send(r.next, in(x), n, pc.ch));
       } else {
-        ops.push_back(recv(r.prev, out(x), 1, ch));
-        if (r.pos < p - 1) ops.push_back(send(r.next, out(x), 1, ch));
+        ops.push_back(recv(r.prev, out(x), n, pc.ch));
+        if (r.pos < p - 1) ops.push_back(send(r.next, out(x), n, pc.ch));
       }
     }
   }
 
   // Chain from position 0 to the root at position p-1, reducing on the way.
-  static void reduce_chain(std::vector<Op>& ops, const Ring& r, int p, int c, int k, std::uint16_t ch) {
-    for (int j = 0; j < k; ++j) {
-      auto x = local(c, k, j);
+  static void reduce_chain(std::vector<Op>& ops, const Ring& r, int p, const Piece& pc) {
+    const std::uint32_t n = pc.count();
+    for (int j = 0; j < pc.k; ++j) {
+      auto x = pc.local(j);
       if (r.pos == 0) {
-        ops.push_back(send(r.next, in(x), 1, ch));
+        ops.push_back(send(r.next, in(x), n, pc.ch));
       } else {
-        ops.push_back(recv_reduce(r.prev, in(x), out(x), 1, ch));
-        if (r.pos < p - 1) ops.push_back(send(r.next, out(x), 1, ch));
+        ops.push_back(recv_reduce(r.prev, in(x), out(x), n, pc.ch));
+        if (r.pos < p - 1) ops.push_back(send(r.next, out(x), n, pc.ch));
       }
     }
   }

@@ -1,0 +1,41 @@
+#pragma once
+// Byte shares of a ring plan's channels (docs/algorithms.md, "Weighted channels"): where the
+// channels' rings do not cross links of one speed alike (one NIC slower than its rail's others, a
+// host short of a GPU whose ring then crosses another rail's NIC), equal shares leave the ring on
+// the slowest link as the whole collective's pace. The shares that carry the most through every
+// link direction the rings cross are an LP (maximise the sum of the channels' rates under each
+// link direction's bandwidth, counting its crossings per channel), solved with GLPK and rounded
+// to whole units.
+
+#include <cstdint>
+#include <vector>
+
+namespace collkit::topo {
+class Topology;
+}
+
+namespace collkit::plan::algo {
+
+/// Channel c's share in units of a rank's slice (sum = units), from the rings' routes; empty
+/// where equal shares carry within kWeightGain of the best rate (every preset's rings), where
+/// `units` would be below twice the channels, or where some pair has no route. orders[c] is
+/// channel c's order (position -> rank), `chain` whether it runs as a chain (p - 1 hops, no
+/// wrap). Memoised per topology and orders.
+std::vector<int> channel_weights(const topo::Topology& t, const std::vector<std::vector<int>>& orders, bool chain, int units);
+
+/// Equal shares must carry at least this fraction less than the LP's best for weights to be laid out.
+inline constexpr double kWeightGain = 0.05;
+
+/// The units a slice is cut into for weights: 64 a channel, fewer where the plan's chunks over all
+/// ranks would pass kMaxWeightedChunks, which keeps `coll-plan verify` of such a plan (every
+/// channel executed: channels of unequal shares are not images of each other) within about
+/// 700 MB, or a chunk would hold less than kMinWeightedChunk bytes (small messages, whose time is
+/// latency, keep equal shares); 0 (no weights) below 2 a channel. `per_unit`: the chunks of a
+/// rank's largest buffer for each unit (slices it holds x pipeline), `bytes` that buffer's size.
+/// A 128-rank ring at 1 GiB gets 64 a channel (its rounding within 2% of the LP's rate), a
+/// 1024-rank one 2.
+inline constexpr std::uint64_t kMaxWeightedChunks = std::uint64_t{1} << 24;
+inline constexpr std::uint64_t kMinWeightedChunk = 4096;
+int weight_units(int channels, int ranks, std::uint64_t per_unit, std::uint64_t bytes);
+
+}  // namespace collkit::plan::algo
