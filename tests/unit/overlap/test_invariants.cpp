@@ -11,6 +11,7 @@
 #include "collkit/core/error.h"
 #include "collkit/plan/collective.h"
 #include "overlap_testing.h"
+#include "sanitizer_pass.h"
 
 using namespace collkit::overlap;
 using collkit::plan::Collective;
@@ -54,7 +55,11 @@ std::vector<Case> cases() {
 TEST_CASE(
     "overlap invariants: auto is never slower than none, exposed communication is never negative, and the bucketed and "
     "prefetching strategies alone are never slower than none") {
+  // Under the sanitizers every other layout (sanitizer_pass.h): each is the same model code.
+  int ran = 0, index = 0;
   for (const auto& c : cases()) {
+    if (collkit::testing::sanitizer_pass() && index++ % 2 == 1) continue;
+    ++ran;
     CAPTURE(c.name);
     auto r = ot::run(c.model, c.layout, c.hosts);
     // step_us is the model's predicted step (no clock is read): an invariant of the model, that
@@ -77,6 +82,7 @@ TEST_CASE(
       CHECK(row.slowdown <= 1 + kDefaultContention + 1e-9);
     }
   }
+  CHECK(ran == (collkit::testing::sanitizer_pass() ? 4 : 7));
 }
 
 TEST_CASE("overlap invariants: with communication free, every strategy that adds no kernels has speedup 1") {

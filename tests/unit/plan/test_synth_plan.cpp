@@ -9,6 +9,7 @@
 #include "collkit/plan/verify.h"
 #include "collkit/topo/synth.h"
 #include "plan/sim_topologies.h"
+#include "sanitizer_pass.h"
 
 using namespace collkit::plan;
 using namespace collkit::plan::testing;
@@ -60,6 +61,12 @@ bool unorder_first_send(ExplicitPlan& plan, int rank) {
   return false;
 }
 
+// Two dgx-a100 hosts (16 ranks) take the general solver seconds at -O2 and minutes under the
+// sanitizers; the other cases run the same code there (sanitizer_pass.h).
+bool skip_under_sanitizers(const std::string& node, int hosts) {
+  return collkit::testing::sanitizer_pass() && node == "dgx-a100" && hosts == 2;
+}
+
 }  // namespace
 
 TEST_CASE("synth plan: AllGather from packed trees verifies and nears the bound") {
@@ -74,8 +81,11 @@ TEST_CASE("synth plan: AllGather from packed trees verifies and nears the bound"
     double factor;    // simulated time over the bound, at most
     bool beats_ring;  // and below ring's
   };
+  int checked = 0;
   for (Case c : {Case{"dgx-a100", 1, 1.25, false}, Case{"dgx-a100", 2, 1.2, true}, Case{"dgx1-v100", 1, 1.07, true},
                  Case{"dgx1-v100", 2, 1.15, true}, Case{"mi300x", 1, 1.2, true}}) {
+    if (skip_under_sanitizers(c.node, c.hosts)) continue;
+    ++checked;
     CAPTURE(c.node);
     CAPTURE(c.hosts);
     Topology t = collkit::topo::synth({c.node, c.hosts, ""});
@@ -100,6 +110,7 @@ TEST_CASE("synth plan: AllGather from packed trees verifies and nears the bound"
     again.channels = k;
     CHECK(generate("synth", req, &t, again)->info().params == plan->info().params);
   }
+  CHECK(checked == (collkit::testing::sanitizer_pass() ? 4 : 5));
 }
 
 TEST_CASE("synth plan: ReduceScatter on the reversed trees verifies and nears the bound") {
@@ -109,8 +120,11 @@ TEST_CASE("synth plan: ReduceScatter on the reversed trees verifies and nears th
     double factor;
     bool beats_ring;
   };
+  int checked = 0;
   for (Case c :
        {Case{"dgx-a100", 1, 1.15, false}, Case{"dgx-a100", 2, 1.3, true}, Case{"dgx1-v100", 1, 1.07, true}, Case{"mi300x", 1, 1.2, true}}) {
+    if (skip_under_sanitizers(c.node, c.hosts)) continue;
+    ++checked;
     CAPTURE(c.node);
     CAPTURE(c.hosts);
     Topology t = collkit::topo::synth({c.node, c.hosts, ""});
@@ -126,6 +140,7 @@ TEST_CASE("synth plan: ReduceScatter on the reversed trees verifies and nears th
     CHECK(us <= bound * c.factor);
     if (c.beats_ring) CHECK(us < simulate(*generate("ring", req, &t), t).time_us);
   }
+  CHECK(checked == (collkit::testing::sanitizer_pass() ? 3 : 4));
 }
 
 TEST_CASE("synth plan: AllReduce as ReduceScatter up the trees then AllGather down them") {
@@ -137,7 +152,10 @@ TEST_CASE("synth plan: AllReduce as ReduceScatter up the trees then AllGather do
     double factor;
     bool beats_classic;
   };
+  int checked = 0;
   for (Case c : {Case{"dgx-a100", 1, 1.2, false}, Case{"dgx-a100", 2, 1.2, true}, Case{"dgx1-v100", 1, 1.4, true}}) {
+    if (skip_under_sanitizers(c.node, c.hosts)) continue;
+    ++checked;
     CAPTURE(c.node);
     CAPTURE(c.hosts);
     Topology t = collkit::topo::synth({c.node, c.hosts, ""});
@@ -157,6 +175,7 @@ TEST_CASE("synth plan: AllReduce as ReduceScatter up the trees then AllGather do
     CHECK(us <= bound * c.factor);
     if (c.beats_classic) CHECK(us < classic);
   }
+  CHECK(checked == (collkit::testing::sanitizer_pass() ? 2 : 3));
 }
 
 TEST_CASE("synth plan: a star, a changed tree edge caught, bad trees refused") {
@@ -256,9 +275,12 @@ TEST_CASE("synth plan: Broadcast and Reduce on presets verify, near the bound, a
   // routed sends never do (dgx-a100 x1: 300 of 331 GB/s; dgx1-v100's cube-mesh more so).
   // dgx-h100 x2: its p - 1 trees split over any walks (param arcs=walks) simulate at 1.08 where the
   // routed ones queue at 2 x under the Queue model (docs/synth.md, "Routed arcs").
+  int checked = 0;
   for (Case c :
        {Case{"dgx-a100", 1, 1.2}, Case{"dgx1-v100", 1, 1.5}, Case{"mi300x", 1, 1.2}, Case{"dgx-a100", 2, 1.15}, Case{"dgx-h100", 2, 1.15}})
     for (Collective coll : {Collective::Broadcast, Collective::Reduce}) {
+      if (skip_under_sanitizers(c.node, c.hosts)) continue;
+      ++checked;
       CAPTURE(c.node);
       CAPTURE(c.hosts);
       CAPTURE(to_string(coll));
@@ -280,6 +302,7 @@ TEST_CASE("synth plan: Broadcast and Reduce on presets verify, near the bound, a
       REQUIRE(retarget(bad, 0, coll == Collective::Broadcast ? OpType::Recv : OpType::Send));
       CHECK_FALSE(verify(bad).ok);
     }
+  CHECK(checked == (collkit::testing::sanitizer_pass() ? 8 : 10));
 }
 
 TEST_CASE("synth plan: one root's stored trees are checked") {
