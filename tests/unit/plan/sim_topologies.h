@@ -2,12 +2,21 @@
 // Small topologies built in code for the simulator and bound tests: every number in their
 // expected results can be worked out by hand.
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "collkit/topo/synth.h"
 #include "collkit/topo/topology.h"
 
 namespace collkit::plan::testing {
+
+/// A preset cluster as `coll-topo synth --node NODE --nodes N [--fabric F]` makes it, from the
+/// source tree's configs.
+inline topo::Topology preset(const std::string& node, int nodes, const std::string& fabric = "") {
+  setenv("COLLKIT_CONFIGS", COLLKIT_CONFIGS_DIR, 1);
+  return topo::synth({node, nodes, fabric});
+}
 
 inline topo::Vertex make_vertex(std::string id, topo::VertexKind kind, std::string host = "") {
   topo::Vertex v;

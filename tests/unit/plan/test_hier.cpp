@@ -5,6 +5,7 @@
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/topo/synth.h"
+#include "plan/sim_topologies.h"
 #include "plan_testing.h"
 
 using namespace collkit;
@@ -13,11 +14,6 @@ using namespace collkit::plan::testing;
 
 namespace {
 
-topo::Topology make(const std::string& node, int nodes, const std::string& fabric = "") {
-  setenv("COLLKIT_CONFIGS", COLLKIT_CONFIGS_DIR, 1);
-  return topo::synth({node, nodes, fabric});
-}
-
 }  // namespace
 
 TEST_CASE("hier: supports needs a topology, equal hosts and AR/RS/AG") {
@@ -25,7 +21,7 @@ TEST_CASE("hier: supports needs a topology, equal hosts and AR/RS/AG") {
   std::string why;
   CHECK_FALSE(a.supports(Request{Collective::AllReduce, 1024, 8, 0}, nullptr, &why));
   CHECK(why == "hier needs a topology to group ranks by host");
-  auto t = make("pcie-8gpu:gpus=4", 3, "single-switch");
+  auto t = testing::preset("pcie-8gpu:gpus=4", 3, "single-switch");
   CHECK_FALSE(a.supports(Request{Collective::AllReduce, 1024, 10, 0}, &t, &why));
   CHECK(why == "hosts hold unequal numbers of ranks (host 0: 4, host 2: 2); hier needs the same number on each");
   CHECK_FALSE(a.supports(Request{Collective::Broadcast, 1024, 12, 0}, &t, &why));
@@ -38,7 +34,7 @@ TEST_CASE("hier: supports needs a topology, equal hosts and AR/RS/AG") {
 }
 
 TEST_CASE("hier: params hold the grouping") {
-  auto t = make("dgx-h100", 2);
+  auto t = testing::preset("dgx-h100", 2);
   auto plan = generate("hier", Request{Collective::AllReduce, 8 * 1024, 16, 0}, &t);
   CHECK(plan->info().params.at("hosts") == "2");
   CHECK(plan->info().params.at("local") == "8");
@@ -50,7 +46,7 @@ TEST_CASE("hier: params hold the grouping") {
 
 TEST_CASE("hier: every N x g plan is correct") {
   for (int g = 1; g <= 8; ++g) {
-    auto t = make("pcie-8gpu:gpus=" + std::to_string(g), 4, "single-switch");
+    auto t = testing::preset("pcie-8gpu:gpus=" + std::to_string(g), 4, "single-switch");
     for (int n = 1; n <= 4; ++n) {
       int p = n * g;
       for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::AlltoAll}) {
@@ -70,7 +66,7 @@ TEST_CASE("hier: every N x g plan is correct") {
 
 TEST_CASE("hier: dgx1-v100 x 2 and dgx-h100 x 2 verify") {
   for (const char* node : {"dgx1-v100", "dgx-h100"}) {
-    auto t = make(node, 2);
+    auto t = testing::preset(node, 2);
     for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::AlltoAll}) {
       auto plan = generate("hier", Request{c, 8 * 16 * 16, 16, 0}, &t);
       INFO(describe_plan(plan->info()));
@@ -81,7 +77,7 @@ TEST_CASE("hier: dgx1-v100 x 2 and dgx-h100 x 2 verify") {
 
 TEST_CASE("hier: the inter-host AllReduce is embedded: ring for few hosts, rhd beyond, any on request") {
   // 20 hosts > 16: rhd by default, with its fold for a host count that is not a power of two.
-  auto many = make("pcie-8gpu:gpus=2", 20, "single-switch");
+  auto many = testing::preset("pcie-8gpu:gpus=2", 20, "single-switch");
   Request req{Collective::AllReduce, 8ull * 2 * 32 * 40, 40, 0};
   auto plan = generate("hier", req, &many);
   CHECK(plan->info().params.at("inter") == "rhd");
@@ -89,7 +85,7 @@ TEST_CASE("hier: the inter-host AllReduce is embedded: ring for few hosts, rhd b
   // Per rank: 1 intra RS step + 2 log2(16) rhd steps + 2 fold steps + 1 intra AG step, 2 ops each.
   CHECK(plan->program(1).size() < 40);
 
-  auto few = make("pcie-8gpu:gpus=2", 5, "single-switch");
+  auto few = testing::preset("pcie-8gpu:gpus=2", 5, "single-switch");
   for (const char* inter : {"ring", "rhd", "rd", "tree"}) {
     CAPTURE(inter);
     AlgoOptions opt;

@@ -19,16 +19,12 @@
 #include "collkit/topo/queries.h"
 #include "collkit/topo/routing.h"
 #include "collkit/topo/synth.h"
+#include "plan/sim_topologies.h"
 
 using namespace collkit;
 using namespace collkit::plan;
 
 namespace {
-
-topo::Topology make(const std::string& node, int nodes, const std::string& fabric = "") {
-  setenv("COLLKIT_CONFIGS", COLLKIT_CONFIGS_DIR, 1);
-  return topo::synth({node, nodes, fabric});
-}
 
 // The rings a ring plan runs, in the direction it runs them.
 std::vector<std::vector<int>> rings_of(const PlanInfo& info) {
@@ -117,7 +113,7 @@ TEST_CASE("ring channels: on meshes and NVSwitch hosts, no link direction carrie
   // its 24 NVLinks, each both ways); an NVSwitch port carries every channel whatever the order.
   int checked = 0;
   for (const char* node : {"mi300x", "dgx1-v100", "dgx-h100", "dgx-a100", "hgx-h200", "gb200-nvl72"}) {
-    auto t = make(node, 1);
+    auto t = testing::preset(node, 1);
     for (int c = 1; c <= 8; ++c) {
       CAPTURE(node);
       CAPTURE(c);
@@ -130,7 +126,7 @@ TEST_CASE("ring channels: on meshes and NVSwitch hosts, no link direction carrie
 }
 
 TEST_CASE("ring channels: counting shared link directions on mi300x and dgx1-v100") {
-  auto mi = make("mi300x", 1);
+  auto mi = testing::preset("mi300x", 1);
   for (int c = 1; c <= 7; ++c) {
     CAPTURE(c);
     CHECK(shared_directions(crossings(mi, rings(mi, c))) == 0);
@@ -140,7 +136,7 @@ TEST_CASE("ring channels: counting shared link directions on mi300x and dgx1-v10
   CHECK(shared_directions(crossings(mi, rings(mi, 6, Collective::Broadcast))) == 0);
 
   // DGX-1: with 6 channels no NVLink direction carries more channels than it has links.
-  auto dgx1 = make("dgx1-v100", 1);
+  auto dgx1 = testing::preset("dgx1-v100", 1);
   int over = 0, nvlink = 0;
   for (auto [dir, n] : crossings(dgx1, rings(dgx1, 6))) {
     const topo::Link& l = dgx1.link(static_cast<topo::LinkId>(dir / 2));
@@ -153,7 +149,7 @@ TEST_CASE("ring channels: counting shared link directions on mi300x and dgx1-v10
 }
 
 TEST_CASE("ring channels: mi300x x4 gives each channel its own xGMI directions and NICs") {
-  auto t = make("mi300x", 4, "fat-tree:rails=8");
+  auto t = testing::preset("mi300x", 4, "fat-tree:rails=8");
   auto rs = rings(t, 0);  // the default: one channel per NIC
   REQUIRE(rs.size() == 8);
   auto count = crossings(t, rs);
@@ -181,7 +177,7 @@ TEST_CASE("ring channels: mi300x x4 gives each channel its own xGMI directions a
 TEST_CASE("ring channels: mi300x x1 AllGather 1 GiB on 6 channels, each xGMI direction to one channel") {
   // 7 steps; each channel's step moves one of 6 x 8 slices, ceil(2^30 / 48) = 22369622 bytes
   // (chunks split at whole bytes), over its own 64 GB/s xGMI link with 0.15 us latency.
-  auto t = make("mi300x", 1);
+  auto t = testing::preset("mi300x", 1);
   Request req{Collective::AllGather, std::uint64_t{1} << 30, 8, 0};
   SimResult r = simulate(*generate("ring", req, &t, {6, 0, false, {}}), t);
   double ref = 7 * (0.15 + 22369622.0 / 64e3);  // 2447.727 us
@@ -191,7 +187,7 @@ TEST_CASE("ring channels: mi300x x1 AllGather 1 GiB on 6 channels, each xGMI dir
 }
 
 TEST_CASE("ring channels: dgx1-v100 AllReduce improves with channels up to its 6 NVLinks per GPU") {
-  auto t = make("dgx1-v100", 1);
+  auto t = testing::preset("dgx1-v100", 1);
   // 14 steps of ceil(2^30 / (8C)) bytes at the rate of each channel's slowest link share, plus
   // the 0.15 us NVLink latency: one channel, or two (the doubled-link cycle one way each), run
   // at 50 GB/s; from three on a channel needs a single 25 GB/s link or half of a doubled one.
@@ -213,7 +209,7 @@ TEST_CASE("ring channels: dgx1-v100 AllReduce improves with channels up to its 6
 }
 
 TEST_CASE("ring channels: an NVSwitch host keeps its cycle, walked from each channel's entry") {
-  auto t = make("dgx-h100", 1);
+  auto t = testing::preset("dgx-h100", 1);
   auto cycle = algo::host_cycles(8, t)[0];
   int checked = 0;
   for (const auto& r : rings(t, 4)) {
@@ -228,8 +224,8 @@ TEST_CASE("ring channels: an NVSwitch host keeps its cycle, walked from each cha
 
 TEST_CASE("ring channels: every ring is a permutation crossing each host boundary once, uneven hosts too") {
   int checked = 0;
-  auto pcie = make("pcie-8gpu:gpus=4", 3, "single-switch");
-  auto mi = make("mi300x", 3, "fat-tree:rails=8");
+  auto pcie = testing::preset("pcie-8gpu:gpus=4", 3, "single-switch");
+  auto mi = testing::preset("mi300x", 3, "fat-tree:rails=8");
   for (const auto* t : {&pcie, &mi})
     for (int nranks : {static_cast<int>(t->num_ranks()), static_cast<int>(t->num_ranks()) - 2})
       for (int c : {1, 3, 8}) {
@@ -339,7 +335,7 @@ TEST_CASE("ring channels: on a torus no router link direction carries more than 
   };
   int checked = 0;
   for (Case k : {Case{"mi300x", 4, "2x2"}, Case{"mi300x", 16, "4x4"}, Case{"mi300x", 32, "4x4x2"}, Case{"dgx-h100", 16, "4x4"}}) {
-    auto t = make(k.node, k.nodes, std::string("torus:dims=") + k.dims);
+    auto t = testing::preset(k.node, k.nodes, std::string("torus:dims=") + k.dims);
     for (int c : {2, 4, 8}) {
       CAPTURE(k.node);
       CAPTURE(k.dims);
@@ -351,13 +347,13 @@ TEST_CASE("ring channels: on a torus no router link direction carries more than 
   }
   CHECK(checked == 12);
   // 64 hosts: past the depth-first search, the host cycles come from rotations.
-  auto t = make("mi300x", 64, "torus:dims=4x4x4");
+  auto t = testing::preset("mi300x", 64, "torus:dims=4x4x4");
   CHECK(even_share(t, 8) == 2);
   CHECK(busiest_fabric(t, crossings(t, rings(t, 8))) == 2);
 }
 
 TEST_CASE("ring channels: mi300x x16 on a 4x4 torus, 8 channels: xGMI, NICs and router links all evenly used") {
-  auto t = make("mi300x", 16, "torus:dims=4x4");
+  auto t = testing::preset("mi300x", 16, "torus:dims=4x4");
   auto rs = rings(t, 0);  // the default: one channel per NIC
   REQUIRE(rs.size() == 8);
   int xgmi = 0, nic_ports = 0, routers = 0;
@@ -395,7 +391,7 @@ TEST_CASE("ring channels: mi300x x16 on a 4x4 torus, AllGather 1 GiB at the NICs
   // that one other channel shares: 50 GB/s either way. Latencies hide behind the messages in
   // flight to within 1%. Before (all channels on the same router links, 12.5 GB/s each):
   // 10666.61 us.
-  auto t = make("mi300x", 16, "torus:dims=4x4");
+  auto t = testing::preset("mi300x", 16, "torus:dims=4x4");
   Request req{Collective::AllGather, std::uint64_t{1} << 30, 128, 0};
   double us = simulate(*generate("ring", req, &t, {0, 0, false, {}}), t).time_us;  // 2676.20 us
   double ref = 127 * 1048576.0 / 50e3;                                             // 2663.38 us
@@ -409,11 +405,11 @@ TEST_CASE("ring channels: hosts stay in topology order on fat-trees and single s
   // There each hop between consecutive hosts stays under one rail leaf; a torus is where
   // channels take host orders of their own.
   int checked = 0;
-  auto ft = make("dgx-h100", 4, "fat-tree:rails=8");
-  auto ss = make("pcie-8gpu:gpus=4", 3, "single-switch");
+  auto ft = testing::preset("dgx-h100", 4, "fat-tree:rails=8");
+  auto ss = testing::preset("pcie-8gpu:gpus=4", 3, "single-switch");
   // A leaf per host (2 ports: one down, one up): no leaf is shared, but the spine is no host's
   // own, so this is no direct network either.
-  auto own_leaves = make("dgx-h100", 4, "fat-tree:rails=8,leaf_radix=2");
+  auto own_leaves = testing::preset("dgx-h100", 4, "fat-tree:rails=8,leaf_radix=2");
   for (const auto* t : {&ft, &ss, &own_leaves})
     for (int c : {1, 2, 8})
       for (const auto& r : rings(*t, c)) {
@@ -433,7 +429,7 @@ TEST_CASE("ring channels: hosts stay in topology order on fat-trees and single s
 TEST_CASE("ring channels: a torus plan simulates alike folded and unfolded") {
   // Channel pairs on host cycles of their own break the channel rotation a ring in topology
   // order states; Plan::symmetries() states only what still holds, which the fold relies on.
-  auto t = make("mi300x", 16, "torus:dims=4x4");
+  auto t = testing::preset("mi300x", 16, "torus:dims=4x4");
   int checked = 0;
   for (Collective c : {Collective::AllReduce, Collective::AllGather})
     for (bool bidir : {false, true}) {

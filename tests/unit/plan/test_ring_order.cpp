@@ -9,16 +9,12 @@
 #include "collkit/topo/affinity.h"
 #include "collkit/topo/queries.h"
 #include "collkit/topo/synth.h"
+#include "plan/sim_topologies.h"
 
 using namespace collkit;
 using namespace collkit::plan;
 
 namespace {
-
-topo::Topology make(const std::string& node, int nodes, const std::string& fabric = "") {
-  setenv("COLLKIT_CONFIGS", COLLKIT_CONFIGS_DIR, 1);
-  return topo::synth({node, nodes, fabric});
-}
 
 bool is_permutation_of_n(const std::vector<int>& v) {
   std::vector<int> s = v;
@@ -47,7 +43,7 @@ TEST_CASE("ring order: identity without a topology or without hosts") {
   std::vector<int> id(6);
   std::iota(id.begin(), id.end(), 0);
   CHECK(ring_order(req, nullptr, 0) == id);
-  auto t = make("dgx-h100", 1);
+  auto t = testing::preset("dgx-h100", 1);
   Request big{Collective::AllReduce, 1024, 9, 0};  // more ranks than the topology has
   std::vector<int> id9(9);
   std::iota(id9.begin(), id9.end(), 0);
@@ -55,7 +51,7 @@ TEST_CASE("ring order: identity without a topology or without hosts") {
 }
 
 TEST_CASE("ring order: 4 x dgx-h100 crosses each host boundary once, rail-aligned") {
-  auto t = make("dgx-h100", 4);
+  auto t = testing::preset("dgx-h100", 4);
   Request req{Collective::AllReduce, 1 << 20, 32, 0};
   for (int ch = 0; ch < 4; ++ch) {
     auto order = ring_order(req, &t, ch);
@@ -75,7 +71,7 @@ TEST_CASE("ring order: 4 x dgx-h100 crosses each host boundary once, rail-aligne
 }
 
 TEST_CASE("ring order: odd host count leaves at most the wrap misaligned") {
-  auto t = make("dgx-h100", 3);
+  auto t = testing::preset("dgx-h100", 3);
   Request req{Collective::AllReduce, 1 << 20, 24, 0};
   auto order = ring_order(req, &t, 2);
   CHECK(is_permutation_of_n(order));
@@ -91,7 +87,7 @@ TEST_CASE("ring order: odd host count leaves at most the wrap misaligned") {
 }
 
 TEST_CASE("ring order: dgx1-v100 keeps every intra-host neighbour on NVLink") {
-  auto t = make("dgx1-v100", 1);
+  auto t = testing::preset("dgx1-v100", 1);
   Request req{Collective::AllReduce, 1 << 20, 8, 0};
   for (int ch = 0; ch < 2; ++ch) {
     auto order = ring_order(req, &t, ch);
@@ -101,7 +97,7 @@ TEST_CASE("ring order: dgx1-v100 keeps every intra-host neighbour on NVLink") {
   }
   CHECK(ring_order(req, &t, 0)[0] != ring_order(req, &t, 1)[0]);
 
-  auto t2 = make("dgx1-v100", 2);
+  auto t2 = testing::preset("dgx1-v100", 2);
   Request req2{Collective::AllReduce, 1 << 20, 16, 0};
   auto order = ring_order(req2, &t2, 0);
   CHECK(is_permutation_of_n(order));
@@ -117,7 +113,7 @@ TEST_CASE("ring order: dgx1-v100 keeps every intra-host neighbour on NVLink") {
 }
 
 TEST_CASE("ring order: host cycles and rails") {
-  auto t = make("pcie-8gpu:gpus=4", 3, "single-switch");
+  auto t = testing::preset("pcie-8gpu:gpus=4", 3, "single-switch");
   auto hosts = algo::host_cycles(12, t);
   REQUIRE(hosts.size() == 3);
   for (const auto& h : hosts) CHECK(h.size() == 4);
@@ -130,12 +126,12 @@ TEST_CASE("ring order: host cycles and rails") {
   auto c = hosts[0];
   auto pos = [&](int r) { return std::find(c.begin(), c.end(), r) - c.begin(); };
   CHECK(std::abs(pos(0) - pos(1)) % 2 == 1);
-  auto h100 = make("dgx-h100", 2);
+  auto h100 = testing::preset("dgx-h100", 2);
   auto aff = collkit::topo::nic_affinity(h100);
   CHECK(algo::rail_of(h100, aff, 3) == 3);
   CHECK(algo::rail_of(h100, aff, 11) == 3);
   // Two GPUs and two NICs under one PCIe switch: each GPU its own rail, as NCCL assigns them.
-  auto a100 = make("dgx-a100", 2);
+  auto a100 = testing::preset("dgx-a100", 2);
   auto aff2 = collkit::topo::nic_affinity(a100);
   for (int r = 0; r < 16; ++r) CHECK(algo::rail_of(a100, aff2, r) == r % 8);
 }

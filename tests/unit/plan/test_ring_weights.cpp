@@ -19,17 +19,13 @@
 #include "collkit/plan/simulate.h"
 #include "collkit/topo/routing.h"
 #include "collkit/topo/synth.h"
+#include "plan/sim_topologies.h"
 #include "plan_testing.h"
 
 using namespace collkit;
 using namespace collkit::plan;
 
 namespace {
-
-topo::Topology make(const std::string& node, int nodes, const std::string& fabric = "") {
-  setenv("COLLKIT_CONFIGS", COLLKIT_CONFIGS_DIR, 1);
-  return topo::synth({node, nodes, fabric});
-}
 
 // The link between two vertices named by id (the only one: a NIC has one fabric link).
 topo::LinkId link_between(const topo::Topology& t, const std::string& a, const std::string& b) {
@@ -90,7 +86,7 @@ TEST_CASE("ring weights: a NIC at half rate takes a smaller share, verified, com
   // and coming back through another. Host 1's NIC 2 at 25 GB/s of 50 slows the rings through it
   // to half; equal shares leave the whole collective at that pace (about 2 x), shares by the LP let
   // the other rings carry more (64 units a channel, or fewer at the chunk floor).
-  topo::Topology t = make("dgx-h100", 2);
+  topo::Topology t = testing::preset("dgx-h100", 2);
   topo::LinkId slow = link_between(t, "node1/nic2", "fabric/leaf2.0");
   t.mutable_link(slow).bw_gbps /= 2;
   const int p = 16;
@@ -134,7 +130,7 @@ TEST_CASE("ring weights: rings that cross links alike keep equal shares on every
   int checked = 0;
   for (const char* node : {"dgx-a100", "dgx-h100", "mi300x", "dgx1-v100", "pcie-8gpu", "gb200-nvl72"})
     for (int nodes : {1, 2, 4}) {
-      topo::Topology t = make(node, nodes);
+      topo::Topology t = testing::preset(node, nodes);
       for (Collective c : {Collective::AllGather, Collective::AllReduce, Collective::Broadcast}) {
         CAPTURE(node);
         CAPTURE(nodes);
@@ -148,7 +144,7 @@ TEST_CASE("ring weights: rings that cross links alike keep equal shares on every
 }
 
 TEST_CASE("ring weights: small messages, bidirectional rings and one channel keep equal shares") {
-  topo::Topology t = make("dgx-h100", 4);
+  topo::Topology t = testing::preset("dgx-h100", 4);
   t.mutable_link(link_between(t, "node1/nic2", "fabric/leaf2.0")).bw_gbps /= 2;
   const int p = 32;
   // At 1 MiB a unit of an AllGather's output would hold under kMinWeightedChunk bytes.
@@ -164,7 +160,7 @@ TEST_CASE("ring weights: small messages, bidirectional rings and one channel kee
 }
 
 TEST_CASE("ring weights: malformed weights in a plan file are refused in one line") {
-  topo::Topology t = make("dgx-h100", 4);
+  topo::Topology t = testing::preset("dgx-h100", 4);
   t.mutable_link(link_between(t, "node1/nic2", "fabric/leaf2.0")).bw_gbps /= 2;
   PlanInfo good = algorithm("ring").layout({Collective::AllReduce, std::uint64_t{1} << 30, 32, 0}, &t, {});
   REQUIRE(good.params.count("weights") == 1);
