@@ -155,8 +155,8 @@ int run_generate(const Options& o) {
   std::ostream& said = to_stdout ? std::cerr : std::cout;
   if (to_stdout) std::cout << plan::to_json(*out) << std::flush;
   else plan::save(*out, o.output);
-  said << fmt::format("{} {} of {} on {} ranks: {} channel(s)\n", out->info().algorithm, plan::to_string(req.coll),
-                      collkit::format_size_bytes(req.bytes), nranks, out->info().channels);
+  said << fmt::format("{} {} of {} on {} ranks: {} channel(s){}\n", out->info().algorithm, plan::to_string(req.coll),
+                      collkit::format_size_bytes(req.bytes), nranks, out->info().channels, plan::weights_note(out->info()));
   print_prediction(out->info(), said);
   if (out->info().predicted_us > 0) print_flow_lp(*out, out->info().predicted_us, to_stdout ? "-" : o.output, said);
   if (t && out->info().predicted_us > 0) print_rs_ag(plan::lower_bound(req, *t), said);

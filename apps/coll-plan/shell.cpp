@@ -19,6 +19,7 @@
 #include "collkit/plan/export.h"
 #include "collkit/plan/io.h"
 #include "collkit/plan/planner.h"
+#include "collkit/plan/show.h"
 #include "collkit/topo/io.h"
 #include "collkit/topo/show.h"
 #include "collkit/topo/subset.h"
@@ -341,9 +342,9 @@ void Session::plan(const Args& a) {
   remember({r.req.coll, r.req.bytes, r.req.root});
   const plan::PlanInfo& i = plan_->info();
   double algbw = plan::algbw_gbps(i.req.bytes, i.predicted_us);
-  out_ << fmt::format("{} {} of {} on {} ranks, {} channel(s): predicted {} us  busbw {:.2f} GB/s  bound {} us  gap {:.1f}%\n", i.algorithm,
-                      plan::to_string(i.req.coll), format_size_bytes(i.req.bytes), i.req.nranks, i.channels, us(i.predicted_us),
-                      algbw * plan::busbw_factor(i.req.coll, i.req.nranks), us(i.bound_us),
+  out_ << fmt::format("{} {} of {} on {} ranks, {} channel(s){}: predicted {} us  busbw {:.2f} GB/s  bound {} us  gap {:.1f}%\n",
+                      i.algorithm, plan::to_string(i.req.coll), format_size_bytes(i.req.bytes), i.req.nranks, i.channels,
+                      plan::weights_note(i), us(i.predicted_us), algbw * plan::busbw_factor(i.req.coll, i.req.nranks), us(i.bound_us),
                       i.bound_us > 0 ? 100.0 * (i.predicted_us - i.bound_us) / i.bound_us : 0.0);
   if (!why.empty()) out_ << "  auto chose " << why << "\n";
 }

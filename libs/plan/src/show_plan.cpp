@@ -28,12 +28,17 @@ std::string describe_op(const Op& op) {
   return s;
 }
 
+std::string weights_note(const PlanInfo& info) {
+  auto it = info.params.find("weights");
+  return it == info.params.end() ? "" : ", shares " + it->second + " of a slice";
+}
+
 std::string describe_plan(const Plan& plan, int first_rank, int count) {
   const PlanInfo& info = plan.info();
-  std::string out = info.algorithm + " " + std::string(to_string(info.req.coll)) + ", " + std::to_string(info.req.bytes) +
-                    " bytes, " + std::to_string(plan.nranks()) + " ranks, " + std::to_string(info.channels) +
-                    " channel(s); chunks: input " + std::to_string(info.in_chunks) + ", output " +
-                    std::to_string(info.out_chunks) + ", scratch " + std::to_string(info.scratch_chunks) + "\n";
+  std::string out = info.algorithm + " " + std::string(to_string(info.req.coll)) + ", " + std::to_string(info.req.bytes) + " bytes, " +
+                    std::to_string(plan.nranks()) + " ranks, " + std::to_string(info.channels) + " channel(s)" + weights_note(info) +
+                    "; chunks: input " + std::to_string(info.in_chunks) + ", output " + std::to_string(info.out_chunks) + ", scratch " +
+                    std::to_string(info.scratch_chunks) + "\n";
   int first = std::max(first_rank, 0);
   int last = count < 0 ? plan.nranks() : std::min(plan.nranks(), first + count);
   for (int r = first; r < last; ++r) {

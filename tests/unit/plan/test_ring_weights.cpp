@@ -16,6 +16,7 @@
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/bounds.h"
+#include "collkit/plan/show.h"
 #include "collkit/plan/simulate.h"
 #include "collkit/topo/routing.h"
 #include "collkit/topo/synth.h"
@@ -99,6 +100,7 @@ TEST_CASE("ring weights: a NIC at half rate takes a smaller share, verified, com
     PlanInfo w = algorithm("ring").layout(req, &t, {});
     REQUIRE(w.params.count("weights") == 1);
     std::vector<int> shares = parse(w.params.at("weights"));
+    CHECK(weights_note(w) == ", shares " + w.params.at("weights") + " of a slice");  // coll-plan's summary lines
     int channels = std::stoi(w.params.at("channels"));
     REQUIRE(static_cast<int>(shares.size()) == channels);
     // The rings through the slow link get less than every ring that keeps off it.
@@ -137,6 +139,7 @@ TEST_CASE("ring weights: rings that cross links alike keep equal shares on every
         CAPTURE(to_string(c));
         PlanInfo info = algorithm("ring").layout({c, std::uint64_t{1} << 30, static_cast<int>(t.num_ranks()), 0}, &t, {});
         CHECK(info.params.count("weights") == 0);
+        CHECK(weights_note(info).empty());
         ++checked;
       }
     }

@@ -16,4 +16,8 @@ std::string describe_plan(const Plan& plan, int first_rank, int count);
 /// One op as describe_plan() prints it after "#i ": "recv_reduce <- 3  input[2] -> output[2]".
 std::string describe_op(const Op& op);
 
+/// ", shares 74,74,36,36 of a slice" for a plan whose channels carry unequal shares (a ring's
+/// param weights: docs/algorithms.md, "Weighted channels"), for the summary lines; "" otherwise.
+std::string weights_note(const PlanInfo& info);
+
 }  // namespace collkit::plan
