@@ -50,7 +50,7 @@ for c in "${cases[@]}"; do
     cp "$tmp/base.json" "$tmp/t.json"
   fi
   for coll in allgather reducescatter allreduce broadcast; do
-    "$bin/coll-plan" generate --topo "$tmp/t.json" --coll $coll --size 1G --algo ring -o "$tmp/w.json" 2>/dev/null
+    "$bin/coll-plan" generate --topo "$tmp/t.json" --coll $coll --size 1G --algo ring -o "$tmp/w.json" >/dev/null 2>&1
     weights=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['params'].get('weights', '-'))" "$tmp/w.json")
     bound=$("$bin/coll-plan" simulate "$tmp/w.json" --topo "$tmp/t.json" | awk '$1 == "bound" {print $2; exit}')
     equal "$tmp/w.json" "$tmp/e.json"
