@@ -147,6 +147,14 @@ json.dump(j, open(sys.argv[2], "w"))
 PY
 expect_fail 2 "coll-plan: error: $TMP/sg1-bad.json: synth: plan parameter trees: tree 0 does not lead rank 1 to its root 0" \
   "$plan" synth-info "$TMP/sg1-bad.json"
+# A ring's shares (param weights, docs/algorithms.md "Weighted channels") malformed in a plan file.
+for w in 0 3,1; do
+  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j["params"]["weights"] = sys.argv[3]; json.dump(j, open(sys.argv[2], "w"))' \
+    "$TMP/r4.json" "$TMP/r4-weights.json" "$w"
+  [ "$w" = 0 ] && why='weights="0": expected a positive integer per channel, comma-separated' || why='weights has 2 entries for 1 channels'
+  expect_fail 2 "coll-plan: error: $TMP/r4-weights.json: plan is wrong: rank 0: cannot expand its program: ring: plan parameter $why" \
+    "$plan" verify "$TMP/r4-weights.json"
+done
 python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j["params"]["lp_gbps"] = "fast"; json.dump(j, open(sys.argv[2], "w"))' \
   "$TMP/a2a.json" "$TMP/a2a-bad.json"
 expect_fail 2 "coll-plan: error: $TMP/a2a-bad.json: plan parameter lp_gbps=\"fast\": expected a positive number" \
