@@ -27,6 +27,21 @@ double param_positive(const PlanInfo& info, const std::string& key, double fallb
   return v;
 }
 
+std::vector<int> param_ints(const std::string& name, const std::string& text, int lo, int hi, const std::string& what) {
+  std::vector<int> v;
+  const char* p = text.data();
+  const char* end = text.data() + text.size();
+  for (;;) {
+    int x = 0;
+    auto [q, ec] = std::from_chars(p, end, x);
+    if (ec != std::errc() || x < lo || x > hi || (q != end && *q != ','))
+      throw InputError(name + "=\"" + text + "\": expected " + what + ", comma-separated");
+    v.push_back(x);
+    if (q == end) return v;
+    p = q + 1;
+  }
+}
+
 std::vector<int> param_order(const PlanInfo& info, const std::string& key, int n) {
   std::vector<int> order;
   auto it = info.params.find(key);

@@ -68,6 +68,9 @@ inline ChunkRef scratch(std::uint32_t c) { return {Buf::Scratch, c}; }
 int param_int(const PlanInfo& info, const std::string& key, int fallback);
 /// A positive number parameter (a rate, a time), with a default; InputError naming the key when malformed.
 double param_positive(const PlanInfo& info, const std::string& key, double fallback);
+/// A list of integers in [lo, hi] stored as "3,1,2" (none empty); when malformed, InputError
+/// "NAME=\"TEXT\": expected WHAT, comma-separated" (name: "ring: plan parameter weights").
+std::vector<int> param_ints(const std::string& name, const std::string& text, int lo, int hi, const std::string& what);
 /// A rank permutation stored as "3,1,0,2"; empty or absent = identity of `n`. Checks it is one.
 std::vector<int> param_order(const PlanInfo& info, const std::string& key, int n);
 std::string format_order(const std::vector<int>& order);

@@ -54,33 +54,12 @@ struct Shares {
   std::vector<int> off, w;
 };
 
-std::vector<int> parse_weights(const std::string& text) {
-  std::vector<int> w;
-  std::size_t at = 0;
-  while (at <= text.size()) {
-    std::size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(at, end - at);
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || v < 1 || v > 1 << 16)
-      throw InputError("ring: plan parameter weights=\"" + text + "\": expected a positive integer per channel, comma-separated");
-    w.push_back(v);
-    at = end + 1;
-  }
-  return w;
-}
-
 Shares shares_of(const PlanInfo& info) {
   int C = param_int(info, "channels", 1);
   Shares sh;
   auto it = info.params.find("weights");
-  sh.w = it == info.params.end() ? std::vector<int>(static_cast<std::size_t>(std::max(C, 1)), 1) : parse_weights(it->second);
+  sh.w = it == info.params.end() ? std::vector<int>(static_cast<std::size_t>(std::max(C, 1)), 1)
+                                 : param_ints("ring: plan parameter weights", it->second, 1, 1 << 16, "a positive integer per channel");
   if (static_cast<int>(sh.w.size()) != C)
     throw InputError("ring: plan parameter weights has " + std::to_string(sh.w.size()) + " entries for " + std::to_string(C) + " channels");
   sh.off.assign(sh.w.size(), 0);
