@@ -57,7 +57,8 @@ struct Trial {
     std::unique_ptr<Plan> plan = generate(a.name(), req, &topo, opt);
     // Too many ops to simulate in seconds: left out with the reason; it can still be generated
     // and simulated by name.
-    double ops = static_cast<double>(plan->program(0).size()) * req.nranks;
+    const auto per_rank = static_cast<double>(std::max<std::size_t>(1, plan->program(0).size()));
+    double ops = per_rank * req.nranks;
     auto millions = [](double x) { return std::to_string(static_cast<long long>(x / 1e6)); };
     if (ops > sim.op_budget) {
       if (!c.plan)
@@ -70,10 +71,21 @@ struct Trial {
     std::optional<sim::Fold> fold;
     if (sim.fold_symmetry) fold = sim::fold(*plan, topo, *sim.routes, sim.folds.get());
     if (ops > sim.unfolded_op_budget && sim.fold_symmetry && !fold) {
-      if (!c.plan)
-        c.why_not = "about " + millions(ops) + " M ops with no symmetry to fold them by, beyond auto's budget of " +
-                    millions(sim.unfolded_op_budget) + " M for such plans (generate it by name to simulate it)";
-      return false;
+      // Once, at the options the search starts from (its first trial): its knobs are not searched.
+      // Not where its ops carry little (a ring of a thousand ranks at 1 MiB: 100-byte steps,
+      // thousands deep, behind every latency-bound plan), which would take seconds for nothing.
+      double per_op = static_cast<double>(req.bytes) / per_rank;
+      if (c.plan || ops > sim.unfolded_once_op_budget || per_op < sim.unfolded_once_min_bytes) {
+        if (!c.plan)
+          c.why_not = "about " + millions(ops) + " M ops with no symmetry to fold them by, beyond auto's budget of " +
+                      (ops > sim.unfolded_once_op_budget
+                           ? millions(sim.unfolded_once_op_budget) + " M for such plans"
+                           : millions(sim.unfolded_op_budget) + " M for such plans of ops under " +
+                                 std::to_string(static_cast<long long>(sim.unfolded_once_min_bytes / 1024)) + " KiB") +
+                      " (generate it by name to simulate it)";
+        return false;
+      }
+      c.not_searched = "about " + millions(ops) + " M ops that do not fold, simulated once";
     }
     // Only the time is read here (the fold is found above, so simulated_us() is not used): a
     // plan simulated before in this search (by synth's own search, or at another knob value that
@@ -191,6 +203,7 @@ Evaluation evaluate(const Request& req, const topo::Topology& topo, const AlgoOp
   for (std::size_t i : order) {
     if (close()) break;
     Candidate& c = ev.candidates[i];
+    if (!c.not_searched.empty()) continue;  // simulated once: too big to search (Trial::run)
     const Algorithm& a = algorithm(c.algorithm);
     const std::vector<Knob> knobs = a.knobs(req, &topo);
     if (first_best > 0 && c.time_us > first_best * search.search_within && !knobs.empty()) {

@@ -44,6 +44,7 @@ TEST_CASE("evaluate leaves out big candidates that do not fold, and keeps those 
   Request req{Collective::AllReduce, 1 << 20, 24, 0};
   SimOptions small;
   small.unfolded_op_budget = 100;
+  small.unfolded_once_op_budget = 100;
   Evaluation ev = evaluate(req, t, {}, small);
   std::size_t checked = 0;
   for (const Candidate& c : ev.candidates) {
@@ -63,6 +64,44 @@ TEST_CASE("evaluate leaves out big candidates that do not fold, and keeps those 
   SimOptions no_fold = small;
   no_fold.fold_symmetry = false;  // nothing folds, so nothing is left out for it
   for (const Candidate& c : evaluate(req, t, {}, no_fold).candidates) CHECK(c.why_not.find("no symmetry") == std::string::npos);
+}
+
+TEST_CASE("evaluate simulates a candidate that does not fold once, past the unfolded budget, and searches none of its knobs") {
+  // The same 3 x DGX H100 AllReduce: with unfolded plans of more than 100 ops allowed once, the
+  // tree (which states no symmetry) is simulated at the options given, as generating it by name
+  // predicts, and its knobs (pipeline) are left alone; the ring, which folds, is searched as before.
+  topo::Topology t = topo::synth({"dgx-h100", 3, "fat-tree"});
+  Request req{Collective::AllReduce, 1 << 20, 24, 0};
+  SimOptions once;
+  once.unfolded_op_budget = 100;
+  SearchOptions all;  // every candidate's knobs searched, were it not for the once rule
+  all.search_top = 20;
+  all.close_enough = -1;
+  all.search_within = 1e9;
+  Evaluation ev = evaluate(req, t, {}, once, all);
+  std::size_t checked = 0;
+  for (const Candidate& c : ev.candidates) {
+    CAPTURE(c.algorithm);
+    if (c.algorithm == "tree") {
+      REQUIRE(c.applicable);
+      CHECK(c.tried == 1);
+      CHECK(c.not_searched.find("M ops that do not fold, simulated once") != std::string::npos);
+      CHECK(c.time_us == doctest::Approx(plan_for("tree", req, &t, {}, once)->info().predicted_us));
+      ++checked;
+    }
+    if (c.algorithm == "ring") {
+      CHECK(c.not_searched.empty());
+      ++checked;
+    }
+  }
+  CHECK(checked == 2);
+  // Where its ops carry less than unfolded_once_min_bytes it is left out, and says why.
+  once.unfolded_once_min_bytes = 1 << 30;
+  Evaluation small = evaluate(req, t, {}, once, all);
+  auto tree = std::find_if(small.candidates.begin(), small.candidates.end(), [](const Candidate& c) { return c.algorithm == "tree"; });
+  REQUIRE(tree != small.candidates.end());
+  CHECK_FALSE(tree->applicable);
+  CHECK(tree->why_not.find("beyond auto's budget of 0 M for such plans of ops under 1048576 KiB") != std::string::npos);
 }
 
 TEST_CASE("auto searches each promising algorithm's knobs and says why it chose") {

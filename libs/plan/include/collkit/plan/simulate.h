@@ -43,6 +43,16 @@ struct SimOptions {
   double op_budget = 64e6;
   /// The same for a candidate that does not fold (docs/plan.md, "Symmetry"): it runs every op.
   double unfolded_op_budget = 8e6;
+  /// One that does not fold and has more ops than unfolded_op_budget, up to this many, is
+  /// simulated once, at the options given, and its knobs are not searched: on a cluster edited
+  /// out of its symmetry (128 DGX H100, one NIC at half rate) the ring's 16-33 M ops take 3-7 s
+  /// and 0.6-1.1 GB, and without it auto answered hier at 2.2-2.6 x the bound beside the ring's
+  /// 1.4-1.5 (docs/plan.md, "Symmetry").
+  double unfolded_once_op_budget = 40e6;
+  /// ... where its ops carry this many bytes or more (the request's bytes over rank 0's ops):
+  /// one of smaller ops is deep and latency-bound (a ring on 576 GB200 GPUs at 1 MiB: 4.5 s
+  /// simulated once, 14 x behind bruck).
+  double unfolded_once_min_bytes = 4096;
   /// When set, hears (ops simulated, ops in all) now and then: a 1152-rank ring that does not
   /// fold runs for seconds (for progress reports).
   std::function<void(std::size_t done, std::size_t total)> progress;
