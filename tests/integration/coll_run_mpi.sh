@@ -169,6 +169,25 @@ EOF
   fi
 done
 
+# One root's trees by rails of unequal shares (param tree_chunks; docs/synth.md "Trees by rails on
+# a degraded cluster"): two hosts of two GPUs, host 1's second NIC at a quarter of its rate (a
+# what-if of the shell saved as a topology), the trees through it laid out with fewer chunks;
+# verified and run on four ranks: every element right.
+"$COLLKIT_BIN/coll-topo" synth --node pcie-8gpu:gpus=2 --nodes 2 -o "$TMP/p22.json" >/dev/null
+printf 'load %s\nscale link node1/nic1 fabric/leaf1.0 bw 0.25\nsave topo %s\n' "$TMP/p22.json" "$TMP/p22-slow.json" |
+  "$COLLKIT_BIN/coll-plan" shell --strict >/dev/null
+for coll in broadcast reduce; do
+  "$COLLKIT_BIN/coll-plan" generate --topo "$TMP/p22-slow.json" --coll $coll --size 1M --algo synth --inter symmetric -o "$TMP/shares-$coll.json" >/dev/null
+  shares=$(json_get "$TMP/shares-$coll.json" 'j["params"].get("tree_chunks", "")')
+  [ -n "$shares" ] && ok "synth $coll trees of unequal shares ($shares)" || bad "synth $coll on a slow NIC: no tree_chunks"
+  "$COLLKIT_BIN/coll-plan" verify "$TMP/shares-$coll.json" >/dev/null 2>&1 && ok "synth $coll shares verify" || bad "synth $coll shares do not verify"
+  if mpi 4 "$run" --plan "$TMP/shares-$coll.json" -d float -o sum -b 256K -e 256K -n 1 -w 0 --json "$TMP/shares-$coll-run.json" >"$TMP/shares.txt" 2>&1; then
+    expect_eq "$(json_get "$TMP/shares-$coll-run.json" 'j["total_wrong"]')" 0 "synth $coll shares under mpirun: wrong elements"
+  else
+    bad "synth $coll shares under mpirun: $(tail -3 "$TMP/shares.txt")"
+  fi
+done
+
 # Mismatched plan: every rank stops before communicating, one message.
 got=$(mpi 3 "$run" --plan "$TMP/bruck.json" 2>&1 >/dev/null | grep '^coll-run' || true)
 expect_eq "$got" "coll-run: error: $TMP/bruck.json: the plan is for 4 ranks, this job has 3 (mpirun -np 4)" "mismatched plan, one line"

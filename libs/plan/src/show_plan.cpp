@@ -29,8 +29,9 @@ std::string describe_op(const Op& op) {
 }
 
 std::string weights_note(const PlanInfo& info) {
-  auto it = info.params.find("weights");
-  return it == info.params.end() ? "" : ", shares " + it->second + " of a slice";
+  if (auto it = info.params.find("weights"); it != info.params.end()) return ", shares " + it->second + " of a slice";
+  if (auto it = info.params.find("tree_chunks"); it != info.params.end()) return ", tree shares " + it->second + " chunks";
+  return "";
 }
 
 std::string describe_plan(const Plan& plan, int first_rank, int count) {

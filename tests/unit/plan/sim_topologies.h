@@ -3,6 +3,7 @@
 // expected results can be worked out by hand.
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,15 @@ namespace collkit::plan::testing {
 inline topo::Topology preset(const std::string& node, int nodes, const std::string& fabric = "") {
   setenv("COLLKIT_CONFIGS", COLLKIT_CONFIGS_DIR, 1);
   return topo::synth({node, nodes, fabric});
+}
+
+/// The link joining two vertices named by id (the first: a NIC has one fabric link); throws
+/// std::invalid_argument where none does.
+inline topo::LinkId link_between(const topo::Topology& t, const std::string& a, const std::string& b) {
+  topo::VertexId va = t.at(a), vb = t.at(b);
+  for (topo::LinkId l = 0; l < t.num_links(); ++l)
+    if ((t.link(l).a == va && t.link(l).b == vb) || (t.link(l).a == vb && t.link(l).b == va)) return l;
+  throw std::invalid_argument("no link between " + a + " and " + b);
 }
 
 inline topo::Vertex make_vertex(std::string id, topo::VertexKind kind, std::string host = "") {

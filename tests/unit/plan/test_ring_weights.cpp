@@ -28,14 +28,7 @@ using namespace collkit::plan;
 
 namespace {
 
-// The link between two vertices named by id (the only one: a NIC has one fabric link).
-topo::LinkId link_between(const topo::Topology& t, const std::string& a, const std::string& b) {
-  topo::VertexId va = t.at(a), vb = t.at(b);
-  for (topo::LinkId l = 0; l < t.num_links(); ++l)
-    if ((t.link(l).a == va && t.link(l).b == vb) || (t.link(l).a == vb && t.link(l).b == va)) return l;
-  FAIL("no link between " << a << " and " << b);
-  return 0;
-}
+using testing::link_between;
 
 std::vector<int> parse(const std::string& text) {
   std::vector<int> out;

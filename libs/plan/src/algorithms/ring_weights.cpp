@@ -1,11 +1,12 @@
-// Byte shares of a ring plan's channels (ring_weights.h).
+// Byte shares of a ring plan's channels, and of one root's trees (ring_weights.h).
 //
 // Channel c moves its share at rate x_c through every hop of its ring at once (a ring's steps keep
 // every hop busy), so a link direction crossed n_{c,e} times by ring c carries sum_c n_{c,e} x_c.
 // The LP: maximise sum_c x_c subject to sum_c n_{c,e} x_c <= bw_e for every link direction e (and
 // a vertex's local copies between ranks on it, as the simulator counts them); the collective then
 // takes (its bytes) / sum_c x_c, every ring finishing together when shares are x_c / sum x. Equal
-// shares reach C min_e bw_e / sum_c n_{c,e}.
+// shares reach C min_e bw_e / sum_c n_{c,e}. A Broadcast tree moves its share through every arc at
+// once too, so the same LP weighs trees, their arcs as the hops.
 
 #include "ring_weights.h"
 
@@ -40,9 +41,9 @@ struct Crossings {
   std::vector<std::vector<double>> per_channel;  // [resource][channel]
 };
 
-Crossings crossings(const topo::Topology& t, const std::vector<std::vector<int>>& orders, bool chain) {
+Crossings crossings(const topo::Topology& t, const std::vector<Hops>& hops) {
   Crossings out;
-  const std::size_t C = orders.size();
+  const std::size_t C = hops.size();
   std::map<std::size_t, std::size_t> row;
   auto use = [&](std::size_t resource, double bw, std::size_t c) {
     auto [it, added] = row.emplace(resource, out.bw.size());
@@ -54,10 +55,8 @@ Crossings crossings(const topo::Topology& t, const std::vector<std::vector<int>>
   };
   topo::Router router(t);
   for (std::size_t c = 0; c < C; ++c) {
-    const std::vector<int>& order = orders[c];
-    const std::size_t p = order.size(), hops = chain ? p - 1 : p;
-    for (std::size_t q = 0; q < hops; ++q) {
-      auto a = static_cast<topo::Rank>(order[q]), b = static_cast<topo::Rank>(order[(q + 1) % p]);
+    for (auto [from, to] : hops[c]) {
+      auto a = static_cast<topo::Rank>(from), b = static_cast<topo::Rank>(to);
       topo::Path path = router.route_ranks(a, b);
       if (!path.found) return {};
       for (const topo::Hop& h : path.hops) use(h.channel(), t.link(h.link).bw_gbps, c);
@@ -122,9 +121,8 @@ std::vector<double> best_rates(const Crossings& x, std::size_t C) {
   return rates;
 }
 
-/// Whole units summing to `units`, at least one each, whose slowest channel (units over rate) is
-/// the least it can be: each channel its floor of the rates' share, then each spare unit to the
-/// channel that stays fastest with it.
+}  // namespace
+
 std::vector<int> round_shares(const std::vector<double>& rates, int units) {
   const std::size_t C = rates.size();
   double total = std::accumulate(rates.begin(), rates.end(), 0.0);
@@ -148,10 +146,10 @@ std::vector<int> round_shares(const std::vector<double>& rates, int units) {
   return w;
 }
 
-std::vector<int> weights_of(const topo::Topology& t, const std::vector<std::vector<int>>& orders, bool chain, int units) {
-  const std::size_t C = orders.size();
-  if (C < 2 || units < 2 * static_cast<int>(C) || orders.front().size() < 2) return {};
-  Crossings x = crossings(t, orders, chain);
+std::vector<double> weighted_rates(const topo::Topology& t, const std::vector<Hops>& hops) {
+  const std::size_t C = hops.size();
+  if (C < 2) return {};
+  Crossings x = crossings(t, hops);
   if (x.bw.empty()) return {};
   // Equal shares: every channel at the rate the most loaded resource allows.
   double equal = std::numeric_limits<double>::infinity();
@@ -163,7 +161,22 @@ std::vector<int> weights_of(const topo::Topology& t, const std::vector<std::vect
   std::vector<double> rates = best_rates(x, C);
   double best = std::accumulate(rates.begin(), rates.end(), 0.0);
   if (rates.empty() || !(best > 0) || static_cast<double>(C) * equal >= (1 - kWeightGain) * best) return {};
-  return round_shares(rates, units);
+  return rates;
+}
+
+namespace {
+
+std::vector<int> weights_of(const topo::Topology& t, const std::vector<std::vector<int>>& orders, bool chain, int units) {
+  const std::size_t C = orders.size();
+  if (C < 2 || units < 2 * static_cast<int>(C) || orders.front().size() < 2) return {};
+  std::vector<Hops> hops(C);
+  for (std::size_t c = 0; c < C; ++c) {
+    const std::vector<int>& order = orders[c];
+    const std::size_t p = order.size();
+    for (std::size_t q = 0; q < (chain ? p - 1 : p); ++q) hops[c].emplace_back(order[q], order[(q + 1) % p]);
+  }
+  std::vector<double> rates = weighted_rates(t, hops);
+  return rates.empty() ? std::vector<int>{} : round_shares(rates, units);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // to whole units.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace collkit::topo {
@@ -15,6 +16,19 @@ class Topology;
 }
 
 namespace collkit::plan::algo {
+
+/// The rank pairs (from, to) a channel's data crosses at once: a ring's hops, a tree's arcs.
+using Hops = std::vector<std::pair<int, int>>;
+
+/// The LP's rates per channel (GB/s; their sum the collective's rate), channel c's share moving
+/// through each of hops[c] at once; empty where equal shares carry within kWeightGain of that
+/// sum, fewer than two channels, or some pair has no route. Not memoised.
+std::vector<double> weighted_rates(const topo::Topology& t, const std::vector<Hops>& hops);
+
+/// Whole units summing to `units` (at least one a rate), at least one each, whose slowest channel
+/// (units over rate) is the least it can be: each channel its floor of the rates' share, then each
+/// spare unit to the channel that stays fastest with it.
+std::vector<int> round_shares(const std::vector<double>& rates, int units);
 
 /// Channel c's share in units of a rank's slice (sum = units), from the rings' routes; empty
 /// where equal shares carry within kWeightGain of the best rate (every preset's rings), where

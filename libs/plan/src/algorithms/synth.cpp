@@ -37,6 +37,7 @@
 #include "common.h"
 #include "nic_route.h"
 #include "ring_order.h"
+#include "ring_weights.h"
 #include "synth/rate.h"
 #include "synth/relay.h"
 #include "synth/routed.h"
@@ -436,7 +437,16 @@ enum class Rails { Chain, Relayed, Ring };
 /// Rails::Ring, every piece round each host alone. nullopt with `why` where rooted_trees makes none.
 /// Memoised per (topology, p, root, fan, rails): each of fastest_rooted's pipelines lays the same
 /// trees out, and ring_pays weighs them first (at 1024 ranks each rate takes a few tenths of a second).
-using RootedTrees = std::optional<std::pair<std::vector<std::vector<int>>, double>>;
+/// With the rate a tree of them moves at where equal shares would leave links idle (one NIC of the
+/// rails slower, whose rail's trees then set every tree's pace): the LP of algo::weighted_rates
+/// over the trees' arcs, `rate` then their sum; empty where equal shares carry within
+/// algo::kWeightGain of it (every preset).
+struct RailTrees {
+  std::vector<std::vector<int>> trees;
+  double rate = 0;
+  std::vector<double> rates;
+};
+using RootedTrees = std::optional<RailTrees>;
 RootedTrees find_rooted_trees(const topo::Topology& t, int p, int root, int fan, Rails rails, std::string* why);
 const RootedTrees& best_rooted_trees(const topo::Topology& t, int p, int root, int fan, Rails rails, std::string* why) {
   static Memo<std::tuple<std::uint64_t, int, int, int, Rails>, std::pair<RootedTrees, std::string>> memo;
@@ -449,12 +459,23 @@ const RootedTrees& best_rooted_trees(const topo::Topology& t, int p, int root, i
   return found;
 }
 
+/// `trees` at `rate` (equal shares), with the LP's rates where they carry more.
+RailTrees weighed(const topo::Topology& t, std::vector<std::vector<int>> trees, double rate) {
+  std::vector<algo::Hops> arcs(trees.size());
+  for (std::size_t j = 0; j < trees.size(); ++j)
+    for (std::size_t c = 0; c < trees[j].size(); ++c)
+      if (trees[j][c] >= 0) arcs[j].emplace_back(trees[j][c], static_cast<int>(c));
+  RailTrees out{std::move(trees), rate, algo::weighted_rates(t, arcs)};
+  if (!out.rates.empty()) out.rate = std::accumulate(out.rates.begin(), out.rates.end(), 0.0);
+  return out;
+}
+
 RootedTrees find_rooted_trees(const topo::Topology& t, int p, int root, int fan, Rails rails, std::string* why) {
   const bool chain = rails == Rails::Chain;
   std::optional<std::vector<std::vector<int>>> trees =
       synth::rooted_trees(t, p, root, fan, why, {.chain = chain, .ring = rails == Rails::Ring});
   if (!trees) return std::nullopt;
-  if (rails == Rails::Ring) return std::make_pair(std::move(*trees), synth::routed_tree_rate(t, *trees));
+  if (rails == Rails::Ring) return weighed(t, std::move(*trees), synth::routed_tree_rate(t, *trees));
   double rate = synth::routed_tree_rate(t, *trees);
   auto keep_faster = [&](std::optional<std::vector<std::vector<int>>> other) {
     if (!other) return;
@@ -469,7 +490,7 @@ RootedTrees find_rooted_trees(const topo::Topology& t, int p, int root, int fan,
     keep_faster(synth::rooted_trees(t, p, root, fan, why, {.chain = chain, .intra = &*intra}));
     if (chain) keep_faster(synth::rooted_trees(t, p, root, fan, why, {.intra = &*intra}));
   }
-  return std::make_pair(std::move(*trees), rate);
+  return weighed(t, std::move(*trees), rate);
 }
 
 /// The trees by rails fall short of what the root can send over the routed links (by more than
@@ -485,7 +506,7 @@ bool rails_fall_short(const topo::Topology& t, int p, int root) {
     double rails = 0;  // Chain compares every variant but Ring
     for (int fan : kRootedFanouts)
       for (Rails r : {Rails::Chain, Rails::Ring})
-        if (const RootedTrees& best = best_rooted_trees(t, p, root, fan, r, nullptr)) rails = std::max(rails, best->second);
+        if (const RootedTrees& best = best_rooted_trees(t, p, root, fan, r, nullptr)) rails = std::max(rails, best->rate);
     return rails < 0.9 * synth::broadcast_rate(synth::routed_links(t, p), p, root).per_root_gbps;
   });
 }
@@ -504,7 +525,7 @@ bool ring_pays(const topo::Topology& t, int p, int root, int fan) {
     const RootedTrees& ring = best_rooted_trees(t, p, root, fan, Rails::Ring, nullptr);
     if (!ring) return false;
     const RootedTrees& chain = best_rooted_trees(t, p, root, fan, Rails::Chain, nullptr);
-    return ring->second > 0 && (!chain || ring->second >= chain->second * (1 - 1e-9));
+    return ring->rate > 0 && (!chain || ring->rate >= chain->rate * (1 - 1e-9));
   });
 }
 /// Chunks per tree of rooted_trees beyond kMaxRanks (without --pipeline): each of these up to
@@ -944,6 +965,19 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
     }
     st.rings = true;
   }
+  if (auto it = info.params.find("tree_chunks"); it != info.params.end()) {
+    // One root's trees of unequal shares (lay_rooted): tree t's chunks follow tree t - 1's.
+    if (sh.root < 0 || st.host > 0 || st.rings || !st.host_arcs.empty() || p < 2)
+      throw InputError("synth: plan parameter tree_chunks: shares are for one root's trees, without host chunks, host arcs or rings");
+    st.chunks =
+        param_ints("synth: plan parameter tree_chunks", it->second, 1, std::numeric_limits<int>::max(), "a positive chunk count per tree");
+    std::int64_t sum = 0;
+    for (int c : st.chunks) sum += c;
+    if (st.chunks.size() != st.trees.size() || sum != static_cast<std::int64_t>(st.k) * st.m)
+      throw InputError("synth: plan parameter tree_chunks: " + std::to_string(st.chunks.size()) + " counts summing to " +
+                       std::to_string(sum) + ", expected one per tree (" + std::to_string(st.trees.size()) +
+                       ") summing to channels x pipeline (" + std::to_string(static_cast<std::int64_t>(st.k) * st.m) + ")");
+  }
   if (info.params.count("tree_shift") > 0) {
     st.shift = param_int(info, "tree_shift", 0);
     st.block = param_int(info, "tree_block", p);
@@ -1270,21 +1304,27 @@ class SynthAlgorithm final : public Algorithm {
       places.push_back({parent[static_cast<std::size_t>(rank)], std::move(children), first, up_ch, std::move(at)});
     }
     // Tree t's chunk i: `mine` in a slice of k m chunks (the one a rank roots, or the whole
-    // vector of a one-root plan), `theirs` in a buffer of p k m.
+    // vector of a one-root plan), `theirs` in a buffer of p k m. One root's trees of unequal
+    // shares (tree_chunks): tree t's count(t) chunks from first[t].
+    std::vector<std::uint32_t> first(st.chunks.size() + 1, 0);
+    for (std::size_t t = 0; t < st.chunks.size(); ++t) first[t + 1] = first[t] + static_cast<std::uint32_t>(st.chunks[t]);
+    auto count = [&](std::size_t t) { return st.chunks.empty() ? um : static_cast<std::uint32_t>(st.chunks[t]); };
     auto mine = [&](std::size_t t, std::uint32_t i) {
+      if (!st.chunks.empty()) return first[t] + i;
       return static_cast<std::uint32_t>(sh.root >= 0 ? t : t % static_cast<std::size_t>(k)) * um + i;
     };
     auto theirs = [&](std::size_t t, std::uint32_t i) {
       return sh.root >= 0 ? mine(t, i) : static_cast<std::uint32_t>(root_of(t)) * unit + mine(t, i);
     };
-    // Per tree and chunk, the op after which this rank is done with the chunk going up: at the
-    // root, its total is complete.
+    // Per tree and chunk (at mine(t, i): k m of them, one root's or a rank's slice's), the op after
+    // which this rank is done with the chunk going up: at the root, its total is complete.
     std::vector<std::uint32_t> done(ntrees * um, kNoDep);
+    auto cell = [&](std::size_t t, std::uint32_t i) { return st.chunks.empty() ? t * um + i : mine(t, i); };
     std::vector<std::pair<std::size_t, std::uint32_t>> order_up = step_order(trees, m, rank, true, !rings),
                                                        order_down = step_order(trees, m, rank, false, !rings);
     if (order_up.empty())
       for (std::size_t t = 0; t < ntrees; ++t)
-        for (std::uint32_t i = 0; i < um; ++i) order_up.emplace_back(t, i);
+        for (std::uint32_t i = 0; i < count(t); ++i) order_up.emplace_back(t, i);
     if (order_down.empty()) order_down = order_up;
     for (auto [t, i] : order_up) {
       if (!sh.up) break;
@@ -1293,7 +1333,7 @@ class SynthAlgorithm final : public Algorithm {
       // AllReduce over every rank's trees), else in the output (Reduce's and reduce-bcast's
       // output is the whole vector, what a non-root rank holds there is not read).
       ChunkRef acc = sh.root >= 0 ? out(theirs(t, i)) : !top ? scratch(theirs(t, i)) : sh.down ? out(theirs(t, i)) : out(mine(t, i));
-      done[t * um + i] = up(ops, places[t], in(theirs(t, i)), acc);
+      done[cell(t, i)] = up(ops, places[t], in(theirs(t, i)), acc);
     }
     int shift = sh.up ? tree_channels : 0;
     for (auto [t, i] : order_down) {
@@ -1305,7 +1345,7 @@ class SynthAlgorithm final : public Algorithm {
       for (int& ch : place.at) ch += shift;
       // Down after up (AllReduce): the root sends once the chunk's total is complete; a rank
       // of one root's trees receives over the output chunk its partial sum went up from.
-      std::uint32_t after = top || sh.root >= 0 ? done[t * um + i] : kNoDep;
+      std::uint32_t after = top || sh.root >= 0 ? done[cell(t, i)] : kNoDep;
       down(ops, place, top && !sh.up ? in(mine(t, i)) : out(theirs(t, i)), top, after);
     }
     if (host > 0 && sh.root < 0) {
@@ -1493,8 +1533,13 @@ class SynthAlgorithm final : public Algorithm {
     // that keeps the rate, else (and Relayed) relayed by each other rank in turn.
     const RootedTrees& best = best_rooted_trees(t, p, req.root, fan, rails, &why);
     if (!best) throw InputError("synth: no trees by rails here: " + why);
-    PlanInfo info = lay_root_trees(req, best->first, opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline, best->second);
+    const int m = opt.pipeline > 0 ? opt.pipeline : kDefaultPipeline;
+    PlanInfo info = lay_root_trees(req, best->trees, m, best->rate);
     info.params["rails_fanout"] = std::to_string(fan);
+    // Unequal rates (a slow NIC): tree j carries chunks in proportion to its rate, k m in all, so
+    // that every tree ends together (param tree_chunks).
+    if (!best->rates.empty() && m >= 2)
+      info.params["tree_chunks"] = format_order(algo::round_shares(best->rates, m * static_cast<int>(best->trees.size())));
     return info;
   }
 

@@ -35,6 +35,9 @@ struct SynthTrees {
   /// j, and ring j's chains share channel j (a second set of k for AllReduce's second phase),
   /// each rank's ops there in step order, as the ring algorithm runs a ring.
   bool rings = false;
+  /// One root's trees of unequal shares (param tree_chunks): tree t's chunk count, k m in all,
+  /// tree t's chunks after tree t - 1's; empty: m each.
+  std::vector<int> chunks;
 };
 SynthTrees read_synth_trees(const PlanInfo& info);
 

@@ -17,7 +17,9 @@ std::string describe_plan(const Plan& plan, int first_rank, int count);
 std::string describe_op(const Op& op);
 
 /// ", shares 74,74,36,36 of a slice" for a plan whose channels carry unequal shares (a ring's
-/// param weights: docs/algorithms.md, "Weighted channels"), for the summary lines; "" otherwise.
+/// param weights: docs/algorithms.md, "Weighted channels"), ", tree shares 137,68,... chunks"
+/// for one root's synthesised trees (param tree_chunks: docs/synth.md), for the summary lines;
+/// "" otherwise.
 std::string weights_note(const PlanInfo& info);
 
 }  // namespace collkit::plan

@@ -24,6 +24,9 @@ struct SynthInfo {
   int fanout_max = 0;      ///< the most children a rank has in one tree
   double fanout_mean = 0;  ///< children per rank with any, averaged over trees and such ranks
   int chunks = 0;          ///< chunks per tree (pipeline); AlltoAll: chunks per block
+  /// One root's trees of unequal shares (param tree_chunks: their rates over the routes differ, a
+  /// NIC slower than its rail's others): each tree's chunks, `chunks` on average; empty: equal.
+  std::vector<int> tree_chunks;
   std::string allreduce;   ///< AllReduce: "rs-ag" or "reduce-bcast"
   // AlltoAll: the flow LP.
   double lp_gbps = 0;      ///< lambda*, per pair over every path a plan's sends may take (0: not recorded)
