@@ -210,12 +210,14 @@ TEST_CASE("synth rooted: beyond 32 ranks the chunks are weighed, small vectors i
   }
 }
 
-TEST_CASE("synth rooted: where the rails fall short of the root's routed optimum, auto does not weigh synth") {
+TEST_CASE("synth rooted: where the rails reach the root's routed optimum, auto weighs synth beyond 16 ranks") {
   // 4 x dgx-h100: every GPU its own NIC, the rails reach the optimum; 4 x dgx1-v100 too, with
   // pieces handed on down each host's NVLink trees (next test), and 4 x pcie-8gpu (two NICs for
   // eight GPUs under PCIe switches) with every piece handed round each host. One NIC of 4 x
-  // dgx-h100 at an eighth of its rate: rail 3's trees cross it, the packing routes around it, so
-  // the rails fall short (the packing is laid out instead, up to 32 ranks) and auto leaves synth out.
+  // dgx-h100 at an eighth of its rate: rail 3's trees cross it; with equal shares the rails fell
+  // short of the optimum (the packing routes around it) and auto left synth out; with shares by
+  // the LP over the trees' arcs (param tree_chunks) the other rails carry the rest, at host 1's
+  // 356.25 GB/s, and auto weighs synth (rails_fall_short is for what shares cannot mend).
   std::string why;
   topo::Topology h100 = topo::synth({"dgx-h100", 4, ""}), v100 = topo::synth({"dgx1-v100", 4, ""}),
                  pcie = topo::synth({"pcie-8gpu", 4, ""}), slow = h100;
@@ -234,8 +236,14 @@ TEST_CASE("synth rooted: where the rails fall short of the root's routed optimum
     CHECK(algorithm("synth").in_auto(req, &h100, &why));
     CHECK(algorithm("synth").in_auto(req, &v100, &why));
     CHECK(algorithm("synth").in_auto(req, &pcie, &why));
-    CHECK_FALSE(algorithm("synth").in_auto(req, &slow, &why));
+    CHECK(algorithm("synth").in_auto(req, &slow, &why));
     CHECK(algorithm("synth").supports(req, &slow, &why));
+    AlgoOptions rails;
+    rails.inter = "symmetric";
+    rails.pipeline = 16;
+    PlanInfo info = algorithm("synth").layout(req, &slow, rails);
+    CHECK(info.params.count("tree_chunks") == 1);
+    CHECK(std::stod(info.params.at("packed_gbps")) == doctest::Approx(7 * 50 + 50.0 / 8).epsilon(0.01));
     checked += 5;
   }
   CHECK(checked == 10);

@@ -493,10 +493,12 @@ RootedTrees find_rooted_trees(const topo::Topology& t, int p, int root, int fan,
   return weighed(t, std::move(*trees), rate);
 }
 
-/// The trees by rails fall short of what the root can send over the routed links (by more than
-/// a tenth): on 4 x dgx1-v100, whose NICs are each shared by two GPUs, they simulate at 3.4 x the
-/// bound where the packing gives 1.04. Where so, the packing (up to kMaxRanks) is tried too, and
-/// auto does not weigh synth beyond kMaxAutoRanks (the packing takes seconds there).
+/// The trees by rails, at their shares (RailTrees::rates), fall short of what the root can send
+/// over the routed links (by more than a tenth): on 4 x dgx1-v100, whose NICs are each shared by
+/// two GPUs, star hand-offs simulated at 3.4 x the bound where the packing gave 1.04 (the hosts'
+/// NVLink trees mend it now), and with equal shares a NIC at an eighth of its rate (shares mend
+/// it). Where so, the packing (up to kMaxRanks) is tried too, and auto does not weigh synth beyond
+/// kMaxAutoRanks (the packing takes seconds there).
 /// Memoised per (topology, p, root): it does not depend on the size or on which of the two rooted
 /// collectives asks, and at 1024 GPUs it takes seconds (the routes of every pair for the rate over
 /// the routed links), which every size of a sweep and every question of a shell paid again.
