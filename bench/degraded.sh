@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# What `auto` answers on degraded clusters (a NIC slower than its rail's others, a GPU gone), on the
+# path users take: `coll-topo synth`, a what-if of `coll-plan shell` saved as a topology, then
+# `coll-plan generate --algo auto --size 1G` for each collective: its choice, its predicted time
+# over the bound and the CPU seconds it took, beside COLLKIT_BASELINE_BIN's build on the same
+# topology (run one after the other). Then, for Broadcast and Reduce, `--algo synth` (trees by rails
+# with the shares it lays out, param tree_chunks) beside the same plan with equal shares
+# (tree_chunks removed), simulated on the same topology. Predictions of the simulator (Queue), no
+# clock read but the CPU seconds.
+#
+# Usage: COLLKIT_BASELINE_BIN=/old/build/bin bench/degraded.sh [build/bin] [out.md]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(cd "${1:-$root/build/bin}" && pwd)
+out=${2:-$root/results/degraded.md}
+base=${COLLKIT_BASELINE_BIN:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# auto BIN TOPO COLL: "algorithm predicted_us cpu_s" of `generate --algo auto`.
+auto() {
+  /usr/bin/time -f '%U %S' -o "$tmp/cpu" "$1/coll-plan" generate --topo "$2" --coll "$3" --size 1G --algo auto -o "$tmp/a.json" >"$tmp/a.txt" 2>&1
+  python3 - "$tmp/a.json" "$tmp/cpu" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+u, s = open(sys.argv[2]).read().split()[-2:]
+print(j["algorithm"], j["predicted_us"], float(u) + float(s))
+EOF
+}
+# predicted PLAN TOPO: the simulated time in us.
+predicted() { "$bin/coll-plan" simulate "$1" --topo "$2" | awk '$1 == "time" {print $2}'; }
+
+auto_rows=()
+synth_rows=()
+cases=(
+  "16 x dgx-h100, one NIC at half rate|dgx-h100|16|scale link node3/nic2 fabric/leaf2.0 bw 0.5"
+  "16 x dgx-h100, one NIC at a quarter|dgx-h100|16|scale link node3/nic2 fabric/leaf2.0 bw 0.25"
+  "16 x dgx-h100, one GPU gone|dgx-h100|16|fail vertex node5/gpu3"
+  "4 x dgx-a100, one NIC at half rate|dgx-a100|4|scale link node1/nic5 fabric/leaf5.0 bw 0.5"
+  "4 x mi300x, one NIC at half rate|mi300x|4|scale link node2/nic0 fabric/leaf0.0 bw 0.5"
+  "128 x dgx-h100 (1024 GPUs), one NIC at half rate|dgx-h100|128|scale link node3/nic2 fabric/leaf2.0 bw 0.5"
+)
+for c in "${cases[@]}"; do
+  IFS='|' read -r name node nodes edit <<<"$c"
+  echo "degraded.sh: $name" >&2
+  "$bin/coll-topo" synth --node "$node" --nodes "$nodes" -o "$tmp/base.json" 2>/dev/null
+  printf 'load %s\n%s\nsave topo %s\n' "$tmp/base.json" "$edit" "$tmp/t.json" | "$bin/coll-plan" shell --strict >/dev/null
+  for coll in allgather reducescatter allreduce broadcast reduce; do
+    read -r algo us cpu <<<"$(auto "$bin" "$tmp/t.json" $coll)"
+    bound=$("$bin/coll-plan" simulate "$tmp/a.json" --topo "$tmp/t.json" | awk '$1 == "bound" {print $2; exit}')
+    before="-"
+    if [ -n "$base" ]; then
+      read -r balgo bus bcpu <<<"$(auto "$base" "$tmp/t.json" $coll)"
+      before=$(printf '%s %.1f (%.3f), %.1f s' "$balgo" "$bus" "$(echo "$bus / $bound" | bc -l)" "$bcpu")
+    fi
+    auto_rows+=("$(printf '| %s | %s | %.1f | %s | %s %.1f (%.3f), %.1f s |' "$name" "$coll" "$bound" "$before" "$algo" "$us" \
+      "$(echo "$us / $bound" | bc -l)" "$cpu")")
+    case $coll in broadcast | reduce) ;; *) continue ;; esac
+    if ! "$bin/coll-plan" generate --topo "$tmp/t.json" --coll $coll --size 1G --algo synth -o "$tmp/s.json" >"$tmp/s.txt" 2>&1; then
+      synth_rows+=("| $name | $coll | refused: $(grep -o 'error: .*' "$tmp/s.txt" | cut -c8-90)... | | | |")
+      continue
+    fi
+    python3 - "$tmp/s.json" "$tmp/e.json" <<'EOF'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+plan["params"].pop("tree_chunks", None)
+json.dump(plan, open(sys.argv[2], "w"))
+EOF
+    shares=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['params'].get('tree_chunks', '-'))" "$tmp/s.json")
+    w=$(predicted "$tmp/s.json" "$tmp/t.json")
+    e=$(predicted "$tmp/e.json" "$tmp/t.json")
+    synth_rows+=("$(printf '| %s | %s | %.1f (%.3f) | %.1f (%.3f) | %.3f | %s |' "$name" "$coll" "$e" "$(echo "$e / $bound" | bc -l)" \
+      "$w" "$(echo "$w / $bound" | bc -l)" "$(echo "$w / $e" | bc -l)" "$shares")")
+  done
+done
+
+{
+  echo "# auto on degraded clusters (\`bench/degraded.sh\`)"
+  echo
+  echo "$(date -u +%Y-%m-%d), commit $(git -C "$root" rev-parse --short HEAD), $(nproc) cores. Each cluster is \`coll-topo synth --node X --nodes N\`"
+  echo "(default fabric) with one what-if of \`coll-plan shell\` saved as a topology; \`coll-plan generate --algo auto --size 1G\`:"
+  echo "its algorithm, predicted time in us (x the bound) and CPU seconds (user + system), this build against"
+  if [ -n "$base" ]; then echo "the baseline \`$base\` on the same topology. Predictions of the simulator (Queue)."; else echo "no baseline. Predictions of the simulator (Queue)."; fi
+  echo
+  echo "| cluster | collective | bound (us) | baseline auto | this build's auto |"
+  echo "| --- | --- | --- | --- | --- |"
+  printf '%s\n' "${auto_rows[@]}"
+  echo
+  echo "## Trees by rails with shares"
+  echo
+  echo "\`coll-plan generate --algo synth\` (Broadcast, Reduce at 1 GiB; its default layout) simulated, beside the same plan"
+  echo "with equal shares (param \`tree_chunks\` removed). Times in us, x the bound in brackets."
+  echo
+  echo "| cluster | collective | synth, equal shares | synth, shares | shares / equal | shares (chunks a tree) |"
+  echo "| --- | --- | --- | --- | --- | --- |"
+  printf '%s\n' "${synth_rows[@]}"
+} >"$out"
+echo "wrote $out" >&2
