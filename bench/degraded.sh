@@ -32,19 +32,12 @@ predicted() { "$bin/coll-plan" simulate "$1" --topo "$2" | awk '$1 == "time" {pr
 
 auto_rows=()
 synth_rows=()
-cases=(
-  "16 x dgx-h100, one NIC at half rate|dgx-h100|16|scale link node3/nic2 fabric/leaf2.0 bw 0.5"
-  "16 x dgx-h100, one NIC at a quarter|dgx-h100|16|scale link node3/nic2 fabric/leaf2.0 bw 0.25"
-  "16 x dgx-h100, one GPU gone|dgx-h100|16|fail vertex node5/gpu3"
-  "4 x dgx-a100, one NIC at half rate|dgx-a100|4|scale link node1/nic5 fabric/leaf5.0 bw 0.5"
-  "4 x mi300x, one NIC at half rate|mi300x|4|scale link node2/nic0 fabric/leaf0.0 bw 0.5"
-  "128 x dgx-h100 (1024 GPUs), one NIC at half rate|dgx-h100|128|scale link node3/nic2 fabric/leaf2.0 bw 0.5"
-)
-for c in "${cases[@]}"; do
-  IFS='|' read -r name node nodes edit <<<"$c"
+source "$root/bench/degraded_cases.sh"
+for c in "${degraded_cases[@]}" \
+  "128 x dgx-h100 (1024 GPUs), one NIC at half rate|dgx-h100|128|scale link node3/nic2 fabric/leaf2.0 bw 0.5"; do
+  degraded_topology "$bin" "$c" "$tmp"
+  name=$case_name
   echo "degraded.sh: $name" >&2
-  "$bin/coll-topo" synth --node "$node" --nodes "$nodes" -o "$tmp/base.json" 2>/dev/null
-  printf 'load %s\n%s\nsave topo %s\n' "$tmp/base.json" "$edit" "$tmp/t.json" | "$bin/coll-plan" shell --strict >/dev/null
   for coll in allgather reducescatter allreduce broadcast reduce; do
     read -r algo us cpu <<<"$(auto "$bin" "$tmp/t.json" $coll)"
     bound=$("$bin/coll-plan" simulate "$tmp/a.json" --topo "$tmp/t.json" | awk '$1 == "bound" {print $2; exit}')

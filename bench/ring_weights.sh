@@ -31,24 +31,11 @@ EOF
 }
 
 rows=()
-# case: name, node, nodes, shell edit
-cases=(
-  "16 x dgx-h100, one NIC at half rate|dgx-h100|16|scale link node3/nic2 fabric/leaf2.0 bw 0.5"
-  "16 x dgx-h100, one NIC at a quarter|dgx-h100|16|scale link node3/nic2 fabric/leaf2.0 bw 0.25"
-  "16 x dgx-h100, one GPU gone|dgx-h100|16|fail vertex node5/gpu3"
-  "4 x dgx-a100, one NIC at half rate|dgx-a100|4|scale link node1/nic5 fabric/leaf5.0 bw 0.5"
-  "4 x mi300x, one NIC at half rate|mi300x|4|scale link node2/nic0 fabric/leaf0.0 bw 0.5"
-  "16 x dgx-h100, healthy|dgx-h100|16|"
-)
-for c in "${cases[@]}"; do
-  IFS='|' read -r name node nodes edit <<<"$c"
+source "$root/bench/degraded_cases.sh"
+for c in "${degraded_cases[@]}" "16 x dgx-h100, healthy|dgx-h100|16|"; do
+  degraded_topology "$bin" "$c" "$tmp"
+  name=$case_name
   echo "ring_weights.sh: $name" >&2
-  "$bin/coll-topo" synth --node "$node" --nodes "$nodes" -o "$tmp/base.json" 2>/dev/null
-  if [ -n "$edit" ]; then
-    printf 'load %s\n%s\nsave topo %s\n' "$tmp/base.json" "$edit" "$tmp/t.json" | "$bin/coll-plan" shell --strict >/dev/null
-  else
-    cp "$tmp/base.json" "$tmp/t.json"
-  fi
   for coll in allgather reducescatter allreduce broadcast; do
     "$bin/coll-plan" generate --topo "$tmp/t.json" --coll $coll --size 1G --algo ring -o "$tmp/w.json" >/dev/null 2>&1
     weights=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['params'].get('weights', '-'))" "$tmp/w.json")

@@ -132,6 +132,16 @@ expect_eq "$(json_get "$TMP/plan.json" 'j["schema"]')" "collkit.results/1" "resu
 mpi 4 "$run" --plan "$TMP/bruck.json" -b 1K -e 1M -f 32 -n 1 >"$TMP/sweep.txt" 2>&1 && ok "plan file over a sweep" ||
   bad "plan sweep: $(tail -3 "$TMP/sweep.txt")"
 
+# runs_right NP PLAN WHAT: the plan file run under mpirun -np NP at 256 KiB (float sum), every
+# element right.
+runs_right() {
+  if mpi "$1" "$run" --plan "$2" -d float -o sum -b 256K -e 256K -n 1 -w 0 --json "${2%.json}-run.json" >"$TMP/runs.txt" 2>&1; then
+    expect_eq "$(json_get "${2%.json}-run.json" 'j["total_wrong"]')" 0 "$3 under mpirun: wrong elements"
+  else
+    bad "$3 under mpirun: $(tail -3 "$TMP/runs.txt")"
+  fi
+}
+
 # synth's chains along the rings (arcs=orders: ring j's chains on channel j, in step order) on
 # three GPUs of one PCIe host, at sizes where they are what synth lays out (every rank's at 1 MiB,
 # the root's at 64 MiB and 1 GiB), run at 256 KiB: every element right.
@@ -140,11 +150,7 @@ for case in allgather:1M reducescatter:1M allreduce:1M broadcast:64M reduce:1G; 
   coll=${case%%:*}
   "$COLLKIT_BIN/coll-plan" generate --topo "$TMP/pcie3.json" --coll $coll --size ${case#*:} --algo synth -o "$TMP/chains-$coll.json" >/dev/null
   expect_eq "$(json_get "$TMP/chains-$coll.json" 'j["params"].get("arcs")')" orders "synth $coll on one PCIe host: chains along the rings"
-  if mpi 3 "$run" --plan "$TMP/chains-$coll.json" -d float -o sum -b 256K -e 256K -n 1 -w 0 --json "$TMP/chains-$coll-run.json" >"$TMP/chains.txt" 2>&1; then
-    expect_eq "$(json_get "$TMP/chains-$coll-run.json" 'j["total_wrong"]')" 0 "synth $coll chains under mpirun: wrong elements"
-  else
-    bad "synth $coll chains under mpirun: $(tail -3 "$TMP/chains.txt")"
-  fi
+  runs_right 3 "$TMP/chains-$coll.json" "synth $coll chains"
 done
 
 # Ring channels of unequal shares (param weights; docs/algorithms.md "Weighted channels"): two
@@ -162,11 +168,7 @@ plan["chunks"] = {k: v * 2 for k, v in plan["chunks"].items()}  # 4 units a slic
 json.dump(plan, open(sys.argv[2], "w"))
 EOF
   "$COLLKIT_BIN/coll-plan" verify "$TMP/weighted-$coll.json" >/dev/null 2>&1 && ok "weighted ring $coll verifies" || bad "weighted ring $coll does not verify"
-  if mpi 4 "$run" --plan "$TMP/weighted-$coll.json" -d float -o sum -b 256K -e 256K -n 1 -w 0 --json "$TMP/weighted-$coll-run.json" >"$TMP/weighted.txt" 2>&1; then
-    expect_eq "$(json_get "$TMP/weighted-$coll-run.json" 'j["total_wrong"]')" 0 "weighted ring $coll under mpirun: wrong elements"
-  else
-    bad "weighted ring $coll under mpirun: $(tail -3 "$TMP/weighted.txt")"
-  fi
+  runs_right 4 "$TMP/weighted-$coll.json" "weighted ring $coll"
 done
 
 # One root's trees by rails of unequal shares (param tree_chunks; docs/synth.md "Trees by rails on
@@ -181,11 +183,7 @@ for coll in broadcast reduce; do
   shares=$(json_get "$TMP/shares-$coll.json" 'j["params"].get("tree_chunks", "")')
   [ -n "$shares" ] && ok "synth $coll trees of unequal shares ($shares)" || bad "synth $coll on a slow NIC: no tree_chunks"
   "$COLLKIT_BIN/coll-plan" verify "$TMP/shares-$coll.json" >/dev/null 2>&1 && ok "synth $coll shares verify" || bad "synth $coll shares do not verify"
-  if mpi 4 "$run" --plan "$TMP/shares-$coll.json" -d float -o sum -b 256K -e 256K -n 1 -w 0 --json "$TMP/shares-$coll-run.json" >"$TMP/shares.txt" 2>&1; then
-    expect_eq "$(json_get "$TMP/shares-$coll-run.json" 'j["total_wrong"]')" 0 "synth $coll shares under mpirun: wrong elements"
-  else
-    bad "synth $coll shares under mpirun: $(tail -3 "$TMP/shares.txt")"
-  fi
+  runs_right 4 "$TMP/shares-$coll.json" "synth $coll shares"
 done
 
 # Mismatched plan: every rank stops before communicating, one message.

@@ -50,7 +50,8 @@ bool crosses(const topo::Topology& t, const std::vector<int>& tree, topo::LinkId
 
 }  // namespace
 
-TEST_CASE("synth tree weights: a NIC at half rate, the trees through it take fewer chunks; verified, computed, faster than equal") {
+TEST_CASE(
+    "synth tree weights: a NIC at half rate, the trees through it take fewer chunks, verified, computed and faster than equal shares") {
   // 2 x dgx-h100 (16 ranks), host 1's NIC 2 at 25 GB/s of 50: the trees of rail 2 enter host 1
   // through it. With equal shares they set the pace of all (half the rate); by the LP the other
   // rails' trees carry more, at the rate of host 1's NICs, 375 of 400 GB/s.
@@ -112,7 +113,7 @@ TEST_CASE("synth tree weights: a NIC at half rate, the trees through it take few
   CHECK(checked == 4);
 }
 
-TEST_CASE("synth tree weights: trees by rails on NVLink and xGMI hosts keep equal shares; where PCIe hosts' differ, they are faster") {
+TEST_CASE("synth tree weights: trees by rails on NVLink and xGMI hosts keep equal shares, and where PCIe hosts' differ they are faster") {
   // NVLink and xGMI hosts load every rail's trees alike. On PCIe hosts the trees whose root's
   // piece is relayed by each rank in turn do not (Reduce on 2 x pcie-8gpu at 16 chunks a tree:
   // 43724 us with equal shares, 40419 with the LP's).

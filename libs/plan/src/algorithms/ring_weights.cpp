@@ -176,7 +176,27 @@ std::vector<int> weights_of(const topo::Topology& t, const std::vector<std::vect
     for (std::size_t q = 0; q < (chain ? p - 1 : p); ++q) hops[c].emplace_back(order[q], order[(q + 1) % p]);
   }
   std::vector<double> rates = weighted_rates(t, hops);
-  return rates.empty() ? std::vector<int>{} : round_shares(rates, units);
+  if (rates.empty()) return {};
+  // Of the sums from units / 2 to units, the one whose slowest channel (its units over its rate,
+  // over the sum) is fastest; the largest of equals. Few units round coarsely: a 1024-rank ring
+  // gets 16 for 8 channels, where 3,3,1,1,2,2,2,2 of 16 leave the slowest at 3 / 16 of a slice
+  // per unit rate and 2,2,1,1,2,2,2,2 of 14 at 1 / 7, the LP's own.
+  auto time_of = [&](const std::vector<int>& w, int u) {
+    double slowest = 0;
+    for (std::size_t c = 0; c < C; ++c)
+      slowest = std::max(slowest, rates[c] > 0 ? w[c] / rates[c] : std::numeric_limits<double>::infinity());
+    return slowest / u;
+  };
+  std::vector<int> best = round_shares(rates, units);
+  double best_time = time_of(best, units);
+  for (int u = units - 1; u >= std::max(static_cast<int>(C), units / 2); --u) {
+    std::vector<int> w = round_shares(rates, u);
+    if (double time = time_of(w, u); time < best_time * (1 - 1e-9)) {
+      best_time = time;
+      best = std::move(w);
+    }
+  }
+  return best;
 }
 
 }  // namespace

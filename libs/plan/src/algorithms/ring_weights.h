@@ -30,7 +30,8 @@ std::vector<double> weighted_rates(const topo::Topology& t, const std::vector<Ho
 /// spare unit to the channel that stays fastest with it.
 std::vector<int> round_shares(const std::vector<double>& rates, int units);
 
-/// Channel c's share in units of a rank's slice (sum = units), from the rings' routes; empty
+/// Channel c's share in units of a rank's slice (their sum from units / 2 to units: the one whose
+/// slowest channel is fastest, the largest of equals), from the rings' routes; empty
 /// where equal shares carry within kWeightGain of the best rate (every preset's rings), where
 /// `units` would be below twice the channels, or where some pair has no route. orders[c] is
 /// channel c's order (position -> rank), `chain` whether it runs as a chain (p - 1 hops, no
