@@ -459,14 +459,20 @@ const RootedTrees& best_rooted_trees(const topo::Topology& t, int p, int root, i
   return found;
 }
 
-/// `trees` at `rate` (equal shares), with the LP's rates where they carry more.
+/// `trees` at `rate` (equal shares, as synth::routed_tree_rate counts them), with the LP's rates
+/// where their sum carries algo::kWeightGain more than that. The LP counts each arc's crossings
+/// its own way (4 x pcie-8gpu's chains by rails: equal shares 28 GB/s there as here, the LP 29.25,
+/// within the gain), and its sum never replaces a higher rate: a rate read lower would take synth
+/// out of auto (rails_fall_short), as CI's clang build did on 4 x pcie-8gpu before this check.
 RailTrees weighed(const topo::Topology& t, std::vector<std::vector<int>> trees, double rate) {
   std::vector<algo::Hops> arcs(trees.size());
   for (std::size_t j = 0; j < trees.size(); ++j)
     for (std::size_t c = 0; c < trees[j].size(); ++c)
       if (trees[j][c] >= 0) arcs[j].emplace_back(trees[j][c], static_cast<int>(c));
   RailTrees out{std::move(trees), rate, algo::weighted_rates(t, arcs)};
-  if (!out.rates.empty()) out.rate = std::accumulate(out.rates.begin(), out.rates.end(), 0.0);
+  const double sum = std::accumulate(out.rates.begin(), out.rates.end(), 0.0);
+  if (sum * (1 - algo::kWeightGain) > rate) out.rate = sum;
+  else out.rates.clear();
   return out;
 }
 
