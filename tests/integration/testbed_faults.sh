@@ -120,14 +120,16 @@ expect_eq "$named" "$said" "ranks killed: every line of host 1 names ranks 2 and
 # 3. The same under --mca orte_abort_on_non_zero_status 0: mpirun leaves the survivors to find
 # out (issue #12: this form once hung a survivor and mpirun under CI's load, with an unbounded
 # MPI_Abort and 4 s of roll call and lingering). They time out, call the roll, name the dead and
-# end the job within --timeout + 2 s.
+# end the job within --timeout + 3 s: a clean CI run beside the other tests measured 7.02 s (the
+# survivor's 5 s, its roll call, mpirun's teardown and this script's 0.1 s polling of the
+# namespace's processes), past the + 2 s this check first allowed; a hang reads "never" (60 s).
 start_run killed-noabort 1000000 5 --mca orte_abort_on_non_zero_status 0
 fault=$(date +%s.%N)
 for p in $(ranks_on ckh2); do kill -9 "$p"; done
 host1_gone "$fault"
 end_run killed-noabort "${fault%.*}"
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then ok "ranks killed, no abort: the job ended with exit $rc"; else bad "ranks killed, no abort: exit $rc after ${took}s"; fi
-within "$gone" 7 && ok "ranks killed, no abort: host 1's ranks gone ${gone} s after the fault (limit --timeout 5 + 2)" ||
+within "$gone" 8 && ok "ranks killed, no abort: host 1's ranks gone ${gone} s after the fault (limit --timeout 5 + 3)" ||
   bad "ranks killed, no abort: host 1's ranks gone after $gone s"
 echo "measured: ranks killed (orte_abort_on_non_zero_status 0): host 1's ranks gone after $gone s"
 # Each of host 1's ranks prints at most one line, one at least, and every line names ranks 2 and 3
