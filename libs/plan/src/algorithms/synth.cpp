@@ -460,10 +460,9 @@ const RootedTrees& best_rooted_trees(const topo::Topology& t, int p, int root, i
 }
 
 /// `trees` at `rate` (equal shares, as synth::routed_tree_rate counts them), with the LP's rates
-/// where their sum carries algo::kWeightGain more than that. The LP counts each arc's crossings
-/// its own way (4 x pcie-8gpu's chains by rails: equal shares 28 GB/s there as here, the LP 29.25,
-/// within the gain), and its sum never replaces a higher rate: a rate read lower would take synth
-/// out of auto (rails_fall_short), as CI's clang build did on 4 x pcie-8gpu before this check.
+/// where their sum carries algo::kWeightGain more than that (4 x pcie-8gpu's chains by rails:
+/// equal shares 28 GB/s, the LP 29.25, within the gain: none), so that a rate never reads lower
+/// than the trees' own, which would take synth out of auto (rails_fall_short).
 RailTrees weighed(const topo::Topology& t, std::vector<std::vector<int>> trees, double rate) {
   std::vector<algo::Hops> arcs(trees.size());
   for (std::size_t j = 0; j < trees.size(); ++j)
@@ -481,8 +480,10 @@ RootedTrees find_rooted_trees(const topo::Topology& t, int p, int root, int fan,
   std::optional<std::vector<std::vector<int>>> trees =
       synth::rooted_trees(t, p, root, fan, why, {.chain = chain, .ring = rails == Rails::Ring});
   if (!trees) return std::nullopt;
-  if (rails == Rails::Ring) return weighed(t, std::move(*trees), synth::routed_tree_rate(t, *trees));
+  // The rate before the trees move: a call's arguments are evaluated in no set order (clang moved
+  // them first, and the ring's rate read 0).
   double rate = synth::routed_tree_rate(t, *trees);
+  if (rails == Rails::Ring) return weighed(t, std::move(*trees), rate);
   auto keep_faster = [&](std::optional<std::vector<std::vector<int>>> other) {
     if (!other) return;
     double r = synth::routed_tree_rate(t, *other);
