@@ -44,40 +44,42 @@ struct Crossings {
 Crossings crossings(const topo::Topology& t, const std::vector<Hops>& hops) {
   Crossings out;
   const std::size_t C = hops.size();
-  std::map<std::size_t, std::size_t> row;
+  constexpr std::size_t kNoRow = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> row(2 * t.num_links() + t.num_vertices(), kNoRow);  // resource -> its row
   auto use = [&](std::size_t resource, double bw, std::size_t c) {
-    auto [it, added] = row.emplace(resource, out.bw.size());
-    if (added) {
+    if (row[resource] == kNoRow) {
+      row[resource] = out.bw.size();
       out.bw.push_back(bw);
       out.per_channel.emplace_back(C, 0.0);
     }
-    out.per_channel[it->second][c] += 1;
+    out.per_channel[row[resource]][c] += 1;
   };
+  // Each pair routed once (every root's trees cross the same pairs many times over).
   topo::Router router(t);
+  std::map<std::pair<int, int>, topo::Path> routes;
   for (std::size_t c = 0; c < C; ++c) {
     for (auto [from, to] : hops[c]) {
-      auto a = static_cast<topo::Rank>(from), b = static_cast<topo::Rank>(to);
-      topo::Path path = router.route_ranks(a, b);
+      auto [it, added] = routes.try_emplace({from, to});
+      if (added) it->second = router.route_ranks(static_cast<topo::Rank>(from), static_cast<topo::Rank>(to));
+      const topo::Path& path = it->second;
       if (!path.found) return {};
       for (const topo::Hop& h : path.hops) use(h.channel(), t.link(h.link).bw_gbps, c);
-      topo::VertexId v = t.rank_vertex(a);
+      topo::VertexId v = t.rank_vertex(static_cast<topo::Rank>(from));
       if (path.hops.empty() && t.vertex(v).local_bw_gbps > 0) use(2 * t.num_links() + v, t.vertex(v).local_bw_gbps, c);
     }
   }
   return out;
 }
 
-/// The LP's rates x_c (empty if it is not solved or reaches no rate).
-std::vector<double> best_rates(const Crossings& x, std::size_t C) {
+/// An LP with a column per channel (1 .. C, x_c >= 0) and a row per resource (sum_c n_{c,e} x_c <=
+/// bw_e), no objective yet.
+std::unique_ptr<glp_prob, LpDeleter> resource_lp(const Crossings& x, std::size_t C) {
   std::unique_ptr<glp_prob, LpDeleter> lp(glp_create_prob());
   glp_set_obj_dir(lp.get(), GLP_MAX);
   const int rows = static_cast<int>(x.bw.size()), cols = static_cast<int>(C);
   glp_add_rows(lp.get(), rows);
   glp_add_cols(lp.get(), cols);
-  for (int c = 1; c <= cols; ++c) {
-    glp_set_col_bnds(lp.get(), c, GLP_LO, 0.0, 0.0);
-    glp_set_obj_coef(lp.get(), c, 1.0);
-  }
+  for (int c = 1; c <= cols; ++c) glp_set_col_bnds(lp.get(), c, GLP_LO, 0.0, 0.0);
   std::vector<int> ia{0}, ja{0};
   std::vector<double> ar{0.0};
   for (int r = 1; r <= rows; ++r) {
@@ -90,35 +92,126 @@ std::vector<double> best_rates(const Crossings& x, std::size_t C) {
       }
   }
   glp_load_matrix(lp.get(), static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+  return lp;
+}
+
+bool solved(glp_prob* lp) {
   glp_smcp parm;
   glp_init_smcp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
-  if (glp_simplex(lp.get(), &parm) != 0 || glp_get_status(lp.get()) != GLP_OPT) return {};
-  // Of the rates that reach that sum, the most even (the least channel's rate the most it can
-  // be): the sum alone leaves many optima, and the simplex's vertex can starve channels (16 rings
-  // on 8 NICs: 8 of them got 1 unit of 1160) where spreading costs nothing.
-  const double best = glp_get_obj_val(lp.get());
-  const int least = glp_add_cols(lp.get(), 1);
-  glp_set_col_bnds(lp.get(), least, GLP_LO, 0.0, 0.0);
-  for (int c = 1; c <= cols; ++c) glp_set_obj_coef(lp.get(), c, 0.0);
-  glp_set_obj_coef(lp.get(), least, 1.0);
-  const int first = glp_add_rows(lp.get(), cols + 1);
+  return glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT;
+}
+
+/// After an optimum, held in place by the caller (a row or a bound): of the solutions within
+/// rounding of it, the most even. The least channel's rate (a new column) is maximised with every
+/// x_c at least it. The simplex's vertex alone can starve channels (16 rings on 8
+/// NICs: 8 of them got 1 unit of 1160) where spreading costs nothing. Empty if not solved.
+std::vector<double> most_even(glp_prob* lp, int cols, bool least_most = false) {
+  const int least = glp_add_cols(lp, 1);
+  glp_set_col_bnds(lp, least, GLP_LO, 0.0, 0.0);
+  for (int c = 1; c < least; ++c) glp_set_obj_coef(lp, c, 0.0);
+  glp_set_obj_coef(lp, least, 1.0);
+  const int first = glp_add_rows(lp, cols);
   for (int c = 1; c <= cols; ++c) {  // x_c - least >= 0
     int ind[3] = {0, c, least};
     double val[3] = {0, 1.0, -1.0};
-    glp_set_mat_row(lp.get(), first + c - 1, 2, ind, val);
-    glp_set_row_bnds(lp.get(), first + c - 1, GLP_LO, 0.0, 0.0);
+    glp_set_mat_row(lp, first + c - 1, 2, ind, val);
+    glp_set_row_bnds(lp, first + c - 1, GLP_LO, 0.0, 0.0);
   }
+  if (!solved(lp)) return {};
+  if (least_most) {
+    // Then, at that least, the greatest channel's rate the least it can be: the rest of the sum
+    // spread too, not left on a few channels at the simplex's vertex.
+    glp_set_col_bnds(lp, least, GLP_LO, glp_get_obj_val(lp) * (1 - 1e-9), 0.0);
+    glp_set_obj_coef(lp, least, 0.0);
+    const int most = glp_add_cols(lp, 1);
+    glp_set_col_bnds(lp, most, GLP_LO, 0.0, 0.0);
+    glp_set_obj_coef(lp, most, -1.0);
+    const int below = glp_add_rows(lp, cols);
+    for (int c = 1; c <= cols; ++c) {  // most - x_c >= 0
+      int ind[3] = {0, c, most};
+      double val[3] = {0, -1.0, 1.0};
+      glp_set_mat_row(lp, below + c - 1, 2, ind, val);
+      glp_set_row_bnds(lp, below + c - 1, GLP_LO, 0.0, 0.0);
+    }
+    if (!solved(lp)) return {};
+  }
+  std::vector<double> rates(static_cast<std::size_t>(cols));
+  for (int c = 1; c <= cols; ++c) rates[static_cast<std::size_t>(c - 1)] = glp_get_col_prim(lp, c);
+  return rates;
+}
+
+/// Every channel at one rate, the most the busiest resource allows (0 if none is crossed).
+double equal_rate(const Crossings& x) {
+  double equal = std::numeric_limits<double>::infinity();
+  for (std::size_t r = 0; r < x.bw.size(); ++r) {
+    double n = std::accumulate(x.per_channel[r].begin(), x.per_channel[r].end(), 0.0);
+    if (n > 0 && x.bw[r] > 0) equal = std::min(equal, x.bw[r] / n);
+  }
+  return std::isfinite(equal) ? equal : 0.0;
+}
+
+/// The LP's rates x_c (empty if it is not solved or reaches no rate).
+std::vector<double> best_rates(const Crossings& x, std::size_t C) {
+  std::unique_ptr<glp_prob, LpDeleter> lp = resource_lp(x, C);
+  const int cols = static_cast<int>(C);
+  for (int c = 1; c <= cols; ++c) glp_set_obj_coef(lp.get(), c, 1.0);
+  if (!solved(lp.get())) return {};
+  // Of the rates that reach that sum, the most even.
+  const double best = glp_get_obj_val(lp.get());
   std::vector<int> ind(static_cast<std::size_t>(cols) + 1);
   std::vector<double> val(static_cast<std::size_t>(cols) + 1, 1.0);
   std::iota(ind.begin(), ind.end(), 0);
-  glp_set_mat_row(lp.get(), first + cols, cols, ind.data(), val.data());  // sum x_c >= best, to rounding
-  glp_set_row_bnds(lp.get(), first + cols, GLP_LO, best * (1 - 1e-9), 0.0);
-  std::vector<double> rates(C);
-  const bool even = glp_simplex(lp.get(), &parm) == 0 && glp_get_status(lp.get()) == GLP_OPT;
-  for (int c = 1; c <= cols; ++c) rates[static_cast<std::size_t>(c - 1)] = glp_get_col_prim(lp.get(), c);
-  if (!even) return {};
-  return rates;
+  const int sum = glp_add_rows(lp.get(), 1);
+  glp_set_mat_row(lp.get(), sum, cols, ind.data(), val.data());  // sum x_c >= best, to rounding
+  glp_set_row_bnds(lp.get(), sum, GLP_LO, best * (1 - 1e-9), 0.0);
+  return most_even(lp.get(), cols);
+}
+
+/// grouped_rates' LP over the columns of x: y_q and the least group's sum s (column Q + 1);
+/// maximise s subject to each group's sum_q coef[g][q] y_q - s >= 0, then the most even at that s
+/// (the least rate the most it can be, then the greatest the least).
+/// The rates and s; empty rates if not solved.
+std::pair<std::vector<double>, double> best_grouped_rates(const Crossings& x, const std::vector<std::vector<double>>& coef) {
+  const std::size_t Q = coef.empty() ? 0 : coef.front().size();
+  const int cols = static_cast<int>(Q);
+  std::unique_ptr<glp_prob, LpDeleter> lp = resource_lp(x, Q);
+  const int s = glp_add_cols(lp.get(), 1);
+  glp_set_col_bnds(lp.get(), s, GLP_LO, 0.0, 0.0);
+  glp_set_obj_coef(lp.get(), s, 1.0);
+  const int first = glp_add_rows(lp.get(), static_cast<int>(coef.size()));
+  for (std::size_t g = 0; g < coef.size(); ++g) {
+    std::vector<int> ind{0};
+    std::vector<double> val{0.0};
+    for (int q = 1; q <= cols; ++q)
+      if (double a = coef[g][static_cast<std::size_t>(q - 1)]; a > 0) {
+        ind.push_back(q);
+        val.push_back(a);
+      }
+    ind.push_back(s);
+    val.push_back(-1.0);
+    const int row = first + static_cast<int>(g);
+    glp_set_mat_row(lp.get(), row, static_cast<int>(ind.size()) - 1, ind.data(), val.data());
+    glp_set_row_bnds(lp.get(), row, GLP_LO, 0.0, 0.0);
+  }
+  if (!solved(lp.get())) return {};
+  const double best = glp_get_obj_val(lp.get());
+  if (!(best > 0)) return {};
+  glp_set_col_bnds(lp.get(), s, GLP_LO, best * (1 - 1e-9), 0.0);
+  glp_set_obj_coef(lp.get(), s, 0.0);
+  std::vector<double> rates = most_even(lp.get(), cols, true);
+  if (rates.size() > Q) rates.resize(Q);
+  return {rates, best};
+}
+
+/// Columns merged by class: class q's crossings the sum of its columns'.
+Crossings merged(const Crossings& x, const std::vector<int>& cls, std::size_t Q) {
+  Crossings out;
+  out.bw = x.bw;
+  out.per_channel.assign(x.bw.size(), std::vector<double>(Q, 0.0));
+  for (std::size_t r = 0; r < x.bw.size(); ++r)
+    for (std::size_t c = 0; c < cls.size(); ++c) out.per_channel[r][static_cast<std::size_t>(cls[c])] += x.per_channel[r][c];
+  return out;
 }
 
 }  // namespace
@@ -152,15 +245,45 @@ std::vector<double> weighted_rates(const topo::Topology& t, const std::vector<Ho
   Crossings x = crossings(t, hops);
   if (x.bw.empty()) return {};
   // Equal shares: every channel at the rate the most loaded resource allows.
-  double equal = std::numeric_limits<double>::infinity();
-  for (std::size_t r = 0; r < x.bw.size(); ++r) {
-    double n = std::accumulate(x.per_channel[r].begin(), x.per_channel[r].end(), 0.0);
-    if (n > 0 && x.bw[r] > 0) equal = std::min(equal, x.bw[r] / n);
-  }
-  if (!std::isfinite(equal) || equal <= 0) return {};
+  const double equal = equal_rate(x);
+  if (equal <= 0) return {};
   std::vector<double> rates = best_rates(x, C);
   double best = std::accumulate(rates.begin(), rates.end(), 0.0);
   if (rates.empty() || !(best > 0) || static_cast<double>(C) * equal >= (1 - kWeightGain) * best) return {};
+  return rates;
+}
+
+std::vector<double> grouped_rates(const topo::Topology& t, const std::vector<Hops>& hops, const std::vector<int>& group,
+                                  const std::vector<int>& tied) {
+  const std::size_t C = hops.size();
+  if (C < 2 || group.size() != C || *std::min_element(group.begin(), group.end()) < 0) return {};
+  if (!tied.empty() && (tied.size() != C || *std::min_element(tied.begin(), tied.end()) < 0)) return {};
+  Crossings x = crossings(t, hops);
+  if (x.bw.empty()) return {};
+  const double equal = equal_rate(x);
+  if (equal <= 0) return {};
+  const auto G = static_cast<std::size_t>(*std::max_element(group.begin(), group.end()) + 1);
+  std::vector<std::vector<double>> coef(G, std::vector<double>(C, 0.0));
+  std::vector<int> size(G, 0);
+  for (std::size_t c = 0; c < C; ++c) {
+    coef[static_cast<std::size_t>(group[c])][c] = 1;
+    ++size[static_cast<std::size_t>(group[c])];
+  }
+  auto [rates, least] = best_grouped_rates(x, coef);
+  if (rates.empty()) return {};
+  // Tied columns at one rate where that reaches the same least sum (to rounding).
+  if (!tied.empty()) {
+    const auto Q = static_cast<std::size_t>(*std::max_element(tied.begin(), tied.end()) + 1);
+    std::vector<std::vector<double>> tcoef(G, std::vector<double>(Q, 0.0));
+    for (std::size_t c = 0; c < C; ++c) tcoef[static_cast<std::size_t>(group[c])][static_cast<std::size_t>(tied[c])] += 1;
+    auto [trates, tleast] = best_grouped_rates(merged(x, tied, Q), tcoef);
+    if (!trates.empty() && tleast >= least * (1 - 1e-6))
+      for (std::size_t c = 0; c < C; ++c) rates[c] = trates[static_cast<std::size_t>(tied[c])];
+  }
+  double least_equal = std::numeric_limits<double>::infinity();
+  for (std::size_t g = 0; g < G; ++g)
+    if (size[g] > 0) least_equal = std::min(least_equal, size[g] * equal);
+  if (least_equal >= (1 - kWeightGain) * least) return {};
   return rates;
 }
 

@@ -25,6 +25,16 @@ using Hops = std::vector<std::pair<int, int>>;
 /// sum, fewer than two channels, or some pair has no route. Not memoised.
 std::vector<double> weighted_rates(const topo::Topology& t, const std::vector<Hops>& hops);
 
+/// The LP's rates where channels come in groups that must each move the same (every root's trees
+/// of an AllGather: a root's slice is done when all its trees are): maximise the least group's
+/// sum of rates, then, at that, the least channel's rate (the most even). group[c] is channel c's
+/// group, 0 .. G - 1. Empty where equal shares carry within kWeightGain of that least sum (or some
+/// pair has no route, or there are fewer than two channels). With `tied` (a class per channel,
+/// 0 .. Q - 1), the channels of one class at one rate wherever that reaches the same least sum
+/// (every root's tree of one rail alike, not the simplex's vertex of uneven shares). Not memoised.
+std::vector<double> grouped_rates(const topo::Topology& t, const std::vector<Hops>& hops, const std::vector<int>& group,
+                                  const std::vector<int>& tied = {});
+
 /// Whole units summing to `units` (at least one a rate), at least one each, whose slowest channel
 /// (units over rate) is the least it can be: each channel its floor of the rates' share, then each
 /// spare unit to the channel that stays fastest with it.
