@@ -343,11 +343,15 @@ int main(int argc, char** argv) {
     s->add_option("--channels", o.channels, "parallel channels (rings/trees); default: the algorithm's")->check(CLI::NonNegativeNumber);
     s->add_option("--pipeline", o.pipeline, "chunks per slice for pipelining; default: the algorithm's")->check(CLI::NonNegativeNumber);
     s->add_flag("--bidirectional", o.bidirectional, "ring: half the data each way");
-    s->add_option("--inter", o.inter,
-                  "hier: inter-host AllReduce algorithm (ring, rhd, rd, tree); default: ring up to 16 hosts, rhd beyond. "
-                  "synth: general (trees packed over the whole topology, at most 32 ranks) or symmetric (host 0's trees "
-                  "replicated on hosts alike; for Broadcast and Reduce, one root's trees by rails on hosts of one size) or torus (rank 0's trees translated on a torus of one GPU a host); default: general up "
-                  "to 16 ranks, beyond symmetric where the hosts are alike (else general, up to 32), torus beyond 32 on a torus");
+    s->add_option(
+        "--inter", o.inter,
+        "hier: inter-host AllReduce algorithm (ring, rhd, rd, tree); default: ring up to 16 hosts, rhd beyond. "
+        "synth: general (trees packed over the whole topology, at most 32 ranks) or symmetric (host 0's trees "
+        "replicated on hosts alike; for Broadcast and Reduce, one root's trees by rails on hosts of one size) or torus (rank 0's trees "
+        "translated on a torus of one GPU a host) "
+        "or rails (AllGather, ReduceScatter, AllReduce: every rank's trees by rails on hosts of one size, at the LP's shares where "
+        "links differ, up to 256 ranks); default: general up to 16 ranks, beyond symmetric where the hosts are alike (else general "
+        "up to 32, rails beyond), torus beyond 32 on a torus");
   };
   auto add_sim_knobs = [&](CLI::App* s) {
     s->add_option("--model", o.model, "link sharing model: queue (fast) or maxmin (max-min fair)");

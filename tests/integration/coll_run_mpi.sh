@@ -171,20 +171,28 @@ EOF
   runs_right 4 "$TMP/weighted-$coll.json" "weighted ring $coll"
 done
 
+# shares_run_right COLL INTER PARAM WHAT: synth's plan of COLL at 1 MiB on the slow-NIC hosts below
+# (--inter INTER) has param PARAM (its shares), verifies and runs on four ranks, every element right.
+shares_run_right() {
+  "$COLLKIT_BIN/coll-plan" generate --topo "$TMP/p22-slow.json" --coll "$1" --size 1M --algo synth --inter "$2" -o "$TMP/$3-$1.json" >/dev/null
+  local shares
+  shares=$(json_get "$TMP/$3-$1.json" "j['params'].get('$3', '')")
+  [ -n "$shares" ] && ok "synth $1 $4 of unequal shares ($shares)" || bad "synth $1 --inter $2 on a slow NIC: no $3"
+  "$COLLKIT_BIN/coll-plan" verify "$TMP/$3-$1.json" >/dev/null 2>&1 && ok "synth $1 $3 verify" || bad "synth $1 $3 do not verify"
+  runs_right 4 "$TMP/$3-$1.json" "synth $1 $3"
+}
+
 # One root's trees by rails of unequal shares (param tree_chunks; docs/synth.md "Trees by rails on
 # a degraded cluster"): two hosts of two GPUs, host 1's second NIC at a quarter of its rate (a
-# what-if of the shell saved as a topology), the trees through it laid out with fewer chunks;
-# verified and run on four ranks: every element right.
+# what-if of the shell saved as a topology), the trees through it laid out with fewer chunks.
 "$COLLKIT_BIN/coll-topo" synth --node pcie-8gpu:gpus=2 --nodes 2 -o "$TMP/p22.json" >/dev/null
 printf 'load %s\nscale link node1/nic1 fabric/leaf1.0 bw 0.25\nsave topo %s\n' "$TMP/p22.json" "$TMP/p22-slow.json" |
   "$COLLKIT_BIN/coll-plan" shell --strict >/dev/null
-for coll in broadcast reduce; do
-  "$COLLKIT_BIN/coll-plan" generate --topo "$TMP/p22-slow.json" --coll $coll --size 1M --algo synth --inter symmetric -o "$TMP/shares-$coll.json" >/dev/null
-  shares=$(json_get "$TMP/shares-$coll.json" 'j["params"].get("tree_chunks", "")')
-  [ -n "$shares" ] && ok "synth $coll trees of unequal shares ($shares)" || bad "synth $coll on a slow NIC: no tree_chunks"
-  "$COLLKIT_BIN/coll-plan" verify "$TMP/shares-$coll.json" >/dev/null 2>&1 && ok "synth $coll shares verify" || bad "synth $coll shares do not verify"
-  runs_right 4 "$TMP/shares-$coll.json" "synth $coll shares"
-done
+for coll in broadcast reduce; do shares_run_right $coll symmetric tree_chunks "trees"; done
+# Every rank's trees by rails of unequal shares (param tree_units; docs/synth.md "Every rank's trees
+# by rails"), on the same hosts (--inter rails: by default only beyond 16 ranks), each root's trees
+# through the slow NIC with fewer units.
+for coll in allgather reducescatter allreduce; do shares_run_right $coll rails tree_units "every rank's trees"; done
 
 # Mismatched plan: every rank stops before communicating, one message.
 got=$(mpi 3 "$run" --plan "$TMP/bruck.json" 2>&1 >/dev/null | grep '^coll-run' || true)

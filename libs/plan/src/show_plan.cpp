@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "algorithms/common.h"
 #include "collkit/plan/show.h"
 
 namespace collkit::plan {
@@ -31,6 +32,13 @@ std::string describe_op(const Op& op) {
 std::string weights_note(const PlanInfo& info) {
   if (auto it = info.params.find("weights"); it != info.params.end()) return ", shares " + it->second + " of a slice";
   if (auto it = info.params.find("tree_chunks"); it != info.params.end()) return ", tree shares " + it->second + " chunks";
+  if (auto it = info.params.find("tree_units"); it != info.params.end()) {
+    // Every rank's trees: rank 0's k shares (the others' alike or near), of its slice.
+    std::size_t commas = static_cast<std::size_t>(std::max(1, algo::param_int(info, "channels", 1))), end = 0;
+    for (; end < it->second.size(); ++end)
+      if (it->second[end] == ',' && --commas == 0) break;
+    return ", tree shares " + it->second.substr(0, end) + " units of a slice (rank 0's trees)";
+  }
   return "";
 }
 

@@ -89,6 +89,7 @@ SynthInfo synth_info(const Plan& plan, const topo::Topology* t, const SimOptions
     s.trees_per_root = st.k;
     s.chunks = st.m;
     s.tree_chunks = st.chunks;
+    if (!st.units.empty()) s.tree_units.assign(st.units.begin(), st.units.begin() + std::min<std::ptrdiff_t>(st.k, std::ssize(st.units)));
     s.root = st.root;
     s.allreduce = st.allreduce;
     s.host_chunks = st.host;
@@ -171,7 +172,12 @@ std::string describe_synth_info(const SynthInfo& s) {
     std::string whose = s.root >= 0 ? fmt::format("from root {}", s.root) : std::string("per rank");
     o += fmt::format("  trees: k = {} {} ({} in all); depth deepest {}, mean {:.2f}; fan-out most {}, mean {:.2f}\n", s.trees_per_root,
                      whose, s.trees, s.depth_max, s.depth_mean, s.fanout_max, s.fanout_mean);
-    if (s.tree_chunks.empty()) o += fmt::format("  pipeline: {} chunks per tree\n", s.chunks);
+    if (!s.tree_units.empty())
+      o += fmt::format(
+          "  pipeline: up to {} steps per tree, shares {} units of a root's slice (rank 0's trees; each tree's by its rate "
+          "over the routes)\n",
+          s.chunks, fmt::join(s.tree_units, ","));
+    else if (s.tree_chunks.empty()) o += fmt::format("  pipeline: {} chunks per tree\n", s.chunks);
     else
       o += fmt::format("  pipeline: {} chunks per tree on average, shares {} (each tree's by its rate over the routes)\n", s.chunks,
                        fmt::join(s.tree_chunks, ","));
@@ -209,7 +215,8 @@ std::string describe_synth_info(const SynthInfo& s) {
        : s.host_arcs > 0 ? "optimal over routes + host paths:"
                          : "optimal over the routed links:",
        s.routed_gbps, s.routed_us);
-  line(fmt::format("packed, k = {}{}:", s.trees_per_root, s.tree_chunks.empty() ? "" : ", shares").c_str(), s.packed_gbps, s.packed_us);
+  line(fmt::format("packed, k = {}{}:", s.trees_per_root, s.tree_chunks.empty() && s.tree_units.empty() ? "" : ", shares").c_str(),
+       s.packed_gbps, s.packed_us);
   if (s.host_chunks > 0 && s.host_gbps > 0) {
     // The trees and the host stars side by side, each at its own rate (their links apart).
     double bytes = phase_bytes(s), both = s.packed_gbps + s.host_gbps;

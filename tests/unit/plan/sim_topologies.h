@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "collkit/topo/routing.h"
 #include "collkit/topo/synth.h"
 #include "collkit/topo/topology.h"
 
@@ -26,6 +27,16 @@ inline topo::LinkId link_between(const topo::Topology& t, const std::string& a, 
   for (topo::LinkId l = 0; l < t.num_links(); ++l)
     if ((t.link(l).a == va && t.link(l).b == vb) || (t.link(l).a == vb && t.link(l).b == va)) return l;
   throw std::invalid_argument("no link between " + a + " and " + b);
+}
+
+/// Whether some arc of `tree` (parents by rank, -1 at the root) is routed over link l.
+inline bool tree_crosses(const topo::Topology& t, const std::vector<int>& tree, topo::LinkId l) {
+  topo::Router router(t);
+  for (std::size_t c = 0; c < tree.size(); ++c)
+    if (tree[c] >= 0)
+      for (const topo::Hop& h : router.route_ranks(static_cast<topo::Rank>(tree[c]), static_cast<topo::Rank>(c)).hops)
+        if (h.link == l) return true;
+  return false;
 }
 
 inline topo::Vertex make_vertex(std::string id, topo::VertexKind kind, std::string host = "") {

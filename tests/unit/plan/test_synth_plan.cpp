@@ -403,9 +403,9 @@ TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs
     }
   }
   CHECK(checked == 4);
-  // auto weighs synth beyond 16 ranks only where host 0's pattern (or, one root's, the trees by
-  // rails) applies: 4 hosts alike yes; with one NIC slower, the general solver would take
-  // seconds, so no; --algo synth makes it.
+  // auto weighs synth beyond 16 ranks where host 0's pattern or the trees by rails apply: 4 hosts
+  // alike yes; with one NIC slower, every rank's trees by rails (test_synth_every_rails.cpp); on
+  // hosts of unlike sizes no (the general solver would take seconds); --algo synth makes it.
   Topology t = collkit::topo::synth({"dgx-a100", 4, ""});
   Request req{Collective::AllGather, std::uint64_t{1} << 20, 32, 0};
   std::string why;
@@ -419,9 +419,12 @@ TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs
       break;
     }
   CHECK(algorithm("synth").supports(req, &t, &why));
-  CHECK_FALSE(algorithm("synth").in_auto(req, &t, &why));
+  CHECK(algorithm("synth").in_auto(req, &t, &why));
+  Request uneven{Collective::AllGather, std::uint64_t{1} << 20, 28, 0};
+  CHECK(algorithm("synth").supports(uneven, &t, &why));
+  CHECK_FALSE(algorithm("synth").in_auto(uneven, &t, &why));
   CHECK(why ==
-        "auto weighs synth at 16 ranks at most, beyond only on hosts alike up to 256 ranks of hosts of 16 ranks at most or of one "
+        "auto weighs synth at 16 ranks at most, beyond only on hosts of one size up to 256 ranks of hosts of 16 ranks at most or of one "
         "switch each (synthesis takes seconds beyond; --algo synth makes it)");
   // Hosts alike of 72 GPUs each on one NVSwitch: host 0's pattern has star trees inside a host
   // (synth::star_rate, no general solver), so it is weighed; one root's trees by rails, laid out
@@ -450,8 +453,7 @@ TEST_CASE("synth plan: 32 ranks (four DGX hosts) near the bound, its trees' arcs
   CHECK(algorithm("synth").supports(bcast, &five, &why));
   Request ragged{Collective::Broadcast, std::uint64_t{1} << 20, 36, 0};
   CHECK_FALSE(algorithm("synth").supports(ragged, &five, &why));
-  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or "
-                 "one host's switch, and "
-                 "Broadcast and Reduce on hosts of one size or one host's switch of paired GPUs (hosts hold different numbers of ranks") ==
-        0);
+  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts of one size, a "
+                 "torus or one host's switch, and Broadcast and Reduce on hosts of one size or one host's switch of paired GPUs (hosts "
+                 "hold different numbers of ranks") == 0);
 }

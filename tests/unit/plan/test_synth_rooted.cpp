@@ -127,10 +127,9 @@ TEST_CASE("synth rooted: Broadcast beyond 32 ranks on hosts of one size, refused
   Request ragged{Collective::Reduce, std::uint64_t{36} << 20, 36, 0};
   CHECK_FALSE(algorithm("synth").supports(ragged, &five, &why));
   CHECK(why ==
-        "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or one host's "
-        "switch, and "
-        "Broadcast and "
-        "Reduce on hosts of one size or one host's switch of paired GPUs (hosts hold different numbers of ranks (node0 8, node4 4))");
+        "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts of one size, a torus or one "
+        "host's switch, and Broadcast and Reduce on hosts of one size or one host's switch of paired GPUs (hosts hold different numbers of "
+        "ranks (node0 8, node4 4))");
   AlgoOptions o;
   o.pipeline = 2;
   auto plan = generate("synth", bcast, &five, o);

@@ -271,21 +271,24 @@ TEST_CASE("synth symmetric: hosts that are not alike fall back, or are refused i
   auto general = generate("synth", req, &t);
   CHECK_FALSE(general->info().params.count("sym_grid"));
   CHECK(verify(*general).ok);
-  // Beyond 32 ranks only by symmetry: five hosts alike are made, with one slower link refused.
+  // Beyond 32 ranks by symmetry on five hosts alike; with one slower link, every rank's trees by
+  // rails (test_synth_every_rails.cpp); on hosts of unlike sizes refused.
   topo::Topology five = topo::synth({"dgx-h100", 5, ""});
   Request forty{Collective::AllGather, std::uint64_t{40} << 20, 40, 0};
   CHECK(algorithm("synth").supports(forty, &five, &why));
+  CHECK(generate("synth", forty, &five)->info().params.count("sym_grid") == 1);
   for (topo::LinkId l = 0; l < five.num_links(); ++l)
     if (five.vertex(five.link(l).a).kind == topo::VertexKind::Nic && five.vertex(five.link(l).a).host == "node3") {
       five.mutable_link(l).bw_gbps /= 2;
       break;
     }
-  CHECK_FALSE(algorithm("synth").supports(forty, &five, &why));
-  CHECK(why.find(
-            "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or "
-            "one host's switch, and "
-            "Broadcast and Reduce on hosts of one size or one host's switch of paired GPUs (the fabric does not treat the hosts alike: ") ==
-        0);
+  CHECK(algorithm("synth").supports(forty, &five, &why));
+  CHECK(algorithm("synth").layout(forty, &five, {}).params.count("rails_fanout") == 1);
+  Request ragged{Collective::AllGather, std::uint64_t{36} << 20, 36, 0};
+  CHECK_FALSE(algorithm("synth").supports(ragged, &five, &why));
+  CHECK(why.find("synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts of one size, a "
+                 "torus or one host's switch, and Broadcast and Reduce on hosts of one size or one host's switch of paired GPUs (hosts "
+                 "hold different numbers of ranks") == 0);
   // Broadcast beyond 32 ranks: by rails on hosts of one size, the slower link or not
   // (test_synth_rooted.cpp).
   Request bcast{Collective::Broadcast, std::uint64_t{1} << 20, 40, 0};
@@ -297,8 +300,9 @@ TEST_CASE("synth symmetric: hosts that are not alike fall back, or are refused i
   CHECK_THROWS_WITH_AS(generate("synth", forty, &again, general_only), "synth: the general solver packs trees for at most 32 ranks",
                        collkit::InputError);
   AlgoOptions bad;
-  bad.inter = "rails";
-  CHECK_THROWS_WITH_AS(generate("synth", req, &t, bad), "synth: --inter rails is not general, symmetric or torus", collkit::InputError);
+  bad.inter = "rings";
+  CHECK_THROWS_WITH_AS(generate("synth", req, &t, bad), "synth: --inter rings is not general, symmetric, torus or rails",
+                       collkit::InputError);
 }
 
 TEST_CASE("synth symmetric: malformed parameters are refused in one line") {

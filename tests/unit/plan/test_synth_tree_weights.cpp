@@ -38,16 +38,6 @@ PlanInfo rails_plan(const topo::Topology& t, Collective c, int root, int m, std:
   return info;
 }
 
-// Whether some arc of `tree` (parents by rank) is routed over link l.
-bool crosses(const topo::Topology& t, const std::vector<int>& tree, topo::LinkId l) {
-  topo::Router router(t);
-  for (std::size_t c = 0; c < tree.size(); ++c)
-    if (tree[c] >= 0)
-      for (const topo::Hop& h : router.route_ranks(static_cast<topo::Rank>(tree[c]), static_cast<topo::Rank>(c)).hops)
-        if (h.link == l) return true;
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -76,7 +66,7 @@ TEST_CASE(
       // (each tree crosses it once, one way), to the rounding of whole chunks.
       int through = 0, through_chunks = 0, off_chunks = 0;
       for (std::size_t j = 0; j < st.trees.size(); ++j) {
-        bool on = crosses(t, st.trees[j], slow);
+        bool on = testing::tree_crosses(t, st.trees[j], slow);
         through += on;
         (on ? through_chunks : off_chunks) += st.chunks[j];
       }

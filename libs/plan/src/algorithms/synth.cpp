@@ -371,7 +371,7 @@ SymmetryAxis tree_axis(const std::vector<int>& rank, int order, int k, int slots
 // ---- Symmetric synthesis (synth/symmetric.h, docs/synth.md "Scale by symmetry") ----
 /// --inter: the general solver or host 0's pattern replicated (by default the latter beyond
 /// kMaxAutoRanks where the hosts are alike, and always beyond kMaxRanks).
-constexpr std::string_view kGeneral = "general", kSymmetric = "symmetric";
+constexpr std::string_view kGeneral = "general", kSymmetric = "symmetric", kRails = "rails";
 /// Fan-outs of the inter-host tree laid out (the fastest as simulated is kept); the last (the one
 /// laid out beyond kSymSearchRanks) is the one supports() checks the symmetry with.
 constexpr int kSymFanouts[] = {2, 4, 8};
@@ -520,6 +520,67 @@ bool rails_fall_short(const topo::Topology& t, int p, int root) {
   });
 }
 
+/// Every rank's trees by rails (AllGather, ReduceScatter and AllReduce on hosts of one size whose
+/// links differ: one NIC slower than its rail's others, where host 0's pattern, which needs hosts
+/// alike, does not apply; docs/synth.md, "Every rank's trees by rails"): root r's k trees are its
+/// Broadcast trees by rails (synth::rooted_trees, the root's own piece down a chain on its host),
+/// tree j carrying piece j off r's host on rail j of every host. Equal shares leave the slow
+/// rail's trees setting every root's pace; the LP (algo::grouped_rates) gives the trees of the
+/// roots of one local index one rate each, the least root's sum the most it can be, so that the
+/// other rails carry what the slow one cannot (the cut: 16 x dgx-h100 with one NIC at half rate
+/// has 7.5 of 8 rails, a ring's channels 7). `rate` is a root's (GB/s): the LP's least sum, or
+/// equal shares' where those carry within algo::kWeightGain of it (rates then empty; else one a
+/// tree, p k). Memoised per (topology, p, fan-out).
+struct EveryRails {
+  std::vector<std::vector<int>> trees;  ///< p k, root-major
+  int k = 0;
+  double rate = 0;
+  std::vector<double> rates;
+};
+const std::optional<EveryRails>& every_rails(const topo::Topology& t, int p, int fan, std::string* why) {
+  static Memo<std::tuple<std::uint64_t, int, int>, std::pair<std::optional<EveryRails>, std::string>> memo;
+  const auto& [found, reason] = memo.get({t.fingerprint(), p, fan}, [&]() -> std::pair<std::optional<EveryRails>, std::string> {
+    std::string w;
+    std::optional<synth::HostGrid> g = synth::equal_hosts(t, p, &w);
+    if (!g) return {std::nullopt, w};
+    EveryRails e;
+    for (int r = 0; r < p; ++r) {
+      std::optional<std::vector<std::vector<int>>> trees = synth::rooted_trees(t, p, r, fan, &w, {.chain = true});
+      if (!trees) return {std::nullopt, w};
+      if (r == 0) e.k = static_cast<int>(trees->size());
+      if (static_cast<int>(trees->size()) != e.k) return {std::nullopt, "roots with unlike numbers of trees by rails"};
+      std::move(trees->begin(), trees->end(), std::back_inserter(e.trees));
+    }
+    const int gl = g->local, k = e.k;
+    auto local = [&](int r) { return g->pos[static_cast<std::size_t>(r)] % gl; };
+    // The LP's channels: (local index l, tree j), every root of local index l's tree j.
+    std::vector<algo::Hops> hops(static_cast<std::size_t>(gl * k));
+    std::vector<int> group(hops.size()), rail(hops.size());
+    for (std::size_t c = 0; c < hops.size(); ++c) {
+      group[c] = static_cast<int>(c) / k;
+      rail[c] = static_cast<int>(c) % k;
+    }
+    for (int r = 0; r < p; ++r)
+      for (int j = 0; j < k; ++j) {
+        const std::vector<int>& parent = e.trees[static_cast<std::size_t>(r * k + j)];
+        algo::Hops& h = hops[static_cast<std::size_t>(local(r) * k + j)];
+        for (std::size_t c = 0; c < parent.size(); ++c)
+          if (parent[c] >= 0) h.emplace_back(parent[c], static_cast<int>(c));
+      }
+    std::vector<double> col = algo::grouped_rates(t, hops, group, rail);
+    e.rate = synth::routed_tree_rate(t, e.trees) / p;
+    if (col.empty()) return {std::move(e), ""};
+    double least = std::numeric_limits<double>::infinity();
+    for (int l = 0; l < gl; ++l) least = std::min(least, std::accumulate(col.begin() + l * k, col.begin() + (l + 1) * k, 0.0));
+    e.rate = least;
+    for (int r = 0; r < p; ++r)
+      for (int j = 0; j < k; ++j) e.rates.push_back(col[static_cast<std::size_t>(local(r) * k + j)]);
+    return {std::move(e), ""};
+  });
+  if (why && !found) *why = reason;
+  return found;
+}
+
 /// Whether every piece round each host (Rails::Ring) reaches at least the rate of the other trees
 /// by rails at fan-out `fan`, on hosts of more than two ranks (else the ring is the chain): on
 /// pcie-8gpu hosts, where one PCIe link joins a GPU to its peers, its NIC and the other socket, 31.5
@@ -546,6 +607,21 @@ bool ring_pays(const topo::Topology& t, int p, int root, int fan) {
 /// (1 MiB on 16 trees: 16 chunks of 4 KiB, not 128 of 512 bytes).
 constexpr int kRootedPipelines[] = {128, 256, 512};
 constexpr std::int64_t kRootedOps = std::int64_t{4} << 20;
+/// Every rank's trees by rails at shares (lay_every_rails): units a tree at most, bytes a unit at
+/// least (a 1 GiB AllGather on 128 ranks: 64 units a tree, 16 KiB each).
+constexpr std::uint64_t kRailUnits = 64;
+constexpr std::uint64_t kMinRailUnit = 4096;
+/// The fan-out of the hosts' trees and the steps a tree of every rank's trees by rails, by what
+/// the Queue model simulated on 16 x dgx-h100 with one NIC at half rate (1 GiB; docs/synth.md,
+/// "Every rank's trees by rails"): AllGather does not care (a chain of the hosts, 4 steps: 1.013
+/// x the bound, 1 step 1.018, 16 1.012); the reversed trees of ReduceScatter wait at every rank for
+/// its slowest child, and pay the chain's depth (17) by the step: 4 steps 1.145, 8 1.075, 16 1.044
+/// at twice the ops; AllReduce (both phases) on two heaps of the hosts (depth 7, 16 trees a root)
+/// at 4 steps 1.170, the chain's 1.238.
+constexpr std::pair<int, int> kEveryRailsAllGather{1, 4}, kEveryRailsReduceScatter{1, 8}, kEveryRailsAllReduce{2, 4};
+/// Every rank's trees by rails up to this many ranks (a root's trees a Broadcast's: 1024 roots'
+/// orders and p^2 k m ops are beyond seconds).
+constexpr int kMaxEveryRailsRanks = 256;
 constexpr std::uint64_t kMinRootedChunk = 4096;
 
 /// Host 0's pattern (memoised in synth::quotient), the intra-host trees from the general solver on
@@ -891,13 +967,16 @@ struct Shape {
   bool down = false;  ///< data down the trees (AllGather, Broadcast, AllReduce)
   /// Trees per rank k, chunks per tree m: chunks of the input, output and scratch buffers.
   std::uint32_t in_chunks = 0, out_chunks = 0, scratch_chunks = 0;
+  std::uint32_t unit = 0;  ///< chunks of a root's slice (the whole vector of a one-root plan): k m + host, or tree_units' sum
 };
 
 constexpr std::string_view kRsAg = "rs-ag", kReduceBcast = "reduce-bcast";
 
-Shape shape(const Request& req, std::string_view allreduce, int allreduce_root, int k, int m, int host = 0) {
+/// `units` > 0: a root's slice of that many chunks (param tree_units), not k m + host.
+Shape shape(const Request& req, std::string_view allreduce, int allreduce_root, int k, int m, int host = 0, int units = 0) {
   Shape s;
-  auto unit = static_cast<std::uint32_t>(k * m + host), whole = static_cast<std::uint32_t>(req.nranks) * unit;
+  auto unit = static_cast<std::uint32_t>(units > 0 ? units : k * m + host), whole = static_cast<std::uint32_t>(req.nranks) * unit;
+  s.unit = unit;
   s.up = facts(req.coll).reduces;
   s.down = req.coll != Collective::ReduceScatter && req.coll != Collective::Reduce;
   if (facts(req.coll).has_root) s.root = req.root;
@@ -929,9 +1008,24 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
   st.host = param_int(info, "host_chunks", 0);
   if (st.host < 0 || st.host > 65535)
     throw InputError("synth: plan parameter host_chunks " + std::to_string(st.host) + " is not 0 to 65535");
-  sh = shape(req, allreduce, root_param, std::max(st.k, 1), std::max(st.m, 1), st.host);
+  // Every rank's trees of unequal shares: a root's slice is its trees' units (checked against the
+  // trees below).
+  std::int64_t slice_units = 0;
+  const std::string kUnitsWhere =
+      "synth: plan parameter tree_units: units are for every rank's trees, without host chunks, host arcs, rings or tree_chunks";
+  if (auto it = info.params.find("tree_units"); it != info.params.end()) {
+    if (facts(req.coll).has_root || (req.coll == Collective::AllReduce && allreduce == kReduceBcast) || st.host > 0)
+      throw InputError(kUnitsWhere);
+    st.units = param_ints("synth: plan parameter tree_units", it->second, 1, 1 << 20, "a positive unit count per tree");
+    for (std::size_t t = 0; t < st.units.size() && st.k > 0 && t < static_cast<std::size_t>(st.k); ++t) slice_units += st.units[t];
+    if (slice_units > (1 << 24)) throw InputError("synth: plan parameter tree_units: a root's slice of more than 2^24 units");
+  }
+  sh = shape(req, allreduce, root_param, std::max(st.k, 1), std::max(st.m, 1), st.host, static_cast<int>(slice_units));
   if (st.host > 0 && (info.params.count("sym_grid") > 0 || info.params.count("sym_torus") > 0))
     throw InputError("synth: plan parameter host_chunks: the host share is for packed trees, not symmetric or torus ones");
+  if (slice_units > 0 && st.k >= 1 && st.m >= 1 && (info.in_chunks != sh.in_chunks || info.out_chunks != sh.out_chunks))
+    throw InputError("synth: plan parameter tree_units: root 0's trees hold " + std::to_string(slice_units) +
+                     " units, which do not match " + std::to_string(info.in_chunks) + " input chunks");
   if (st.k < 1 || st.m < 1 || info.in_chunks != sh.in_chunks || info.out_chunks != sh.out_chunks)
     throw InputError("synth: plan parameters channels=" + std::to_string(st.k) + ", pipeline=" + std::to_string(st.m) + " do not match " +
                      std::to_string(info.in_chunks) + " input chunks");
@@ -987,6 +1081,20 @@ SynthTrees read_params(const PlanInfo& info, Shape& sh) {
                        std::to_string(sum) + ", expected one per tree (" + std::to_string(st.trees.size()) +
                        ") summing to channels x pipeline (" + std::to_string(static_cast<std::int64_t>(st.k) * st.m) + ")");
   }
+  if (!st.units.empty()) {
+    // Every rank's k trees, each root's units summing to the same slice (the first root's).
+    if (sh.root >= 0 || st.host > 0 || st.rings || !st.host_arcs.empty() || !st.chunks.empty() || p < 2) throw InputError(kUnitsWhere);
+    if (st.units.size() != st.trees.size())
+      throw InputError("synth: plan parameter tree_units: " + std::to_string(st.units.size()) + " counts, expected one per tree (" +
+                       std::to_string(st.trees.size()) + ")");
+    for (std::size_t r = 0; r < static_cast<std::size_t>(p); ++r) {
+      std::int64_t sum = 0;
+      for (std::size_t j = 0; j < static_cast<std::size_t>(st.k); ++j) sum += st.units[r * static_cast<std::size_t>(st.k) + j];
+      if (sum != slice_units)
+        throw InputError("synth: plan parameter tree_units: root " + std::to_string(r) + "'s trees hold " + std::to_string(sum) +
+                         " units, root 0's " + std::to_string(slice_units) + " (every root's slice is one size)");
+    }
+  }
   if (info.params.count("tree_shift") > 0) {
     st.shift = param_int(info, "tree_shift", 0);
     st.block = param_int(info, "tree_block", p);
@@ -1037,14 +1145,16 @@ class SynthAlgorithm final : public Algorithm {
     // root's trees on hosts of one size (rooted_trees).
     if (req.nranks > kMaxRanks) {
       std::string sym_why;
-      bool ok = rooted_request(req.coll) ? synth::equal_hosts(*t, req.nranks, &sym_why).has_value() || star_groups_here(*t, req.nranks)
-                                         : symmetric_request(req.coll) && (torus(*t, req.nranks) || one_star_host(*t, req.nranks) ||
-                                                                           quotient(*t, req.nranks, kSymCheckFanout, &sym_why));
+      bool ok = rooted_request(req.coll)
+                    ? synth::equal_hosts(*t, req.nranks, &sym_why).has_value() || star_groups_here(*t, req.nranks)
+                    : symmetric_request(req.coll) &&
+                          (torus(*t, req.nranks) || one_star_host(*t, req.nranks) || quotient(*t, req.nranks, kSymCheckFanout, &sym_why) ||
+                           (req.nranks <= kMaxEveryRailsRanks && synth::equal_hosts(*t, req.nranks, &sym_why)));
       if (!ok)
         return no(
             "synth packs trees for at most " + std::to_string(kMaxRanks) +
-            " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts alike, a torus or one host's switch, and Broadcast and "
-            "Reduce on hosts of one size or one host's switch of paired GPUs (" +
+            " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts of one size, a torus or one host's switch, and Broadcast "
+            "and Reduce on hosts of one size or one host's switch of paired GPUs (" +
             (symmetric_request(req.coll) || rooted_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
     }
     return true;
@@ -1074,10 +1184,12 @@ class SynthAlgorithm final : public Algorithm {
         hosts && req.nranks <= most &&
         ((symmetric_request(req.coll) && (hosts->local <= kMaxAutoRanks || star_hosts(*t, req.nranks)) &&
           quotient(*t, req.nranks, kSymCheckFanout, nullptr) && !(req.nranks <= kMaxRanks && symmetric_falls_short(*t, req.nranks))) ||
-         (rooted_request(req.coll) && hosts->local <= kMaxAutoRanks && !rails_fall_short(*t, req.nranks, req.root)));
+         (rooted_request(req.coll) && hosts->local <= kMaxAutoRanks && !rails_fall_short(*t, req.nranks, req.root)) ||
+         (symmetric_request(req.coll) && hosts->local <= kMaxAutoRanks && !quotient(*t, req.nranks, kSymCheckFanout, nullptr) &&
+          every_rails_here(*t, req.nranks)));
     if (fast) return supports(req, t, why);
     if (why)
-      *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) + " ranks at most, beyond only on hosts alike up to " +
+      *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) + " ranks at most, beyond only on hosts of one size up to " +
              std::to_string(most) + " ranks of hosts of " + std::to_string(kMaxAutoRanks) + " ranks at most" +
              (rooted_request(req.coll) ? "" : " or of one switch each") + " (synthesis takes seconds beyond; --algo synth makes it)";
     return false;
@@ -1087,11 +1199,14 @@ class SynthAlgorithm final : public Algorithm {
     std::string why;
     if (!supports(req, t, &why)) throw InputError("synth: " + why);
     int p = req.nranks;
-    if (opt.inter != "" && opt.inter != kGeneral && opt.inter != kSymmetric && opt.inter != kTorus)
-      throw InputError("synth: --inter " + opt.inter + " is not general, symmetric or torus");
+    if (opt.inter != "" && opt.inter != kGeneral && opt.inter != kSymmetric && opt.inter != kTorus && opt.inter != kRails)
+      throw InputError("synth: --inter " + opt.inter + " is not general, symmetric, torus or rails");
     // On a torus beyond kMaxRanks (or with --inter torus), rank 0's trees translated (synth/torus.h).
     if (p > 1 && (opt.inter == kTorus || (opt.inter.empty() && p > kMaxRanks && symmetric_request(req.coll) && torus(*t, p))))
       return fastest_torus(req, *t, opt);
+    if (opt.inter == kRails && !every_rails_here(*t, p))
+      throw InputError("synth: --inter rails: every rank's trees by rails are for up to " + std::to_string(kMaxEveryRailsRanks) +
+                       " ranks on two hosts or more of one size");
     if (p > kMaxRanks && opt.inter == kGeneral)
       throw InputError("synth: the general solver packs trees for at most " + std::to_string(kMaxRanks) + " ranks");
     // By default beyond kMaxAutoRanks, host 0's pattern wherever the hosts are alike: on 4 x
@@ -1104,6 +1219,12 @@ class SynthAlgorithm final : public Algorithm {
         opt.inter.empty() && p > kMaxAutoRanks && symmetric_request(req.coll) && quotient(*t, p, kSymCheckFanout, nullptr).has_value();
     const bool both = alike && p <= kMaxRanks && symmetric_falls_short(*t, p);
     const bool star = p > kMaxRanks && one_star_host(*t, p);  // one switch: no solver to skip
+    // Hosts of one size that are not alike (a NIC slower than its rail's others), beyond auto's
+    // general solver: every rank's trees by rails at the LP's shares (or with --inter rails). On 4
+    // x dgx-a100 with a NIC at half rate the general solver packs no trees over the routes at all.
+    if (p > 1 && symmetric_request(req.coll) &&
+        (opt.inter == kRails || (opt.inter.empty() && p > kMaxAutoRanks && !star && !alike && every_rails_here(*t, p))))
+      return default_every_rails(req, *t, opt);
     if (p > 1 && !rooted_request(req.coll) && (opt.inter == kSymmetric || (p > kMaxRanks && !star) || alike) && !both) {
       // Racks of stars whose GPUs pair up through host memory (GB200 NVL72): beside host 0's
       // pattern, every rank's trees relayed through each Grace on every rack (offer_host_arcs),
@@ -1125,7 +1246,13 @@ class SynthAlgorithm final : public Algorithm {
       PlanInfo sym = fastest_symmetric(req, *t, opt), general = lay_general(req, *t, opt);
       return simulated_us(GeneratedPlan(general, *this), *t) < simulated_us(GeneratedPlan(sym, *this), *t) ? general : sym;
     }
-    return lay_general(req, *t, opt);
+    // Where the general solver packs no trees over the routes, every rank's trees by rails.
+    try {
+      return lay_general(req, *t, opt);
+    } catch (const InputError&) {
+      if (!opt.inter.empty() || !symmetric_request(req.coll) || !every_rails_here(*t, p)) throw;
+    }
+    return default_every_rails(req, *t, opt);
   }
 
   /// fn(t, p), memoised per (topology, p) in `memo` (one per question asked).
@@ -1143,6 +1270,22 @@ class SynthAlgorithm final : public Algorithm {
       std::optional<synth::HostGrid> g = synth::host_grid(t, p, nullptr);
       return g && synth::star_rate(synth::routed_links(synth::host_topology(t, *g), g->local), g->local).has_value();
     });
+  }
+
+  /// Whether every rank's trees by rails apply (every_rails): up to kMaxEveryRailsRanks ranks on
+  /// hosts of one size (two or more), not racks whose GPUs pair up through host memory.
+  static bool every_rails_here(const topo::Topology& t, int p) {
+    return p <= kMaxEveryRailsRanks && synth::equal_hosts(t, p, nullptr) && !star_groups_here(t, p);
+  }
+
+  /// Every rank's trees by rails at the fan-out and steps a tree of kEveryRailsAllGather (and its
+  /// siblings for the other two), or --pipeline's: one plan, laid out without simulating (auto
+  /// simulates it as any candidate).
+  PlanInfo default_every_rails(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
+    const auto [fan, m] = req.coll == Collective::AllGather       ? kEveryRailsAllGather
+                          : req.coll == Collective::ReduceScatter ? kEveryRailsReduceScatter
+                                                                  : kEveryRailsAllReduce;
+    return lay_every_rails(req, t, opt, fan, m);
   }
 
   /// Whether the first p ranks are on several hosts alike whose GPUs hang off one switch each and
@@ -1268,7 +1411,7 @@ class SynthAlgorithm final : public Algorithm {
     // (ring_channels), as the ring algorithm runs a ring.
     const bool rings = st.rings;
     int tree_channels = rings ? k : static_cast<int>(ntrees) * slots;
-    auto um = static_cast<std::uint32_t>(m), unit = static_cast<std::uint32_t>(k * m + host);
+    auto um = static_cast<std::uint32_t>(m), unit = sh.unit;
     auto root_of = [&](std::size_t t) { return sh.root >= 0 ? sh.root : static_cast<int>(t) / k; };
     if (req.coll == Collective::AllGather)
       ops.push_back(copy(in(0), out(static_cast<std::uint32_t>(rank) * unit), unit, static_cast<std::uint16_t>(tree_channels)));
@@ -1312,21 +1455,34 @@ class SynthAlgorithm final : public Algorithm {
       if (rings) first = up_ch = static_cast<int>(t) % k;
       places.push_back({parent[static_cast<std::size_t>(rank)], std::move(children), first, up_ch, std::move(at)});
     }
-    // Tree t's chunk i: `mine` in a slice of k m chunks (the one a rank roots, or the whole
-    // vector of a one-root plan), `theirs` in a buffer of p k m. One root's trees of unequal
-    // shares (tree_chunks): tree t's count(t) chunks from first[t].
-    std::vector<std::uint32_t> first(st.chunks.size() + 1, 0);
+    // Tree t's step i moves n(t, i) chunks from `mine` in a slice of k m chunks (the one a rank
+    // roots, or the whole vector of a one-root plan), `theirs` in a buffer of p k m: one chunk a
+    // step. One root's trees of unequal shares (tree_chunks): tree t's count(t) chunks from
+    // first[t]. Every rank's trees of unequal shares (tree_units): tree t's w units from first[t]
+    // in its root's slice, in min(m, w) steps of about w / m.
+    std::vector<std::uint32_t> first(std::max(st.chunks.size(), st.units.size()) + 1, 0);
     for (std::size_t t = 0; t < st.chunks.size(); ++t) first[t + 1] = first[t] + static_cast<std::uint32_t>(st.chunks[t]);
-    auto count = [&](std::size_t t) { return st.chunks.empty() ? um : static_cast<std::uint32_t>(st.chunks[t]); };
+    for (std::size_t t = 0; t < st.units.size(); ++t)
+      first[t + 1] = (t + 1) % static_cast<std::size_t>(k) == 0 ? 0 : first[t] + static_cast<std::uint32_t>(st.units[t]);
+    auto count = [&](std::size_t t) {
+      if (!st.units.empty()) return std::min(um, static_cast<std::uint32_t>(st.units[t]));
+      return st.chunks.empty() ? um : static_cast<std::uint32_t>(st.chunks[t]);
+    };
+    // Tree t's step i in units: [lo(t, i), lo(t, i + 1)).
+    auto lo = [&](std::size_t t, std::uint32_t i) {
+      return static_cast<std::uint32_t>(static_cast<std::uint64_t>(i) * static_cast<std::uint32_t>(st.units[t]) / count(t));
+    };
+    auto n = [&](std::size_t t, std::uint32_t i) { return st.units.empty() ? 1u : lo(t, i + 1) - lo(t, i); };
     auto mine = [&](std::size_t t, std::uint32_t i) {
+      if (!st.units.empty()) return first[t] + lo(t, i);
       if (!st.chunks.empty()) return first[t] + i;
       return static_cast<std::uint32_t>(sh.root >= 0 ? t : t % static_cast<std::size_t>(k)) * um + i;
     };
     auto theirs = [&](std::size_t t, std::uint32_t i) {
       return sh.root >= 0 ? mine(t, i) : static_cast<std::uint32_t>(root_of(t)) * unit + mine(t, i);
     };
-    // Per tree and chunk (at mine(t, i): k m of them, one root's or a rank's slice's), the op after
-    // which this rank is done with the chunk going up: at the root, its total is complete.
+    // Per tree and step (k m of them, one root's or a rank's slice's), the op after which this
+    // rank is done with the step's chunks going up: at the root, their total is complete.
     std::vector<std::uint32_t> done(ntrees * um, kNoDep);
     auto cell = [&](std::size_t t, std::uint32_t i) { return st.chunks.empty() ? t * um + i : mine(t, i); };
     std::vector<std::pair<std::size_t, std::uint32_t>> order_up = step_order(trees, m, rank, true, !rings),
@@ -1342,7 +1498,7 @@ class SynthAlgorithm final : public Algorithm {
       // AllReduce over every rank's trees), else in the output (Reduce's and reduce-bcast's
       // output is the whole vector, what a non-root rank holds there is not read).
       ChunkRef acc = sh.root >= 0 ? out(theirs(t, i)) : !top ? scratch(theirs(t, i)) : sh.down ? out(theirs(t, i)) : out(mine(t, i));
-      done[cell(t, i)] = up(ops, places[t], in(theirs(t, i)), acc);
+      done[cell(t, i)] = up(ops, places[t], in(theirs(t, i)), acc, n(t, i));
     }
     int shift = sh.up ? tree_channels : 0;
     for (auto [t, i] : order_down) {
@@ -1355,7 +1511,7 @@ class SynthAlgorithm final : public Algorithm {
       // Down after up (AllReduce): the root sends once the chunk's total is complete; a rank
       // of one root's trees receives over the output chunk its partial sum went up from.
       std::uint32_t after = top || sh.root >= 0 ? done[cell(t, i)] : kNoDep;
-      down(ops, place, top && !sh.up ? in(mine(t, i)) : out(theirs(t, i)), top, after);
+      down(ops, place, top && !sh.up ? in(mine(t, i)) : out(theirs(t, i)), top, after, n(t, i));
     }
     if (host > 0 && sh.root < 0) {
       std::optional<ShareGrid> grid = read_share_grid(info);
@@ -1550,6 +1706,44 @@ class SynthAlgorithm final : public Algorithm {
     if (!best->rates.empty() && m >= 2)
       info.params["tree_chunks"] = format_order(algo::round_shares(best->rates, m * static_cast<int>(best->trees.size())));
     return info;
+  }
+
+  /// Every rank's trees by rails (every_rails) at inter-host fan-out `fan`, each tree in m steps
+  /// (--pipeline, else `m`); at the LP's shares (param tree_units: a root's slice in up to
+  /// kRailUnits units a tree, of at least kMinRailUnit bytes) where it has them.
+  PlanInfo lay_every_rails(const Request& req, const topo::Topology& t, const AlgoOptions& opt, int fan, int m) const {
+    int p = req.nranks;
+    std::string why;
+    const std::optional<EveryRails>& e = every_rails(t, p, fan, &why);
+    if (!e) throw InputError("synth: no trees by rails here: " + why);
+    const int k = e->k;
+    if (opt.pipeline > 0) m = opt.pipeline;
+    PlanInfo info;
+    info.req = req;
+    info.params["channels"] = std::to_string(k);
+    info.params["pipeline"] = std::to_string(m);
+    info.params["rails_fanout"] = std::to_string(fan);
+    info.params["packed_gbps"] = fmt::format("{:.9g}", e->rate);
+    info.params["trees"] = format_trees(e->trees);
+    if (req.coll == Collective::AllReduce) info.params["allreduce"] = std::string(kRsAg);
+    // A root's slice in units, each tree's by its rate, the same number for every root.
+    const std::uint64_t slice = req.bytes / static_cast<std::uint64_t>(p);
+    const auto per_tree = static_cast<int>(std::min<std::uint64_t>(kRailUnits, slice / (static_cast<std::uint64_t>(k) * kMinRailUnit)));
+    int units = 0;
+    if (!e->rates.empty() && per_tree >= 2) {
+      units = k * per_tree;
+      std::vector<int> w;
+      for (int r = 0; r < p; ++r) {
+        std::vector<double> rates(e->rates.begin() + r * k, e->rates.begin() + (r + 1) * k);
+        std::vector<int> share = algo::round_shares(rates, units);
+        w.insert(w.end(), share.begin(), share.end());
+      }
+      info.params["tree_units"] = format_order(w);
+    }
+    Shape sh = shape(req, kRsAg, -1, k, m, 0, units);
+    std::int64_t phases = sh.up && sh.down ? 2 : 1;
+    std::int64_t channels = phases * p * k * slots_of(e->trees, {}).total() + copy_channels(req.coll);
+    return with_channels(std::move(info), req, sh, channels, std::to_string(k) + " trees by rails per rank");
   }
 
   /// Tree arcs staged through host memory (`ts.host` slots a tree): each of the `trees` trees'
@@ -2648,17 +2842,17 @@ class SynthAlgorithm final : public Algorithm {
   /// One chunk down the tree: received from the parent into `at` (not at the root), then sent on
   /// to each child, each send after the receive (at the root, after op `ready`; elsewhere the
   /// receive waits on `ready`, the rank's last use of `at` going up).
-  static void down(std::vector<Op>& ops, const Tree& t, ChunkRef at, bool root, std::uint32_t ready) {
+  static void down(std::vector<Op>& ops, const Tree& t, ChunkRef at, bool root, std::uint32_t ready, std::uint32_t n = 1) {
     std::uint32_t got = root ? ready : kNoDep;
     if (!root) {
       got = static_cast<std::uint32_t>(ops.size());
-      Op o = recv(t.parent, at, 1, static_cast<std::uint16_t>(t.up_ch));
+      Op o = recv(t.parent, at, n, static_cast<std::uint16_t>(t.up_ch));
       if (ready != kNoDep) o.depend_on(ready);
       ops.push_back(o);
     }
     for (std::size_t q = 0; q < t.children.size(); ++q) {
       int ch = t.child_ch(q);
-      Op o = send(t.children[q], at, 1, static_cast<std::uint16_t>(ch));
+      Op o = send(t.children[q], at, n, static_cast<std::uint16_t>(ch));
       if (got != kNoDep && (root || ch != t.up_ch)) o.depend_on(got);
       ops.push_back(o);
     }
@@ -2668,23 +2862,23 @@ class SynthAlgorithm final : public Algorithm {
   /// `own` in `acc` (a chain: each addition after the one before, on the children's channels),
   /// then the sum sent to the parent, or left in `acc` at the root. Returns the rank's last op on
   /// the chunk: the send, or at the root the op that completes the sum.
-  static std::uint32_t up(std::vector<Op>& ops, const Tree& t, ChunkRef own, ChunkRef acc) {
+  static std::uint32_t up(std::vector<Op>& ops, const Tree& t, ChunkRef own, ChunkRef acc, std::uint32_t n = 1) {
     std::uint32_t last = kNoDep;
     for (std::size_t q = 0; q < t.children.size(); ++q) {
-      Op o = recv_reduce(t.children[q], last == kNoDep ? own : acc, acc, 1, static_cast<std::uint16_t>(t.child_ch(q)));
+      Op o = recv_reduce(t.children[q], last == kNoDep ? own : acc, acc, n, static_cast<std::uint16_t>(t.child_ch(q)));
       if (last != kNoDep) o.depend_on(last);
       last = static_cast<std::uint32_t>(ops.size());
       ops.push_back(o);
     }
     if (t.parent >= 0) {
-      Op o = send(t.parent, last == kNoDep ? own : acc, 1, static_cast<std::uint16_t>(t.up_ch));
+      Op o = send(t.parent, last == kNoDep ? own : acc, n, static_cast<std::uint16_t>(t.up_ch));
       if (last != kNoDep && ops[last].channel != t.up_ch) o.depend_on(last);
       ops.push_back(o);
       return static_cast<std::uint32_t>(ops.size() - 1);
     }
     if (last == kNoDep) {
       last = static_cast<std::uint32_t>(ops.size());
-      ops.push_back(copy(own, acc, 1, static_cast<std::uint16_t>(t.first)));
+      ops.push_back(copy(own, acc, n, static_cast<std::uint16_t>(t.first)));
     }
     return last;
   }

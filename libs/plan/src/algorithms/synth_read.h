@@ -38,6 +38,11 @@ struct SynthTrees {
   /// One root's trees of unequal shares (param tree_chunks): tree t's chunk count, k m in all,
   /// tree t's chunks after tree t - 1's; empty: m each.
   std::vector<int> chunks;
+  /// Every rank's trees of unequal shares (param tree_units; the trees by rails on hosts of one
+  /// size whose links differ): tree t's units of its root's slice, tree t's after tree t - 1's, the
+  /// same sum for every root (the slice's chunks); tree t moves its w units in min(m, w) steps, step
+  /// i the units [i w / s, (i + 1) w / s) of s steps. Empty: none.
+  std::vector<int> units;
 };
 SynthTrees read_synth_trees(const PlanInfo& info);
 

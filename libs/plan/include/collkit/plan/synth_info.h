@@ -27,6 +27,9 @@ struct SynthInfo {
   /// One root's trees of unequal shares (param tree_chunks: their rates over the routes differ, a
   /// NIC slower than its rail's others): each tree's chunks, `chunks` on average; empty: equal.
   std::vector<int> tree_chunks;
+  /// Every rank's trees of unequal shares (param tree_units): rank 0's trees' units of its slice
+  /// (each tree in up to `chunks` steps); empty: equal.
+  std::vector<int> tree_units;
   std::string allreduce;   ///< AllReduce: "rs-ag" or "reduce-bcast"
   // AlltoAll: the flow LP.
   double lp_gbps = 0;      ///< lambda*, per pair over every path a plan's sends may take (0: not recorded)
