@@ -105,8 +105,16 @@ bool solved(glp_prob* lp) {
 /// After an optimum, held in place by the caller (a row or a bound): of the solutions within
 /// rounding of it, the most even. The least channel's rate (a new column) is maximised with every
 /// x_c at least it. The simplex's vertex alone can starve channels (16 rings on 8
-/// NICs: 8 of them got 1 unit of 1160) where spreading costs nothing. Empty if not solved.
+/// NICs: 8 of them got 1 unit of 1160) where spreading costs nothing.
 std::vector<double> most_even(glp_prob* lp, int cols, bool least_most = false) {
+  auto primal = [&] {
+    std::vector<double> rates(static_cast<std::size_t>(cols));
+    for (int c = 1; c <= cols; ++c) rates[static_cast<std::size_t>(c - 1)] = glp_get_col_prim(lp, c);
+    return rates;
+  };
+  // Each stage refines the one before; where the simplex does not solve a stage (numerical
+  // trouble at a degenerate optimum: 4 x mi300x's every rank's trees), the stage before stands.
+  const std::vector<double> optimum = primal();
   const int least = glp_add_cols(lp, 1);
   glp_set_col_bnds(lp, least, GLP_LO, 0.0, 0.0);
   for (int c = 1; c < least; ++c) glp_set_obj_coef(lp, c, 0.0);
@@ -118,11 +126,12 @@ std::vector<double> most_even(glp_prob* lp, int cols, bool least_most = false) {
     glp_set_mat_row(lp, first + c - 1, 2, ind, val);
     glp_set_row_bnds(lp, first + c - 1, GLP_LO, 0.0, 0.0);
   }
-  if (!solved(lp)) return {};
+  if (!solved(lp)) return optimum;
   if (least_most) {
     // Then, at that least, the greatest channel's rate the least it can be: the rest of the sum
     // spread too, not left on a few channels at the simplex's vertex.
-    glp_set_col_bnds(lp, least, GLP_LO, glp_get_obj_val(lp) * (1 - 1e-9), 0.0);
+    const std::vector<double> evened = primal();
+    glp_set_col_bnds(lp, least, GLP_LO, glp_get_obj_val(lp) * (1 - 1e-7), 0.0);
     glp_set_obj_coef(lp, least, 0.0);
     const int most = glp_add_cols(lp, 1);
     glp_set_col_bnds(lp, most, GLP_LO, 0.0, 0.0);
@@ -134,11 +143,9 @@ std::vector<double> most_even(glp_prob* lp, int cols, bool least_most = false) {
       glp_set_mat_row(lp, below + c - 1, 2, ind, val);
       glp_set_row_bnds(lp, below + c - 1, GLP_LO, 0.0, 0.0);
     }
-    if (!solved(lp)) return {};
+    if (!solved(lp)) return evened;
   }
-  std::vector<double> rates(static_cast<std::size_t>(cols));
-  for (int c = 1; c <= cols; ++c) rates[static_cast<std::size_t>(c - 1)] = glp_get_col_prim(lp, c);
-  return rates;
+  return primal();
 }
 
 /// Every channel at one rate, the most the busiest resource allows (0 if none is crossed).
@@ -197,7 +204,7 @@ std::pair<std::vector<double>, double> best_grouped_rates(const Crossings& x, co
   if (!solved(lp.get())) return {};
   const double best = glp_get_obj_val(lp.get());
   if (!(best > 0)) return {};
-  glp_set_col_bnds(lp.get(), s, GLP_LO, best * (1 - 1e-9), 0.0);
+  glp_set_col_bnds(lp.get(), s, GLP_LO, best * (1 - 1e-7), 0.0);
   glp_set_obj_coef(lp.get(), s, 0.0);
   std::vector<double> rates = most_even(lp.get(), cols, true);
   if (rates.size() > Q) rates.resize(Q);
