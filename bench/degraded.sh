@@ -3,9 +3,9 @@
 # path users take: `coll-topo synth`, a what-if of `coll-plan shell` saved as a topology, then
 # `coll-plan generate --algo auto --size 1G` for each collective: its choice, its predicted time
 # over the bound and the CPU seconds it took, beside COLLKIT_BASELINE_BIN's build on the same
-# topology (run one after the other). Then, for Broadcast and Reduce, `--algo synth` (trees by rails
-# with the shares it lays out, param tree_chunks) beside the same plan with equal shares
-# (tree_chunks removed), simulated on the same topology. Predictions of the simulator (Queue), no
+# topology (run one after the other). Then `--algo synth` (trees by rails with the shares it lays
+# out: param tree_chunks for Broadcast and Reduce, tree_units for every rank's trees) beside the
+# same plan with equal shares, simulated on the same topology. Predictions of the simulator (Queue), no
 # clock read but the CPU seconds.
 #
 # Usage: COLLKIT_BASELINE_BIN=/old/build/bin bench/degraded.sh [build/bin] [out.md]
@@ -48,18 +48,26 @@ for c in "${degraded_cases[@]}" \
     fi
     auto_rows+=("$(printf '| %s | %s | %.1f | %s | %s %.1f (%.3f), %.1f s |' "$name" "$coll" "$bound" "$before" "$algo" "$us" \
       "$(echo "$us / $bound" | bc -l)" "$cpu")")
-    case $coll in broadcast | reduce) ;; *) continue ;; esac
     if ! "$bin/coll-plan" generate --topo "$tmp/t.json" --coll $coll --size 1G --algo synth -o "$tmp/s.json" >"$tmp/s.txt" 2>&1; then
       synth_rows+=("| $name | $coll | refused: $(grep -o 'error: .*' "$tmp/s.txt" | cut -c8-90)... | | | |")
       continue
     fi
-    python3 - "$tmp/s.json" "$tmp/e.json" <<'EOF'
+    # Equal shares: one root's trees without tree_chunks (k m chunks, m each); every rank's with
+    # each tree a k-th of its root's units (the same buffers). Shares: one root's, or rank 0's.
+    shares=$(python3 - "$tmp/s.json" "$tmp/e.json" <<'EOF'
 import json, sys
 plan = json.load(open(sys.argv[1]))
-plan["params"].pop("tree_chunks", None)
+params = plan["params"]
+shares = params.pop("tree_chunks", None)
+if "tree_units" in params:
+    units = [int(u) for u in params["tree_units"].split(",")]
+    k = int(params["channels"])
+    shares = ",".join(map(str, units[:k])) + " units (rank 0's)"
+    params["tree_units"] = ",".join([str(sum(units[:k]) // k)] * len(units))
 json.dump(plan, open(sys.argv[2], "w"))
+print(shares or "-")
 EOF
-    shares=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['params'].get('tree_chunks', '-'))" "$tmp/s.json")
+)
     w=$(predicted "$tmp/s.json" "$tmp/t.json")
     e=$(predicted "$tmp/e.json" "$tmp/t.json")
     synth_rows+=("$(printf '| %s | %s | %.1f (%.3f) | %.1f (%.3f) | %.3f | %s |' "$name" "$coll" "$e" "$(echo "$e / $bound" | bc -l)" \
@@ -81,8 +89,9 @@ done
   echo
   echo "## Trees by rails with shares"
   echo
-  echo "\`coll-plan generate --algo synth\` (Broadcast, Reduce at 1 GiB; its default layout) simulated, beside the same plan"
-  echo "with equal shares (param \`tree_chunks\` removed). Times in us, x the bound in brackets."
+  echo "\`coll-plan generate --algo synth\` (1 GiB, its default layout) simulated, beside the same plan with equal shares"
+  echo "(Broadcast, Reduce: param \`tree_chunks\` removed; AllGather, ReduceScatter, AllReduce where every rank's trees"
+  echo "by rails have param \`tree_units\`: each tree a k-th of its root's units). Times in us, x the bound in brackets."
   echo
   echo "| cluster | collective | synth, equal shares | synth, shares | shares / equal | shares (chunks a tree) |"
   echo "| --- | --- | --- | --- | --- | --- |"
