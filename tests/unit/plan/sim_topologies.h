@@ -39,6 +39,18 @@ inline bool tree_crosses(const topo::Topology& t, const std::vector<int>& tree, 
   return false;
 }
 
+/// A copy of t whose rank on vertex `id` is left out (its GPU idle; the ranks after it renumbered
+/// in order): a host short of a GPU, as a job that does not use it has it.
+inline topo::Topology without_rank(const topo::Topology& t, const std::string& id) {
+  topo::Topology out;
+  out.name = t.name;
+  for (topo::VertexId v = 0; v < t.num_vertices(); ++v) out.add_vertex(t.vertex(v));
+  for (topo::LinkId l = 0; l < t.num_links(); ++l) out.add_link(t.link(l));
+  for (topo::Rank r = 0; r < t.num_ranks(); ++r)
+    if (t.rank_vertex(r) != t.at(id)) out.add_rank(t.rank_vertex(r));
+  return out;
+}
+
 inline topo::Vertex make_vertex(std::string id, topo::VertexKind kind, std::string host = "") {
   topo::Vertex v;
   v.id = std::move(id);

@@ -18,6 +18,7 @@
 #include "collkit/core/error.h"
 #include "collkit/plan/algorithm.h"
 #include "collkit/plan/bounds.h"
+#include "collkit/plan/planner.h"
 #include "collkit/plan/show.h"
 #include "collkit/plan/simulate.h"
 #include "collkit/plan/synth_info.h"
@@ -25,11 +26,14 @@
 #include "collkit/topo/routing.h"
 #include "plan/sim_topologies.h"
 #include "plan_testing.h"
+#include "synth/symmetric.h"
 
 using namespace collkit;
 using namespace collkit::plan;
 
 namespace {
+
+auto at(int x) { return static_cast<std::size_t>(x); }
 
 // Every rank's trees by rails (--inter rails), m steps a tree (0: the default).
 PlanInfo every_rails_plan(const topo::Topology& t, Collective c, int m, std::uint64_t bytes = std::uint64_t{1} << 30) {
@@ -105,6 +109,41 @@ TEST_CASE("synth every rank's trees by rails: a NIC at a quarter rate, the trees
     ++checked;
   }
   CHECK(checked == 3);
+}
+
+TEST_CASE("synth every rank's trees by rails: a host short of a GPU, its rails lined up by device index, near the routed optimum") {
+  // 3 x dgx-h100 with node1's GPU 3 left out (23 ranks): node1's slot 3 is empty, GPU 4 stands in
+  // for it (its NIC carries rails 3 and 4), and node1's NIC 3, which no GPU's route takes, is lost
+  // to every plan: the routed optimum is below the bound's, which counts a PCIe path to it.
+  topo::Topology t = testing::without_rank(testing::preset("dgx-h100", 3), "node1/gpu3");
+  const int p = 23;
+  REQUIRE(t.num_ranks() == p);
+  std::string why;
+  std::optional<synth::HostGrid> g = synth::rail_hosts(t, p, &why);
+  REQUIRE_MESSAGE(g, why);
+  CHECK((g->num_hosts() == 3 && g->local == 8 && g->holes()));
+  CHECK(g->rank[at(8 + 3)] == -1);
+  CHECK(t.vertex(t.rank_vertex(static_cast<topo::Rank>(g->holder(1, 3)))).id == "node1/gpu4");
+  CHECK_FALSE(synth::equal_hosts(t, p, nullptr));
+  int checked = 0;
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce}) {
+    CAPTURE(to_string(c));
+    PlanInfo w = every_rails_plan(t, c, 0, std::uint64_t{p} << 22);  // 4 MiB a rank
+    GeneratedPlan plan(w, algorithm("synth"));
+    CHECK(verify(plan).ok);
+    // The LP's shares reach nearly the best the routes allow, which the bound's cut exceeds.
+    SynthInfo si = synth_info(plan, &t, {});
+    CHECK(si.packed_gbps > 0.95 * si.routed_gbps);
+    CHECK(si.routed_gbps < 0.97 * si.optimal_gbps);
+    // The ring enters and leaves the short host over fewer rails than its other hosts.
+    double rails_over_ring = simulated_us(plan, t) / simulated_us(*generate("ring", w.req, &t), t);  // no clock
+    CHECK(rails_over_ring < 0.9);
+    ++checked;
+  }
+  CHECK(checked == 3);
+  // auto takes them beyond 16 ranks, as on hosts of one size.
+  CHECK(algorithm("synth").in_auto({Collective::AllGather, std::uint64_t{p} << 22, p, 0}, &t, &why));
+  CHECK(plan_for("auto", {Collective::AllGather, std::uint64_t{p} << 22, p, 0}, &t)->info().algorithm == "synth");
 }
 
 TEST_CASE("synth every rank's trees by rails: computed by the interpreter at a few elements a unit, with and without shares") {
@@ -218,8 +257,10 @@ TEST_CASE(
   topo::Topology one = testing::preset("dgx-h100", 1);
   AlgoOptions rails;
   rails.inter = "rails";
-  CHECK_THROWS_WITH_AS(algorithm("synth").layout({Collective::AllGather, std::uint64_t{1} << 20, 8, 0}, &one, rails),
-                       "synth: --inter rails: every rank's trees by rails are for up to 256 ranks on two hosts or more of one size",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      algorithm("synth").layout({Collective::AllGather, std::uint64_t{1} << 20, 8, 0}, &one, rails),
+      "synth: --inter rails: every rank's trees by rails are for up to 256 ranks on two hosts or more lined up by rail (of one "
+      "size, or short of GPUs: synth::rail_hosts)",
+      InputError);
   CHECK(checked == 6);
 }

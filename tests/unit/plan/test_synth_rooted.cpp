@@ -25,6 +25,18 @@ namespace topo = collkit::topo;
 
 namespace {
 auto at(int x) { return static_cast<std::size_t>(x); }
+
+// Whether every tree (parents by rank over p ranks) is rooted at `root` and spans every rank.
+bool spans(const std::vector<std::vector<int>>& trees, int root, int p) {
+  bool all = true;
+  for (const std::vector<int>& parent : trees)
+    for (int r = 0; r < p; ++r) {
+      int x = r, steps = 0;
+      while (x != root && x >= 0 && steps++ <= p) x = parent[at(x)];
+      all = all && x == root && parent[at(root)] == -1;
+    }
+  return all;
+}
 }  // namespace
 
 TEST_CASE("synth rooted: trees by rails span every rank and reach the routed optimum") {
@@ -47,14 +59,7 @@ TEST_CASE("synth rooted: trees by rails span every rank and reach the routed opt
           REQUIRE_MESSAGE(trees, why);
           int copies = fan == 2 && hosts > 3 ? 2 : 1;
           CHECK(trees->size() == at(copies * 8 * (chain ? 1 : 7)));
-          bool spans = true;
-          for (const std::vector<int>& parent : *trees)
-            for (int r = 0; r < p; ++r) {
-              int x = r, steps = 0;
-              while (x != root && x >= 0 && steps++ <= p) x = parent[at(x)];
-              spans = spans && x == root && parent[at(root)] == -1;
-            }
-          CHECK(spans);
+          CHECK(spans(*trees, root, p));
           // Every NIC of the root's host carries an equal share, every other NIC sends at most what
           // it receives: the root's host's NICs bind, the Broadcast optimum over the routed links.
           double rate = synth::routed_tree_rate(t, *trees), best = synth::broadcast_rate(routed, p, root).per_root_gbps;
@@ -67,10 +72,29 @@ TEST_CASE("synth rooted: trees by rails span every rank and reach the routed opt
   topo::Topology t = topo::synth({"dgx-h100", 2, ""});
   CHECK_FALSE(synth::rooted_trees(t, 16, 0, 3, &why));
   CHECK(why == "fan-out 3 (1 or 2 only)");
-  CHECK_FALSE(synth::rooted_trees(t, 12, 0, 2, &why));
-  CHECK(why == "hosts hold different numbers of ranks (node0 8, node1 4)");
   CHECK_FALSE(synth::rooted_trees(t, 8, 0, 2, &why));
   CHECK(why == "one host");
+  // 12 ranks: node1 holds GPUs 0-3, lined up by device index (synth::rail_hosts), slots 4-7 empty.
+  // Only the chain variant; its trees span every rank from a root on either host.
+  CHECK_FALSE(synth::rooted_trees(t, 12, 0, 2, &why));
+  CHECK(why == "on hosts of unlike sizes only the root's own piece down a chain and the others from the rail's rank");
+  int ragged = 0;
+  for (int root : {0, 5, 9}) {
+    CAPTURE(root);
+    auto trees = synth::rooted_trees(t, 12, root, 1, &why, {.chain = true});
+    REQUIRE_MESSAGE(trees, why);
+    CHECK(trees->size() == 8);
+    CHECK(spans(*trees, root, 12));
+    ++ragged;
+  }
+  CHECK(ragged == 3);
+  // Hosts of unlike sizes whose GPUs carry no device index cannot be lined up.
+  topo::Topology bare = t;
+  for (topo::VertexId v = 0; v < bare.num_vertices(); ++v)
+    if (bare.vertex(v).kind == topo::VertexKind::Gpu) bare.mutable_vertex(v).index = -1;
+  CHECK_FALSE(synth::rooted_trees(bare, 12, 0, 1, &why, {.chain = true}));
+  CHECK(why ==
+        "hosts hold different numbers of ranks (node0 8, node1 4), and rank 0's vertex has no device index to line the hosts' rails up by");
 }
 
 TEST_CASE("synth rooted: Broadcast and Reduce by rails land near the bound on four hosts and verify") {
@@ -119,17 +143,23 @@ TEST_CASE("synth rooted: Broadcast and Reduce by rails land near the bound on fo
   CHECK(checked == 10);
 }
 
-TEST_CASE("synth rooted: Broadcast beyond 32 ranks on hosts of one size, refused in one line otherwise") {
+TEST_CASE("synth rooted: Broadcast beyond 32 ranks on hosts lined up by rail, refused in one line otherwise") {
   topo::Topology five = topo::synth({"dgx-h100", 5, ""});
   std::string why;
   Request bcast{Collective::Broadcast, std::uint64_t{40} << 20, 40, 7};
   CHECK(algorithm("synth").supports(bcast, &five, &why));
+  // 36 ranks: node4 holds GPUs 0-3, lined up with the others by device index; without device
+  // indices, refused.
   Request ragged{Collective::Reduce, std::uint64_t{36} << 20, 36, 0};
-  CHECK_FALSE(algorithm("synth").supports(ragged, &five, &why));
+  CHECK(algorithm("synth").supports(ragged, &five, &why));
+  topo::Topology bare = five;
+  for (topo::VertexId v = 0; v < bare.num_vertices(); ++v)
+    if (bare.vertex(v).kind == topo::VertexKind::Gpu) bare.mutable_vertex(v).index = -1;
+  CHECK_FALSE(algorithm("synth").supports(ragged, &bare, &why));
   CHECK(why ==
-        "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts of one size, a torus or one "
-        "host's switch, and Broadcast and Reduce on hosts of one size or one host's switch of paired GPUs (hosts hold different numbers of "
-        "ranks (node0 8, node4 4))");
+        "synth packs trees for at most 32 ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts lined up by rail, a torus or "
+        "one host's switch, and Broadcast and Reduce on hosts lined up by rail or one host's switch of paired GPUs (hosts hold different "
+        "numbers of ranks (node0 8, node4 4), and rank 0's vertex has no device index to line the hosts' rails up by)");
   AlgoOptions o;
   o.pipeline = 2;
   auto plan = generate("synth", bcast, &five, o);

@@ -521,8 +521,9 @@ bool rails_fall_short(const topo::Topology& t, int p, int root) {
 }
 
 /// Every rank's trees by rails (AllGather, ReduceScatter and AllReduce on hosts of one size whose
-/// links differ: one NIC slower than its rail's others, where host 0's pattern, which needs hosts
-/// alike, does not apply; docs/synth.md, "Every rank's trees by rails"): root r's k trees are its
+/// links differ: one NIC slower than its rail's others, or on hosts some of which are short of a
+/// GPU (synth::rail_hosts), where host 0's pattern, which needs hosts alike, does not apply;
+/// docs/synth.md, "Every rank's trees by rails"): root r's k trees are its
 /// Broadcast trees by rails (synth::rooted_trees, the root's own piece down a chain on its host),
 /// tree j carrying piece j off r's host on rail j of every host. Equal shares leave the slow
 /// rail's trees setting every root's pace; the LP (algo::grouped_rates) gives the trees of the
@@ -541,7 +542,7 @@ const std::optional<EveryRails>& every_rails(const topo::Topology& t, int p, int
   static Memo<std::tuple<std::uint64_t, int, int>, std::pair<std::optional<EveryRails>, std::string>> memo;
   const auto& [found, reason] = memo.get({t.fingerprint(), p, fan}, [&]() -> std::pair<std::optional<EveryRails>, std::string> {
     std::string w;
-    std::optional<synth::HostGrid> g = synth::equal_hosts(t, p, &w);
+    std::optional<synth::HostGrid> g = synth::rail_hosts(t, p, &w);
     if (!g) return {std::nullopt, w};
     EveryRails e;
     for (int r = 0; r < p; ++r) {
@@ -619,6 +620,15 @@ constexpr std::uint64_t kMinRailUnit = 4096;
 /// at twice the ops; AllReduce (both phases) on two heaps of the hosts (depth 7, 16 trees a root)
 /// at 4 steps 1.170, the chain's 1.238.
 constexpr std::pair<int, int> kEveryRailsAllGather{1, 4}, kEveryRailsReduceScatter{1, 8}, kEveryRailsAllReduce{2, 4};
+/// ReduceScatter and AllReduce by every rank's trees by rails at twice those steps where the
+/// plan's sends (phases p (p - 1) k steps) stay within this many: more steps shorten the wait of
+/// the reversed trees for their slowest child, at as many more ops to simulate (x the bound, 1
+/// GiB, Queue; docs/synth.md): 16 x dgx-h100 with one NIC at half rate, ReduceScatter at 8 / 16
+/// steps 1.075 / 1.044 (1.4 / 2.8 CPU-s), AllReduce at 4 / 8 1.171 / 1.128 (3.1 / 8.0 s: 4.2 M
+/// sends, beyond); one GPU gone, ReduceScatter 1.250 / 1.190 (the ring 1.215); 4 x dgx-a100 and 4
+/// x mi300x with one NIC at half rate, ReduceScatter 1.059 / 1.035 and 1.078 / 1.061, AllReduce
+/// 1.169 / 1.134 and 1.162 / 1.131.
+constexpr std::uint64_t kEveryRailsSends = std::uint64_t{1} << 21;
 /// Every rank's trees by rails up to this many ranks (a root's trees a Broadcast's: 1024 roots'
 /// orders and p^2 k m ops are beyond seconds).
 constexpr int kMaxEveryRailsRanks = 256;
@@ -1142,20 +1152,20 @@ class SynthAlgorithm final : public Algorithm {
     for (double x : w)
       if (x > 1) return no("synth needs one rank per GPU (ranks sharing a vertex are not handled yet)");
     // Beyond kMaxRanks only by symmetry (synth/symmetric.h): host 0's pattern, replicated; one
-    // root's trees on hosts of one size (rooted_trees).
+    // root's trees on hosts lined up by rail (rooted_trees; synth::rail_hosts: of one size, or
+    // some short of GPUs).
     if (req.nranks > kMaxRanks) {
       std::string sym_why;
       bool ok = rooted_request(req.coll)
-                    ? synth::equal_hosts(*t, req.nranks, &sym_why).has_value() || star_groups_here(*t, req.nranks)
+                    ? synth::rail_hosts(*t, req.nranks, &sym_why).has_value() || star_groups_here(*t, req.nranks)
                     : symmetric_request(req.coll) &&
                           (torus(*t, req.nranks) || one_star_host(*t, req.nranks) || quotient(*t, req.nranks, kSymCheckFanout, &sym_why) ||
-                           (req.nranks <= kMaxEveryRailsRanks && synth::equal_hosts(*t, req.nranks, &sym_why)));
+                           (req.nranks <= kMaxEveryRailsRanks && synth::rail_hosts(*t, req.nranks, &sym_why)));
       if (!ok)
-        return no(
-            "synth packs trees for at most " + std::to_string(kMaxRanks) +
-            " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts of one size, a torus or one host's switch, and Broadcast "
-            "and Reduce on hosts of one size or one host's switch of paired GPUs (" +
-            (symmetric_request(req.coll) || rooted_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
+        return no("synth packs trees for at most " + std::to_string(kMaxRanks) +
+                  " ranks, beyond only AllGather, ReduceScatter and AllReduce on hosts lined up by rail, a torus or one host's switch, and "
+                  "Broadcast and Reduce on hosts lined up by rail or one host's switch of paired GPUs (" +
+                  (symmetric_request(req.coll) || rooted_request(req.coll) ? sym_why : std::string("not this collective")) + ")");
     }
     return true;
   }
@@ -1170,7 +1180,7 @@ class SynthAlgorithm final : public Algorithm {
     // (2 x gb200-nvl72, 72 a host, took auto past a minute for one ReduceScatter), or, for host
     // 0's pattern, on hosts whose GPUs hang off one switch, whose trees are stars found at once
     // (synth::star_rate: the same 2 x gb200-nvl72 in 0.1 s).
-    std::optional<synth::HostGrid> hosts = t ? synth::equal_hosts(*t, req.nranks, nullptr) : std::nullopt;
+    std::optional<synth::HostGrid> hosts = t ? synth::rail_hosts(*t, req.nranks, nullptr) : std::nullopt;
     const int most = rooted_request(req.coll) ? kMaxAutoRootedRanks : kMaxAutoSymRanks;
     // One host whose GPUs hang off one switch (a GB200 NVL72 rack): stars, and stars relayed
     // through host memory (offer_host_arcs), laid out at once and simulated folded.
@@ -1189,7 +1199,7 @@ class SynthAlgorithm final : public Algorithm {
           every_rails_here(*t, req.nranks)));
     if (fast) return supports(req, t, why);
     if (why)
-      *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) + " ranks at most, beyond only on hosts of one size up to " +
+      *why = "auto weighs synth at " + std::to_string(kMaxAutoRanks) + " ranks at most, beyond only on hosts lined up by rail up to " +
              std::to_string(most) + " ranks of hosts of " + std::to_string(kMaxAutoRanks) + " ranks at most" +
              (rooted_request(req.coll) ? "" : " or of one switch each") + " (synthesis takes seconds beyond; --algo synth makes it)";
     return false;
@@ -1206,7 +1216,7 @@ class SynthAlgorithm final : public Algorithm {
       return fastest_torus(req, *t, opt);
     if (opt.inter == kRails && !every_rails_here(*t, p))
       throw InputError("synth: --inter rails: every rank's trees by rails are for up to " + std::to_string(kMaxEveryRailsRanks) +
-                       " ranks on two hosts or more of one size");
+                       " ranks on two hosts or more lined up by rail (of one size, or short of GPUs: synth::rail_hosts)");
     if (p > kMaxRanks && opt.inter == kGeneral)
       throw InputError("synth: the general solver packs trees for at most " + std::to_string(kMaxRanks) + " ranks");
     // By default beyond kMaxAutoRanks, host 0's pattern wherever the hosts are alike: on 4 x
@@ -1273,9 +1283,10 @@ class SynthAlgorithm final : public Algorithm {
   }
 
   /// Whether every rank's trees by rails apply (every_rails): up to kMaxEveryRailsRanks ranks on
-  /// hosts of one size (two or more), not racks whose GPUs pair up through host memory.
+  /// hosts lined up by rail (two or more, synth::rail_hosts: of one size, or some short of GPUs),
+  /// not racks whose GPUs pair up through host memory.
   static bool every_rails_here(const topo::Topology& t, int p) {
-    return p <= kMaxEveryRailsRanks && synth::equal_hosts(t, p, nullptr) && !star_groups_here(t, p);
+    return p <= kMaxEveryRailsRanks && synth::rail_hosts(t, p, nullptr) && !star_groups_here(t, p);
   }
 
   /// Every rank's trees by rails at the fan-out and steps a tree of kEveryRailsAllGather (and its
@@ -1285,7 +1296,17 @@ class SynthAlgorithm final : public Algorithm {
     const auto [fan, m] = req.coll == Collective::AllGather       ? kEveryRailsAllGather
                           : req.coll == Collective::ReduceScatter ? kEveryRailsReduceScatter
                                                                   : kEveryRailsAllReduce;
-    return lay_every_rails(req, t, opt, fan, m);
+    // The reversed trees gain from twice the steps where the plan's sends stay within
+    // kEveryRailsSends (AllGather does not: 4 steps reach 1.013 x the bound).
+    int steps = m;
+    if (req.coll != Collective::AllGather) {
+      const std::optional<EveryRails>& e = every_rails(t, req.nranks, fan, nullptr);
+      const std::uint64_t phases = req.coll == Collective::AllReduce ? 2 : 1;
+      const auto p = static_cast<std::uint64_t>(req.nranks);
+      if (e && phases * p * (p - 1) * static_cast<std::uint64_t>(e->k) * static_cast<std::uint64_t>(2 * m) <= kEveryRailsSends)
+        steps = 2 * m;
+    }
+    return lay_every_rails(req, t, opt, fan, steps);
   }
 
   /// Whether the first p ranks are on several hosts alike whose GPUs hang off one switch each and
@@ -2672,7 +2693,7 @@ class SynthAlgorithm final : public Algorithm {
     bool rooted = false;
     bool only_rooted = opt.inter == kSymmetric || req.nranks > kMaxRanks;
     if (rooted_request(req.coll) && opt.inter != kGeneral && (opt.channels <= 0 || only_rooted) &&
-        synth::equal_hosts(t, req.nranks, nullptr)) {
+        synth::rail_hosts(t, req.nranks, nullptr)) {
       // Candidates: both fan-outs at each pipeline up to kMaxRanks; beyond, the heaps (the
       // chains are H + 2 deep, the heaps 3 + log2 H) at kRootedPipelines' chunks, those of at
       // least kMinRootedChunk bytes (else the most chunks of that size, at least 1); beyond
@@ -2698,7 +2719,7 @@ class SynthAlgorithm final : public Algorithm {
       // And every piece round each host where that reaches the others' rate (ring_pays), beyond
       // kSymSearchRanks instead of the chain.
       std::vector<std::tuple<int, int, Rails>> tries;
-      const std::int64_t rails_k = 2 * synth::equal_hosts(t, req.nranks, nullptr)->local;
+      const std::int64_t rails_k = 2 * synth::rail_hosts(t, req.nranks, nullptr)->local;
       for (Rails rails : {Rails::Chain, Rails::Relayed, Rails::Ring})
         for (int fan : kRootedFanouts)
           for (int m : opt.pipeline > 0 || req.nranks <= kMaxRanks ? ms : deep) {
@@ -2732,7 +2753,7 @@ class SynthAlgorithm final : public Algorithm {
     if (opt.inter == kSymmetric && rooted_request(req.coll))
       throw InputError("synth: no trees by rails here: " + [&] {
         std::string why;
-        synth::equal_hosts(t, req.nranks, &why);
+        synth::rail_hosts(t, req.nranks, &why);
         return why;
       }());
     for (int k : ks)

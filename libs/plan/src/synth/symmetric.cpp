@@ -73,7 +73,7 @@ bool rotations(const std::vector<std::vector<int>>& intra, int intra_k) {
 
 // The first p ranks by host name (every rank's vertex on a host, two hosts at least, each holding
 // as many ranks as the first), or why not.
-std::optional<std::map<std::string, std::vector<int>>> ranks_by_host(const Topology& t, int p, std::string* why) {
+std::optional<std::map<std::string, std::vector<int>>> ranks_by_host(const Topology& t, int p, std::string* why, bool one_size = true) {
   auto no = [&](std::string w) -> std::optional<std::map<std::string, std::vector<int>>> {
     if (why) *why = std::move(w);
     return std::nullopt;
@@ -88,7 +88,7 @@ std::optional<std::map<std::string, std::vector<int>>> ranks_by_host(const Topol
   if (by_host.size() < 2) return no("one host");
   std::size_t g = by_host.begin()->second.size();
   for (const auto& [name, ranks] : by_host)
-    if (ranks.size() != g)
+    if (one_size && ranks.size() != g)
       return no("hosts hold different numbers of ranks (" + by_host.begin()->first + " " + std::to_string(g) + ", " + name + " " +
                 std::to_string(ranks.size()) + ")");
   return by_host;
@@ -492,6 +492,56 @@ std::optional<HostGrid> equal_hosts(const topo::Topology& t, int p, std::string*
   return out;
 }
 
+std::optional<HostGrid> rail_hosts(const topo::Topology& t, int p, std::string* why) {
+  std::string unequal;
+  if (std::optional<HostGrid> g = equal_hosts(t, p, &unequal)) return g;
+  std::optional<std::map<std::string, std::vector<int>>> by_host = ranks_by_host(t, p, why, false);
+  if (!by_host) return std::nullopt;
+  auto no = [&](const std::string& w) -> std::optional<HostGrid> {
+    if (why) *why = unequal + ", and " + w;
+    return std::nullopt;
+  };
+  auto index = [&](int r) { return t.vertex(t.rank_vertex(static_cast<topo::Rank>(r))).index; };
+  std::vector<int> slots;  // every device index, sorted
+  for (const auto& [name, ranks] : *by_host)
+    for (int r : ranks) {
+      if (index(r) < 0) return no("rank " + std::to_string(r) + "'s vertex has no device index to line the hosts' rails up by");
+      slots.push_back(index(r));
+    }
+  std::sort(slots.begin(), slots.end());
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  std::vector<std::vector<int>> hosts;
+  bool full = false;
+  for (const auto& [name, ranks] : *by_host) {
+    std::vector<int> at_slot(slots.size(), -1);
+    for (int r : ranks) {
+      auto l = static_cast<std::size_t>(std::lower_bound(slots.begin(), slots.end(), index(r)) - slots.begin());
+      if (at_slot[l] >= 0) return no("host " + name + " holds two ranks of device index " + std::to_string(index(r)));
+      at_slot[l] = r;
+    }
+    full = full || ranks.size() == slots.size();
+    hosts.push_back(std::move(at_slot));
+  }
+  if (!full) return no("no host holds a GPU of every device index its peers have (" + std::to_string(slots.size()) + ")");
+  auto least = [](const std::vector<int>& h) {
+    int m = std::numeric_limits<int>::max();
+    for (int r : h)
+      if (r >= 0) m = std::min(m, r);
+    return m;
+  };
+  std::sort(hosts.begin(), hosts.end(), [&](const auto& x, const auto& y) { return least(x) < least(y); });
+  HostGrid out;
+  out.hosts = static_cast<int>(hosts.size());
+  out.local = static_cast<int>(slots.size());
+  out.pos.assign(at(p), -1);
+  for (const std::vector<int>& h : hosts)
+    for (int r : h) {
+      if (r >= 0) out.pos[at(r)] = static_cast<int>(out.rank.size());
+      out.rank.push_back(r);
+    }
+  return out;
+}
+
 namespace {
 
 // rooted_trees' inter-host trees on places x = 0 .. n - 1 of the hosts' order: per copy, every
@@ -539,7 +589,7 @@ std::vector<int> rooted_order(const Topology& t, const HostGrid& g, int re, int 
   if (n < 3) return order;
   static std::mutex mu;
   static std::map<std::tuple<std::uint64_t, int, int, int, int>, std::vector<int>> memo;
-  auto key = std::make_tuple(t.fingerprint(), g.num_hosts() * gl, g.rank[at(re * gl + lr)], shape.copies,
+  auto key = std::make_tuple(t.fingerprint(), static_cast<int>(g.pos.size()), g.rank[at(re * gl + lr)], shape.copies,
                              static_cast<int>(shape.parent.front().size()));
   {
     std::lock_guard lock(mu);
@@ -547,7 +597,7 @@ std::vector<int> rooted_order(const Topology& t, const HostGrid& g, int re, int 
   }
   // Routes between the rail's ranks (link directions: channels), per source host.
   std::vector<VertexId> vertex(at(H));
-  for (int e = 0; e < H; ++e) vertex[at(e)] = t.rank_vertex(static_cast<topo::Rank>(g.rank[at(e * gl + lr)]));
+  for (int e = 0; e < H; ++e) vertex[at(e)] = t.rank_vertex(static_cast<topo::Rank>(g.holder(e, lr)));
   topo::Router router(t);
   std::vector<std::vector<std::vector<std::uint32_t>>> route(at(H));
   double narrowest = std::numeric_limits<double>::infinity();
@@ -693,10 +743,14 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
     if (why) *why = "root " + std::to_string(root) + " is not a rank";
     return std::nullopt;
   }
-  std::optional<HostGrid> grid = equal_hosts(t, p, why);
+  std::optional<HostGrid> grid = rail_hosts(t, p, why);
   if (!grid) return std::nullopt;
   const HostGrid& g = *grid;
   int H = g.num_hosts(), gl = g.local, n = H - 1;
+  if (g.holes() && (ring || intra || !chain)) {
+    if (why) *why = "on hosts of unlike sizes only the root's own piece down a chain and the others from the rail's rank";
+    return std::nullopt;
+  }
   if (intra && !spanning_trees(*intra, gl)) {
     if (why) *why = "the intra-host trees are not " + std::to_string(gl) + " spanning trees of the host's " + std::to_string(gl) + " ranks";
     return std::nullopt;
@@ -730,7 +784,9 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
       for (int j = 0; j < gl; ++j)
         for (int i = 0; i < relays; ++i) {
           std::vector<int> parent(at(p), -1);
-          int leader = rank(re, j);  // who sends the piece off the root's host
+          // Who sends the piece off the root's host: the rank of its rail, or the root where the
+          // host has none (a host short of a GPU: the root's NIC then carries two pieces).
+          int leader = rank(re, j) >= 0 ? rank(re, j) : root;
           if (gl > 1 && ring) {
             // Round the root's host (the root left out of the order), from the root to the rank
             // after j and on to j; the root's own piece from the root to the last.
@@ -744,9 +800,14 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
             int prev = root;
             for (int x = 1; x < gl; ++x) {
               int r = rank(re, mod(lr + x, gl));
+              if (r < 0) continue;
               parent[at(r)] = prev;
               prev = r;
             }
+          } else if (gl > 1 && rank(re, j) < 0) {
+            // A slot of the root's host with no rank: the root hands the piece to the others.
+            for (int l = 0; l < gl; ++l)
+              if (rank(re, l) >= 0 && l != lr) parent[at(rank(re, l))] = root;
           } else if (gl > 1) {
             // On the root's host: rank j (or, for the root's own piece, the i-th other rank, its
             // relay) gets it from the root, straight or, with `intra`, down the root's tree (over
@@ -762,15 +823,18 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
               }
             else parent[at(rank(re, via))] = root;
             for (int l = 0; l < gl; ++l)
-              if (l != lr && l != via && !on_path[at(l)]) parent[at(rank(re, l))] = rank(re, handed(via, l));
+              if (l != lr && l != via && !on_path[at(l)] && rank(re, l) >= 0) parent[at(rank(re, l))] = rank(re, handed(via, l));
           }
+          // On every other host, the rail's rank (or who stands in for it, HostGrid::holder) gets
+          // the piece from the parent host's and hands it on.
           for (int e = 0; e < H; ++e) {
             if (e == re) continue;
             int up = inter[at(c)][at(e)];
-            int rail = rank(e, j);
-            parent[at(rail)] = up == re ? leader : rank(up, j);
+            int rail = g.holder(e, j);
+            parent[at(rail)] = up == re ? leader : g.holder(up, j);
             for (int l = 0; l < gl; ++l)
-              if (l != j) parent[at(rank(e, l))] = rank(e, ring ? mod(l - 1, gl) : handed(j, l));
+              if (rank(e, l) >= 0 && rank(e, l) != rail)
+                parent[at(rank(e, l))] = ring ? rank(e, mod(l - 1, gl)) : g.holder(e, handed(j, l));
           }
           trees.push_back(std::move(parent));
         }

@@ -20,6 +20,7 @@
 // checked (routes_symmetric), never assumed; where it fails the topology is not symmetric enough
 // and the caller falls back to the general solver (or refuses).
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -38,9 +39,18 @@ struct HostGrid {
   int groups = 1;         ///< A: groups of twin hosts
   int hosts = 1;          ///< G: hosts per group
   int local = 1;          ///< g: ranks per host
-  std::vector<int> rank;  ///< rank at each position
+  std::vector<int> rank;  ///< rank at each position (-1: an empty slot of a host short of ranks, rail_hosts)
   std::vector<int> pos;   ///< position of each rank
   int num_hosts() const { return groups * hosts; }
+  /// Whether some host is short of ranks (rail_hosts): some slot holds none.
+  bool holes() const { return std::find(rank.begin(), rank.end(), -1) != rank.end(); }
+  /// The rank at host e's local slot l or, where that slot is empty, at the host's next slot
+  /// after l (cyclically) that holds one: who stands in for the slot's rail on that host.
+  int holder(int e, int l) const {
+    for (int x = 0; x < local; ++x)
+      if (int r = rank[static_cast<std::size_t>(e * local + (l + x) % local)]; r >= 0) return r;
+    return -1;
+  }
 };
 
 /// The grid of the first p ranks of t: every rank's vertex on a host, every host with the same
@@ -126,25 +136,17 @@ std::shared_ptr<const TreeSet> shared_trees(const std::map<std::string, std::str
 
 namespace collkit::plan::synth {
 
-/// One root's trees on hosts of equal size (Broadcast, Reduce; docs/synth.md, "Broadcast and
-/// Reduce on hosts alike"): the vector is cut into g pieces, piece j carried off the root's host
-/// by the rank of local index j there (its rail), over an inter-host tree of that rail, and on
-/// every other host handed by the rail's rank to the host's g - 1 others; on the root's host
-/// the root gives piece j to rank j, which hands it to the g - 2 others, and the root's own
-/// piece, which leaves by its own NIC, is relayed there by the g - 1 others in turn (a (g-1)-th
-/// each), so that the root sends the vector once inside its host and every NIC of its host
-/// carries an equal share out. The inter-host tree over the H - 1 other hosts (the root's host
-/// first, then the others in order from it): fan-out 1, a chain; fan-out 2, two binary heaps,
-/// copy c's inner places held by the hosts at odd or even places in that order (each host has
-/// children in at most one of the two, so every NIC sends what it receives: the NIC-bound rate
-/// at depth log2 H). Trees of equal weight: g (g
-/// - 1) per copy (piece j's g - 1 copies, the root's piece's g - 1 relays), in all k = copies
-/// g (g - 1) (g = 1: copies). Returns the parent arrays over the first p ranks (-1 at root);
-/// nullopt with `why` where the ranks are not on hosts of one size (equal_hosts) or fanout is not
-/// 1 or 2.
 /// The first p ranks on hosts of one size (at least two), hosts ordered by their least rank,
 /// ranks on a host by vertex id; one group (whatever the fabric). nullopt with `why` when not.
 std::optional<HostGrid> equal_hosts(const topo::Topology& t, int p, std::string* why);
+
+/// equal_hosts', or on hosts of unlike sizes (a host short of a GPU: `coll-plan shell`'s `fail
+/// vertex node5/gpu3`) a grid whose slots are the GPUs' device indices (Vertex::index), so that
+/// slot l is rail l on every host: local = the number of distinct indices, which one host must
+/// hold all of; a short host's empty slots hold rank -1 (HostGrid::holder stands in for them).
+/// nullopt with `why` where the ranks are on one host, a rank's vertex has no device index, two
+/// ranks of a host share one, or no host holds every index.
+std::optional<HostGrid> rail_hosts(const topo::Topology& t, int p, std::string* why);
 
 /// How rooted_trees hands the pieces on inside each host.
 struct RootedVariant {
@@ -172,6 +174,25 @@ struct RootedVariant {
   bool ring = false;
 };
 
+/// One root's trees on hosts of equal size (Broadcast, Reduce; docs/synth.md, "Broadcast and
+/// Reduce on hosts alike"): the vector is cut into g pieces, piece j carried off the root's host
+/// by the rank of local index j there (its rail), over an inter-host tree of that rail, and on
+/// every other host handed by the rail's rank to the host's g - 1 others; on the root's host
+/// the root gives piece j to rank j, which hands it to the g - 2 others, and the root's own
+/// piece, which leaves by its own NIC, is relayed there by the g - 1 others in turn (a (g-1)-th
+/// each), so that the root sends the vector once inside its host and every NIC of its host
+/// carries an equal share out. The inter-host tree over the H - 1 other hosts (the root's host
+/// first, then the others in order from it): fan-out 1, a chain; fan-out 2, two binary heaps,
+/// copy c's inner places held by the hosts at odd or even places in that order (each host has
+/// children in at most one of the two, so every NIC sends what it receives: the NIC-bound rate
+/// at depth log2 H). Trees of equal weight: g (g
+/// - 1) per copy (piece j's g - 1 copies, the root's piece's g - 1 relays), in all k = copies
+/// g (g - 1) (g = 1: copies). Returns the parent arrays over the first p ranks (-1 at root);
+/// nullopt with `why` where the ranks are not on hosts of one size (equal_hosts) or fanout is not
+/// 1 or 2. On hosts of unlike sizes (rail_hosts) only with `chain` (not `intra` or `ring`): piece
+/// j of a slot that the root's host lacks leaves it from the root, and on another host that lacks
+/// it the rank that stands in for the slot (HostGrid::holder) gets it and hands it on, its NIC
+/// carrying two rails' pieces (what the shares of weighed trees then even out).
 std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& t, int p, int root, int fanout, std::string* why,
                                                           const RootedVariant& variant = {});
 
