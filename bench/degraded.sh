@@ -34,7 +34,8 @@ auto_rows=()
 synth_rows=()
 source "$root/bench/degraded_cases.sh"
 for c in "${degraded_cases[@]}" \
-  "128 x dgx-h100 (1024 GPUs), one NIC at half rate|dgx-h100|128|scale link node3/nic2 fabric/leaf2.0 bw 0.5"; do
+  "128 x dgx-h100 (1024 GPUs), one NIC at half rate|dgx-h100|128|scale link node3/nic2 fabric/leaf2.0 bw 0.5" \
+  "128 x dgx-h100 (1024 GPUs), one GPU gone|dgx-h100|128|fail vertex node5/gpu3"; do
   degraded_topology "$bin" "$c" "$tmp"
   name=$case_name
   echo "degraded.sh: $name" >&2
