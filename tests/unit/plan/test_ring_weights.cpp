@@ -30,6 +30,8 @@ namespace {
 
 using testing::link_between;
 
+auto at(int x) { return static_cast<std::size_t>(x); }
+
 std::vector<int> parse(const std::string& text) {
   std::vector<int> out;
   std::size_t at = 0;
@@ -153,6 +155,36 @@ TEST_CASE("ring weights: small messages, bidirectional rings and one channel kee
   CHECK(algo::weight_units(8, 1024, 1024, std::uint64_t{1} << 30) == 16);
   CHECK(algo::weight_units(8, 32, 32, std::uint64_t{1} << 20) == 0);
   CHECK(algo::weight_units(1, 32, 32, std::uint64_t{1} << 30) == 0);
+}
+
+TEST_CASE("ring weights: few units on a host short of a GPU are judged by the load they put on links, not a starved channel's rate") {
+  // 3 x dgx-h100 with node1's GPU 3 left out: the ring through node1's rail 3 doubles a NIC, and the
+  // LP all but starves it (1 unit of 512). At 16 units for 8 channels (a 1024-rank ring's) that
+  // channel still gets a unit; judged by its own near-zero rate every sum read alike and 3,2,2,2,1,
+  // 2,2,2 of 16 loaded the busiest NIC with 3 / 16 of a slice (1.51 x the bound at 1023 ranks).
+  topo::Topology t = testing::without_rank(testing::preset("dgx-h100", 3), "node1/gpu3");
+  const int p = 23;
+  PlanInfo info = algorithm("ring").layout({Collective::AllGather, std::uint64_t{p} << 22, p, 0}, &t, {});
+  REQUIRE(info.params.count("weights") == 1);
+  std::vector<std::vector<int>> orders;
+  for (int c = 0; c < 8; ++c) orders.push_back(algo::param_order(info, "order" + std::to_string(c), p));
+  std::vector<int> w = algo::channel_weights(t, orders, false, 16);
+  REQUIRE(w.size() == 8);
+  const int units = std::accumulate(w.begin(), w.end(), 0);
+  CHECK((units >= 8 && units <= 16));
+  // Every link direction's load: each ring's units over each link its hops cross, over the link's
+  // bandwidth, in NIC slices (a NIC's 50 GB/s a unit of rate).
+  std::vector<double> load(2 * t.num_links(), 0);
+  topo::Router router(t);
+  for (int c = 0; c < 8; ++c)
+    for (int q = 0; q < p; ++q)
+      for (const topo::Hop& h :
+           router.route_ranks(static_cast<topo::Rank>(orders[at(c)][at(q)]), static_cast<topo::Rank>(orders[at(c)][at((q + 1) % p)])).hops)
+        load[h.channel()] += w[at(c)];
+  double busiest = 0;
+  for (std::size_t d = 0; d < load.size(); ++d)
+    busiest = std::max(busiest, load[d] * 50 / t.link(static_cast<topo::LinkId>(d / 2)).bw_gbps);
+  CHECK(busiest / units <= 2.0 / 13 + 1e-9);  // 2,2,1,2,1,1,2,2 of 13, where 3 / 16 was
 }
 
 TEST_CASE("ring weights: malformed weights in a plan file are refused in one line") {

@@ -221,6 +221,18 @@ Crossings merged(const Crossings& x, const std::vector<int>& cls, std::size_t Q)
   return out;
 }
 
+/// weighted_rates over the resources the channels cross.
+std::vector<double> weighted_rates(const Crossings& x, std::size_t C) {
+  if (C < 2 || x.bw.empty()) return {};
+  // Equal shares: every channel at the rate the most loaded resource allows.
+  const double equal = equal_rate(x);
+  if (equal <= 0) return {};
+  std::vector<double> rates = best_rates(x, C);
+  double best = std::accumulate(rates.begin(), rates.end(), 0.0);
+  if (rates.empty() || !(best > 0) || static_cast<double>(C) * equal >= (1 - kWeightGain) * best) return {};
+  return rates;
+}
+
 }  // namespace
 
 std::vector<int> round_shares(const std::vector<double>& rates, int units) {
@@ -247,17 +259,7 @@ std::vector<int> round_shares(const std::vector<double>& rates, int units) {
 }
 
 std::vector<double> weighted_rates(const topo::Topology& t, const std::vector<Hops>& hops) {
-  const std::size_t C = hops.size();
-  if (C < 2) return {};
-  Crossings x = crossings(t, hops);
-  if (x.bw.empty()) return {};
-  // Equal shares: every channel at the rate the most loaded resource allows.
-  const double equal = equal_rate(x);
-  if (equal <= 0) return {};
-  std::vector<double> rates = best_rates(x, C);
-  double best = std::accumulate(rates.begin(), rates.end(), 0.0);
-  if (rates.empty() || !(best > 0) || static_cast<double>(C) * equal >= (1 - kWeightGain) * best) return {};
-  return rates;
+  return hops.size() < 2 ? std::vector<double>{} : weighted_rates(crossings(t, hops), hops.size());
 }
 
 std::vector<double> grouped_rates(const topo::Topology& t, const std::vector<Hops>& hops, const std::vector<int>& group,
@@ -305,17 +307,25 @@ std::vector<int> weights_of(const topo::Topology& t, const std::vector<std::vect
     const std::size_t p = order.size();
     for (std::size_t q = 0; q < (chain ? p - 1 : p); ++q) hops[c].emplace_back(order[q], order[(q + 1) % p]);
   }
-  std::vector<double> rates = weighted_rates(t, hops);
+  Crossings x = crossings(t, hops);
+  std::vector<double> rates = weighted_rates(x, C);
   if (rates.empty()) return {};
-  // Of the sums from units / 2 to units, the one whose slowest channel (its units over its rate,
-  // over the sum) is fastest; the largest of equals. Few units round coarsely: a 1024-rank ring
-  // gets 16 for 8 channels, where 3,3,1,1,2,2,2,2 of 16 leave the slowest at 3 / 16 of a slice
-  // per unit rate and 2,2,1,1,2,2,2,2 of 14 at 1 / 7, the LP's own.
+  // Of the sums from units / 2 to units, the one whose busiest resource (the channels' crossings
+  // of it, each at its units over the sum, over its bandwidth) is least loaded; the largest of
+  // equals. Few units round coarsely: a 1024-rank ring gets 16 for 8 channels, where 3,3,1,1,2,2,2,2
+  // of 16 load the busiest NIC with 3 / 16 of a slice and 2,2,1,1,2,2,2,2 of 14 with 1 / 7, the
+  // LP's own. The load, not each channel's units over its LP rate: a channel the LP all but
+  // starves (1 unit of 512 where a host short of a GPU doubles a NIC's rings) still gets a unit,
+  // and over its own near-zero rate that unit read as the slowest, whatever the sum (a 1023-rank
+  // ring took 3,2,2,2,1,2,2,2 of 16: 1.51 x the bound, the busiest NIC at 3 / 16).
   auto time_of = [&](const std::vector<int>& w, int u) {
-    double slowest = 0;
-    for (std::size_t c = 0; c < C; ++c)
-      slowest = std::max(slowest, rates[c] > 0 ? w[c] / rates[c] : std::numeric_limits<double>::infinity());
-    return slowest / u;
+    double busiest = 0;
+    for (std::size_t r = 0; r < x.bw.size(); ++r) {
+      double load = 0;
+      for (std::size_t c = 0; c < C; ++c) load += x.per_channel[r][c] * w[c];
+      busiest = std::max(busiest, load / x.bw[r]);
+    }
+    return busiest / u;
   };
   std::vector<int> best = round_shares(rates, units);
   double best_time = time_of(best, units);
