@@ -141,7 +141,15 @@ TEST_CASE("synth every rank's trees by rails: a host short of a GPU, its rails l
     ++checked;
   }
   CHECK(checked == 3);
-  // auto takes them beyond 16 ranks, as on hosts of one size.
+  // Broadcast from a root on the short host (rank 10, node1's GPU 2): piece 3 taken there by GPU 4,
+  // which stands in for the slot, near the routed optimum (the root sending it off itself ran 1.22
+  // x that).
+  PlanInfo bcast = algorithm("synth").layout({Collective::Broadcast, std::uint64_t{p} << 22, p, 10}, &t, {});
+  bcast.algorithm = "synth";
+  GeneratedPlan rooted(bcast, algorithm("synth"));
+  CHECK(verify(rooted).ok);
+  SynthInfo bi = synth_info(rooted, &t, {});
+  CHECK(bi.time_us < 1.08 * bi.routed_us);
   CHECK(algorithm("synth").in_auto({Collective::AllGather, std::uint64_t{p} << 22, p, 0}, &t, &why));
   CHECK(plan_for("auto", {Collective::AllGather, std::uint64_t{p} << 22, p, 0}, &t)->info().algorithm == "synth");
 }

@@ -88,6 +88,16 @@ TEST_CASE("synth rooted: trees by rails span every rank and reach the routed opt
     ++ragged;
   }
   CHECK(ragged == 3);
+  // Piece 4 (a slot node1 lacks) from root 9 on node1: taken there by the slot's stand-in (node1's
+  // first GPU, rank 8), which sends it to node0's rank 4; from root 8, which is that stand-in, by
+  // the next after it (rank 9); with root_leads_holes (every rank's trees) by the root itself.
+  auto piece4 = [&](int root, bool root_leads) {
+    auto trees = synth::rooted_trees(t, 12, root, 1, &why, {.chain = true, .root_leads_holes = root_leads});
+    return trees ? std::make_pair((*trees)[4][4], (*trees)[4][at(root == 8 ? 9 : 8)]) : std::make_pair(-2, -2);
+  };
+  CHECK(piece4(9, false) == std::make_pair(8, 9));
+  CHECK(piece4(8, false) == std::make_pair(9, 8));
+  CHECK(piece4(9, true) == std::make_pair(9, 9));
   // Hosts of unlike sizes whose GPUs carry no device index cannot be lined up.
   topo::Topology bare = t;
   for (topo::VertexId v = 0; v < bare.num_vertices(); ++v)

@@ -546,7 +546,7 @@ const std::optional<EveryRails>& every_rails(const topo::Topology& t, int p, int
     if (!g) return {std::nullopt, w};
     EveryRails e;
     for (int r = 0; r < p; ++r) {
-      std::optional<std::vector<std::vector<int>>> trees = synth::rooted_trees(t, p, r, fan, &w, {.chain = true});
+      std::optional<std::vector<std::vector<int>>> trees = synth::rooted_trees(t, p, r, fan, &w, {.chain = true, .root_leads_holes = true});
       if (!trees) return {std::nullopt, w};
       if (r == 0) e.k = static_cast<int>(trees->size());
       if (static_cast<int>(trees->size()) != e.k) return {std::nullopt, "roots with unlike numbers of trees by rails"};

@@ -805,9 +805,16 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
               prev = r;
             }
           } else if (gl > 1 && rank(re, j) < 0) {
-            // A slot of the root's host with no rank: the root hands the piece to the others.
+            // A slot of the root's host with no rank: the rank that stands in for it (where that
+            // is the root, the next after the root; the root itself on a host of one) gets the
+            // piece from the root, sends it off the host and hands it to the others. Under Queue
+            // the root's NIC carrying its own piece and this one ran 1.40 x the bound where a
+            // stand-in's ran 1.20 (3 x dgx-h100 less node0's GPU 0, Broadcast of 64 MiB). With
+            // `root_leads_holes` the root sends it off itself.
+            if (!variant.root_leads_holes) leader = g.holder(re, j) != root ? g.holder(re, j) : g.holder(re, lr + 1);
+            if (leader != root) parent[at(leader)] = root;
             for (int l = 0; l < gl; ++l)
-              if (rank(re, l) >= 0 && l != lr) parent[at(rank(re, l))] = root;
+              if (rank(re, l) >= 0 && rank(re, l) != root && rank(re, l) != leader) parent[at(rank(re, l))] = leader;
           } else if (gl > 1) {
             // On the root's host: rank j (or, for the root's own piece, the i-th other rank, its
             // relay) gets it from the root, straight or, with `intra`, down the root's tree (over

@@ -172,6 +172,12 @@ struct RootedVariant {
   /// own piece twice, to its host and its NIC: 28 of the bound's 31.5 GB/s on 2 x pcie-8gpu). The
   /// price is depth: g - 1 a host.
   bool ring = false;
+  /// On a host short of a GPU (rail_hosts), the piece of a slot the root's host lacks sent off it
+  /// by the root itself, not by the rank that stands in for the slot: every rank's trees at once
+  /// (AllGather), where the roots of a short host then spread those pieces over their own NICs
+  /// instead of all sending them through one stand-in's (3 x dgx-h100 less node1's GPU 0 and
+  /// node2's GPU 5: 1.245 x the bound against 1.307, AllGather of 64 MiB).
+  bool root_leads_holes = false;
 };
 
 /// One root's trees on hosts of equal size (Broadcast, Reduce; docs/synth.md, "Broadcast and
@@ -190,9 +196,10 @@ struct RootedVariant {
 /// g (g - 1) (g = 1: copies). Returns the parent arrays over the first p ranks (-1 at root);
 /// nullopt with `why` where the ranks are not on hosts of one size (equal_hosts) or fanout is not
 /// 1 or 2. On hosts of unlike sizes (rail_hosts) only with `chain` (not `intra` or `ring`): piece
-/// j of a slot that the root's host lacks leaves it from the root, and on another host that lacks
-/// it the rank that stands in for the slot (HostGrid::holder) gets it and hands it on, its NIC
-/// carrying two rails' pieces (what the shares of weighed trees then even out).
+/// j of a slot that a host lacks is taken there by the rank that stands in for the slot
+/// (HostGrid::holder; on the root's host from the root, or the root itself where it stands in),
+/// which sends it on and hands it to its host's others, its NIC carrying two rails' pieces (what
+/// the shares of weighed trees then even out).
 std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& t, int p, int root, int fanout, std::string* why,
                                                           const RootedVariant& variant = {});
 
