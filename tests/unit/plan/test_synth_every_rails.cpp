@@ -187,6 +187,9 @@ TEST_CASE("synth every rank's trees by rails: auto's path on 16 and 4 hosts with
   CHECK(info.params.count("tree_units") == 1);
   CHECK(info.params.at("rails_fanout") == "1");
   CHECK(info.params.count("sym_grid") == 0);
+  // AllReduce on 16 hosts: two heaps of them, 4 steps (8 would pass kEveryRailsSends).
+  PlanInfo ar = algorithm("synth").layout({Collective::AllReduce, std::uint64_t{1} << 30, 128, 0}, &t, {});
+  CHECK((ar.params.at("rails_fanout") == "2" && ar.params.at("pipeline") == "4"));
   // 7.5 of 8 rails' rate: 3.125 GB/s a root of the healthy 3.333.
   CHECK(std::stod(info.params.at("packed_gbps")) == doctest::Approx(3.125).epsilon(0.001));
   // 4 x dgx-a100 (32 ranks) with one NIC at half rate: the general solver packs no trees over the
@@ -206,6 +209,10 @@ TEST_CASE("synth every rank's trees by rails: auto's path on 16 and 4 hosts with
       PlanInfo laid = algorithm("synth").layout(req, &four, {});
       CHECK(laid.params.count("rails_fanout") == 1);
       CHECK(laid.params.count("tree_units") == 1);
+      // A chain of the hosts for all three on 4 hosts; the reversed trees at twice their steps
+      // (the sends are within kEveryRailsSends): AllGather 4, ReduceScatter 16, AllReduce 16.
+      CHECK(laid.params.at("rails_fanout") == "1");
+      CHECK(laid.params.at("pipeline") == (c == Collective::AllGather ? "4" : "16"));
       ++laid_out;
     }
   }

@@ -620,6 +620,13 @@ constexpr std::uint64_t kMinRailUnit = 4096;
 /// at twice the ops; AllReduce (both phases) on two heaps of the hosts (depth 7, 16 trees a root)
 /// at 4 steps 1.170, the chain's 1.238.
 constexpr std::pair<int, int> kEveryRailsAllGather{1, 4}, kEveryRailsReduceScatter{1, 8}, kEveryRailsAllReduce{2, 4};
+/// AllReduce on up to kEveryRailsChainHosts hosts: a chain of the hosts (of 3 others at most,
+/// where the heaps' two copies double the trees) at 8 steps, twice that within kEveryRailsSends, with one NIC at
+/// half rate: 4 x dgx-a100 1.078 x the bound (the heaps at 8 steps 1.134, the chain at 8 1.093),
+/// 4 x mi300x 1.094 (1.131); on 8 hosts the heaps keep it (1.135 at 8 steps, the chain 1.204 at
+/// 8 and 1.193 at 16).
+constexpr std::pair<int, int> kEveryRailsAllReduceChain{1, 8};
+constexpr int kEveryRailsChainHosts = 4;
 /// ReduceScatter and AllReduce by every rank's trees by rails at twice those steps where the
 /// plan's sends (phases p (p - 1) k steps) stay within this many: more steps shorten the wait of
 /// the reversed trees for their slowest child, at as many more ops to simulate (x the bound, 1
@@ -1293,9 +1300,11 @@ class SynthAlgorithm final : public Algorithm {
   /// siblings for the other two), or --pipeline's: one plan, laid out without simulating (auto
   /// simulates it as any candidate).
   PlanInfo default_every_rails(const Request& req, const topo::Topology& t, const AlgoOptions& opt) const {
-    const auto [fan, m] = req.coll == Collective::AllGather       ? kEveryRailsAllGather
-                          : req.coll == Collective::ReduceScatter ? kEveryRailsReduceScatter
-                                                                  : kEveryRailsAllReduce;
+    std::optional<synth::HostGrid> g = synth::rail_hosts(t, req.nranks, nullptr);
+    const auto [fan, m] = req.coll == Collective::AllGather              ? kEveryRailsAllGather
+                          : req.coll == Collective::ReduceScatter        ? kEveryRailsReduceScatter
+                          : g && g->num_hosts() <= kEveryRailsChainHosts ? kEveryRailsAllReduceChain
+                                                                         : kEveryRailsAllReduce;
     // The reversed trees gain from twice the steps where the plan's sends stay within
     // kEveryRailsSends (AllGather does not: 4 steps reach 1.013 x the bound).
     int steps = m;
