@@ -194,11 +194,15 @@ for coll in broadcast reduce; do shares_run_right $coll symmetric tree_chunks "t
 # through the slow NIC with fewer units.
 for coll in allgather reducescatter allreduce; do shares_run_right $coll rails tree_units "every rank's trees"; done
 # Hosts of unlike sizes (docs/synth.md "Hosts short of a GPU"): host 1 without its second GPU, the
-# trees by rails lined up by device index, host 1's one GPU standing in for the missing rail.
-printf 'load %s\nfail vertex node1/gpu1\nsave topo %s\n' "$TMP/p22.json" "$TMP/p3.json" | "$COLLKIT_BIN/coll-plan" shell --strict >/dev/null
+# trees by rails lined up by device index, host 1's one GPU standing in for the missing rail; host
+# 0's second NIC at a quarter, so that the trees take unequal shares too.
+printf 'load %s\nfail vertex node1/gpu1\nscale link node0/nic1 fabric/leaf1.0 bw 0.25\nsave topo %s\n' "$TMP/p22.json" "$TMP/p3.json" |
+  "$COLLKIT_BIN/coll-plan" shell --strict >/dev/null
 for coll in allgather reducescatter allreduce; do
   "$COLLKIT_BIN/coll-plan" generate --topo "$TMP/p3.json" --coll $coll --size 1M --algo synth --inter rails -o "$TMP/short-$coll.json" \
     >/dev/null 2>&1 || bad "synth $coll on a host short of a GPU: not generated"
+  units=$(json_get "$TMP/short-$coll.json" "j['params'].get('tree_units', '')")
+  [ -n "$units" ] && ok "synth $coll on a host short of a GPU: shares ($units)" || bad "synth $coll on a host short of a GPU: no tree_units"
   runs_right 3 "$TMP/short-$coll.json" "synth $coll on a host short of a GPU"
 done
 
