@@ -634,7 +634,7 @@ constexpr int kEveryRailsChainHosts = 4;
 /// steps 1.075 / 1.044 (1.4 / 2.8 CPU-s), AllReduce at 4 / 8 1.171 / 1.128 (3.1 / 8.0 s: 4.2 M
 /// sends, beyond); one GPU gone, ReduceScatter 1.250 / 1.190 (the ring 1.215); 4 x dgx-a100 and 4
 /// x mi300x with one NIC at half rate, ReduceScatter 1.059 / 1.035 and 1.078 / 1.061, AllReduce
-/// 1.169 / 1.134 and 1.162 / 1.131.
+/// on the heaps 1.169 / 1.134 and 1.162 / 1.131 (on a chain there now: kEveryRailsAllReduceChain).
 constexpr std::uint64_t kEveryRailsSends = std::uint64_t{1} << 21;
 /// Every rank's trees by rails up to this many ranks (a root's trees a Broadcast's: 1024 roots'
 /// orders and p^2 k m ops are beyond seconds).

@@ -784,8 +784,9 @@ std::optional<std::vector<std::vector<int>>> rooted_trees(const topo::Topology& 
       for (int j = 0; j < gl; ++j)
         for (int i = 0; i < relays; ++i) {
           std::vector<int> parent(at(p), -1);
-          // Who sends the piece off the root's host: the rank of its rail, or the root where the
-          // host has none (a host short of a GPU: the root's NIC then carries two pieces).
+          // Who sends the piece off the root's host: the rank of its rail; where the host has
+          // none (a host short of a GPU), the root or the slot's stand-in (below), whose NIC then
+          // carries two pieces.
           int leader = rank(re, j) >= 0 ? rank(re, j) : root;
           if (gl > 1 && ring) {
             // Round the root's host (the root left out of the order), from the root to the rank
