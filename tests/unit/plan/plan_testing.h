@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "collkit/core/error.h"
+#include "collkit/plan/algorithm.h"
 #include "collkit/plan/plan.h"
 #include "collkit/plan/verify.h"
 #include "interpret.h"
@@ -183,6 +185,19 @@ inline VerifyResult check_plan(const Plan& plan, std::uint64_t seed = 1) {
     if (!diff.empty()) break;
   }
   return v;
+}
+
+/// What rank 0's program of `good` with plan parameter `key` set to `bad` is refused with (a
+/// malformed plan file: the InputError's text), or "accepted" where it is not refused.
+inline std::string refusal(const PlanInfo& good, const std::string& algo, const std::string& key, const std::string& bad) {
+  PlanInfo info = good;
+  info.params[key] = bad;
+  try {
+    GeneratedPlan(info, algorithm(algo)).program(0);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
 }
 
 inline ExplicitPlan hand_plan(Request req, std::uint32_t in_chunks, std::uint32_t out_chunks, std::uint16_t channels,

@@ -149,7 +149,8 @@ TEST_CASE("synth every rank's trees by rails: a host short of a GPU, its rails l
   GeneratedPlan rooted(bcast, algorithm("synth"));
   CHECK(verify(rooted).ok);
   SynthInfo bi = synth_info(rooted, &t, {});
-  CHECK(bi.time_us < 1.08 * bi.routed_us);
+  const double simulated_over_routed = bi.time_us / bi.routed_us;  // the simulator's prediction over the routed optimum's: no clock
+  CHECK(simulated_over_routed < 1.08);
   CHECK(algorithm("synth").in_auto({Collective::AllGather, std::uint64_t{p} << 22, p, 0}, &t, &why));
   CHECK(plan_for("auto", {Collective::AllGather, std::uint64_t{p} << 22, p, 0}, &t)->info().algorithm == "synth");
 }
@@ -242,16 +243,10 @@ TEST_CASE(
   for (const std::string& bad : {std::string(""), std::string("x"), std::string("0,") + good.params.at("tree_units"),
                                  algo::format_order(fewer), algo::format_order(shifted), algo::format_order(more)}) {
     CAPTURE(bad);
-    PlanInfo info = good;
-    info.params["tree_units"] = bad;
-    try {
-      GeneratedPlan(info, algorithm("synth")).program(0);
-      FAIL("accepted");
-    } catch (const InputError& e) {
-      std::string what = e.what();
-      CHECK(what.find("tree_units") != std::string::npos);
-      CHECK(what.find('\n') == std::string::npos);
-    }
+    std::string what = testing::refusal(good, "synth", "tree_units", bad);
+    CHECK(what != "accepted");
+    CHECK(what.find("tree_units") != std::string::npos);
+    CHECK(what.find('\n') == std::string::npos);
     ++checked;
   }
   // Units moved between a root's trees keep its slice: a valid plan, verified.
