@@ -276,6 +276,8 @@ const NicAffinity& Router::no_affinity() const {
   return *none_;
 }
 
+std::size_t Router::routes_by_entry_tables() const { return fabric_ ? fabric_->entered : 0; }
+
 std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& dsts) const {
   // The same two passes as routes_from(), on stamped workspace arrays, entering no host but the
   // destinations', stopping once every destination is settled.
@@ -316,14 +318,14 @@ std::vector<Path> Router::routes_to(VertexId src, const std::vector<VertexId>& d
   if (any) {
     if (!fabric_) fabric_ = std::make_shared<routing::FabricTables>(t_, host_, num_hosts_);
     bool use = fabric_tables_ && fabric_->pays;
-    tables = std::make_unique<routing::AcrossHosts>(*fabric_, affinity(), src, use);
+    tables = std::make_unique<routing::AcrossHosts>(*fabric_, affinity(), src, use, entry_tables_);
     for (std::size_t i = 0; i < dsts.size(); ++i) {
       if (!across[i]) continue;
       bottleneck[i] = tables->bottleneck(dsts[i]);
       // No route through the NICs of both ends (a rail-only network has no path from one rail to
       // another): any NIC will do then, rather than no route at all.
       if (bottleneck[i] <= 0) {
-        if (!unrestricted) unrestricted = std::make_unique<routing::AcrossHosts>(*fabric_, no_affinity(), src, use);
+        if (!unrestricted) unrestricted = std::make_unique<routing::AcrossHosts>(*fabric_, no_affinity(), src, use, entry_tables_);
         bottleneck[i] = unrestricted->bottleneck(dsts[i]);
         across[i] = 2;
       }

@@ -81,6 +81,14 @@ FabricTables::FabricTables(const Topology& topo, const std::vector<int>& hosts, 
     }
   }
   widest_from.resize(fabric.size());
+  border.resize(members.size());
+  for (std::size_t h = 0; h < members.size(); ++h)
+    for (VertexId v : members[h]) {
+      bool out = false;
+      for (const Adjacent& a : topo.adjacent(v)) out = out || host[a.peer] != static_cast<int>(h);
+      if (out) border[h].push_back(v);
+    }
+  widest_in_slot_.assign(topo.num_vertices(), -1);
   pays = pay();
 }
 
@@ -157,8 +165,89 @@ const std::vector<Label>& FabricTables::shortest(VertexId entry, double level) {
   return label;
 }
 
-AcrossHosts::AcrossHosts(FabricTables& f, const NicAffinity& aff, VertexId src, bool use_tables)
-    : f_(f), aff_(aff), t_(f.t), src_(src), home_(f.host[src]), use_tables_(use_tables) {}
+// Inside the entry's host, by the rules of AcrossHosts::search: a vertex relays only if it
+// forwards (the source is in no far host), over links at least `level` wide (shortest).
+const std::vector<double>& FabricTables::widest_in_host(VertexId entry) {
+  std::int32_t& slot = widest_in_slot_[entry];
+  if (slot >= 0) return widest_in_[static_cast<std::size_t>(slot)];
+  slot = static_cast<std::int32_t>(widest_in_.size());
+  const int h = host[entry];
+  std::vector<double>& best = widest_in_.emplace_back(members[static_cast<std::size_t>(h)].size(), 0.0);
+  std::vector<char> done(best.size(), 0);
+  best[pos[entry]] = kInf;
+  std::priority_queue<Widest> heap;
+  heap.push({kInf, entry});
+  while (!heap.empty()) {
+    auto [bw, u] = heap.top();
+    heap.pop();
+    if (done[pos[u]]) continue;
+    done[pos[u]] = 1;
+    if (!fwd[u]) continue;
+    for (const Adjacent& a : t.adjacent(u)) {
+      if (host[a.peer] != h || done[pos[a.peer]]) continue;
+      double nb = std::min(bw, t.link(a.link).bw_gbps);
+      if (nb > best[pos[a.peer]]) {
+        best[pos[a.peer]] = nb;
+        heap.push({nb, a.peer});
+      }
+    }
+  }
+  return best;
+}
+
+const FabricTables::FromEntry& FabricTables::shortest_in_host(VertexId entry, double level) {
+  auto it = std::find_if(shortest_in_.begin(), shortest_in_.end(), [&](const FromEntries& e) { return e.level == level; });
+  if (it == shortest_in_.end()) {
+    shortest_in_.push_back({level, std::vector<std::int32_t>(t.num_vertices(), -1), {}});
+    it = shortest_in_.end() - 1;
+  }
+  std::int32_t& slot = it->slot[entry];
+  if (slot >= 0) return it->of[static_cast<std::size_t>(slot)];
+  slot = static_cast<std::int32_t>(it->of.size());
+  const int h = host[entry];
+  const std::size_t n = members[static_cast<std::size_t>(h)].size();
+  FromEntry& e = it->of.emplace_back();
+  e.label.assign(n, Label{});
+  e.parent.assign(n, entry);
+  e.parent_link.assign(n, 0);
+  e.gap.assign(n, kInf);
+  // own[k]: the least gap between vertex k's label and another candidate of as many hops, each
+  // candidate weighed against the best one when it came (what was chosen over it, or what it
+  // displaced, is no further from the final label than that).
+  std::vector<double> own(n, kInf);
+  std::vector<char> done(n, 0);
+  e.label[pos[entry]] = {0, 0.0};
+  ShortestQueue heap;
+  heap.push({e.label[pos[entry]], entry});
+  while (!heap.empty()) {
+    VertexId u = heap.top().second;
+    heap.pop();
+    const std::uint32_t pu = pos[u];
+    if (done[pu]) continue;
+    done[pu] = 1;
+    if (u != entry) e.gap[pu] = std::min(own[pu], e.gap[pos[e.parent[pu]]]);
+    if (!fwd[u]) continue;
+    for (const Adjacent& a : t.adjacent(u)) {
+      const Link& l = t.link(a.link);
+      const std::uint32_t k = pos[a.peer];
+      if (host[a.peer] != h || done[k] || !at_least(l.bw_gbps, level)) continue;
+      Label nl = plus(e.label[pu], l);
+      Label& cur = e.label[k];
+      if (nl.hops == cur.hops) own[k] = std::min(own[k], std::abs(nl.latency - cur.latency));
+      if (nl < cur) {
+        if (nl.hops < cur.hops) own[k] = kInf;  // what it had is no candidate of as many hops
+        cur = nl;
+        e.parent[k] = u;
+        e.parent_link[k] = a.link;
+        heap.push({nl, a.peer});
+      }
+    }
+  }
+  return e;
+}
+
+AcrossHosts::AcrossHosts(FabricTables& f, const NicAffinity& aff, VertexId src, bool use_tables, bool use_entries)
+    : f_(f), aff_(aff), t_(f.t), src_(src), home_(f.host[src]), use_tables_(use_tables), use_entries_(use_entries) {}
 
 std::vector<AcrossHosts::Local>& AcrossHosts::spare() {
   thread_local std::vector<Local> kept;
@@ -307,7 +396,52 @@ double AcrossHosts::bottleneck(VertexId dst) {
     }
   }
   if (f_.host[dst] < 0) return fabric_w_.best[f_.pos[dst]];
+  if (use_entries_) {
+    // Entered at one vertex: its seed, then the host's own widest from there.
+    Entry e = widest_entry(f_.host[dst], aff_.set[dst]);
+    if (e.at == kNoStop && !e.many) return 0.0;
+    if (!e.many) return std::min(e.best, f_.widest_in_host(e.at)[f_.pos[dst]]);
+  }
   return far_widest(f_.host[dst], aff_.set[dst], dst).best[f_.pos[dst]];
+}
+
+AcrossHosts::Entry AcrossHosts::widest_entry(int h, int set) const {
+  // The seeds far_widest gives its search.
+  Entry e;
+  for (VertexId y : f_.border[static_cast<std::size_t>(h)]) {
+    if (!entry_ok(y, set)) continue;
+    double b = 0;
+    for (const Adjacent& a : t_.adjacent(y))
+      if (f_.host[a.peer] != h) b = std::max(b, std::min(from_best(a.peer), t_.link(a.link).bw_gbps));
+    if (b <= 0) continue;
+    e.many = e.at != kNoStop;
+    if (e.many) return e;
+    e.at = y;
+    e.best = b;
+  }
+  return e;
+}
+
+AcrossHosts::Entry AcrossHosts::shortest_entry(const Level& lv, int h, int set) const {
+  // The seeds far_shortest gives its search, relaxed as it relaxes them.
+  Entry e;
+  for (VertexId y : f_.border[static_cast<std::size_t>(h)]) {
+    if (!entry_ok(y, set)) continue;
+    Label label;
+    VertexId parent = 0;
+    LinkId parent_link = 0;
+    for (const Adjacent& a : t_.adjacent(y)) {
+      const Link& link = t_.link(a.link);
+      if (f_.host[a.peer] == h || !at_least(link.bw_gbps, lv.level)) continue;
+      Label lu = from_label(lv, a.peer);
+      if (lu.reached()) routing::relax(label, parent, parent_link, src_, y, plus(lu, link), a.peer, a.link);
+    }
+    if (!label.reached()) continue;
+    e.many = e.at != kNoStop;
+    if (e.many) return e;
+    e = {y, false, 0, label, parent, parent_link};
+  }
+  return e;
 }
 
 const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set, VertexId dst) {
@@ -411,15 +545,38 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
   p.hops.reserve(8);  // a route across a fat-tree: one allocation rather than four
   VertexId v = dst;
   std::uint32_t key = 0;
+  // A host entered at one vertex: the route inside it is the tables' from there, where no
+  // candidate on it came within the ties' tolerance (routing_internal.h) of the chosen one, shifted
+  // by the entry's label (with a hundredfold margin).
+  std::optional<Entry> one;
+  if (f_.host[dst] >= 0 && use_entries_) {
+    Entry e = shortest_entry(lv, f_.host[dst], aff_.set[dst]);
+    if (e.at == kNoStop && !e.many) return p;
+    if (!e.many) {
+      const FabricTables::FromEntry& in = f_.shortest_in_host(e.at, lvl);
+      const std::uint32_t k = f_.pos[dst];
+      if (!in.label[k].reached()) return p;
+      if (in.gap[k] > 1e-7 * std::max(1.0, e.label.latency + in.label[k].latency)) one = e;
+    }
+  }
   if (f_.host[dst] >= 0) {
     int h = f_.host[dst];
-    const Local& far = far_shortest(lv, h, aff_.set[dst], dst);
-    if (!far.label[f_.pos[dst]].reached()) return p;
     LinkId entry = 0;
-    while (f_.host[v] == h) {
-      entry = far.parent_link[f_.pos[v]];
-      p.hops.push_back(hop_from(t_, entry, far.parent[f_.pos[v]]));
-      v = far.parent[f_.pos[v]];
+    if (one) {
+      const FabricTables::FromEntry& in = f_.shortest_in_host(one->at, lvl);
+      for (; v != one->at; v = in.parent[f_.pos[v]]) p.hops.push_back(hop_from(t_, in.parent_link[f_.pos[v]], in.parent[f_.pos[v]]));
+      entry = one->parent_link;
+      p.hops.push_back(hop_from(t_, entry, one->parent));
+      v = one->parent;
+      ++f_.entered;
+    } else {
+      const Local& far = far_shortest(lv, h, aff_.set[dst], dst);
+      if (!far.label[f_.pos[dst]].reached()) return p;
+      while (f_.host[v] == h) {
+        entry = far.parent_link[f_.pos[v]];
+        p.hops.push_back(hop_from(t_, entry, far.parent[f_.pos[v]]));
+        v = far.parent[f_.pos[v]];
+      }
     }
     key = f_.host[v] < 0 ? f_.port[entry] : 0;
   } else {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -106,9 +107,40 @@ struct FabricTables {
   std::vector<std::int64_t> torus_router;
   std::vector<std::vector<double>> widest_from;  // per fabric position: empty until needed
   std::vector<std::pair<double, std::vector<std::vector<Label>>>> shortest_from;  // per level
+  /// Per host number, its vertices with a link out of the host (to the fabric or another host):
+  /// where a route from elsewhere may enter it.
+  std::vector<std::vector<VertexId>> border;
+
+  /// A host's vertices searched from one of its border vertices alone, inside the host (indexed
+  /// by `pos`), by the rules of a far host's search (AcrossHosts::search): what a source's search of
+  /// that host is, shifted by the entry's own label, wherever the entry is the only one it is
+  /// seeded at. Routes of all pairs cross each host from each entry once per source: 1024 sources
+  /// of 128 hosts searched each host a million times; these searches are the same for all of them.
+  struct FromEntry {
+    std::vector<Label> label;  ///< fewest hops, then least latency, from the entry ({0, 0} there)
+    std::vector<VertexId> parent;
+    std::vector<LinkId> parent_link;
+    /// Per vertex, the least latency gap, over the vertices of its route from the entry, between
+    /// the label chosen there and another candidate of as many hops (kInf: none). A source's
+    /// search, whose labels are shifted by the entry's, breaks ties the way this one cannot know
+    /// (by the source, as ECMP does): the tables stand for it only where this gap is wide.
+    std::vector<double> gap;
+  };
+  /// The widest bottleneck from `entry` (kInf there, 0: unreached) to each vertex of its host.
+  const std::vector<double>& widest_in_host(VertexId entry);
+  const FromEntry& shortest_in_host(VertexId entry, double level);
+  std::size_t entered = 0;  ///< routes whose far host was crossed from these tables
 
  private:
   bool pay() const;
+  std::vector<std::int32_t> widest_in_slot_;  // per vertex: index in widest_in_, -1 until needed
+  std::deque<std::vector<double>> widest_in_;
+  struct FromEntries {
+    double level;
+    std::vector<std::int32_t> slot;  // per vertex: index in `of`, -1 until needed
+    std::deque<FromEntry> of;
+  };
+  std::vector<FromEntries> shortest_in_;  // per level
 };
 
 /// Routes from one source vertex to vertices of other hosts (routing.h): the route leaves the
@@ -129,8 +161,10 @@ struct FabricTables {
 /// translate of a route is a route and uniform traffic loads each dimension's links evenly.
 class AcrossHosts {
  public:
-  /// `use_tables`: the fabric labels from the shared tables (else from a search per source).
-  AcrossHosts(FabricTables& f, const NicAffinity& aff, VertexId src, bool use_tables);
+  /// `use_tables`: the fabric labels from the shared tables (else from a search per source);
+  /// `use_entries`: a far host entered at one vertex from the tables' searches from it
+  /// (FabricTables::FromEntry), else searched for this source.
+  AcrossHosts(FabricTables& f, const NicAffinity& aff, VertexId src, bool use_tables, bool use_entries = true);
   AcrossHosts(const AcrossHosts&) = delete;
   AcrossHosts& operator=(const AcrossHosts&) = delete;
   /// Hands its far hosts' labels to the next source's searches on this thread (spare()).
@@ -179,6 +213,18 @@ class AcrossHosts {
   // Host h's labels from entry set `set`, final at least at dst (a vertex of h).
   const Local& far_widest(int h, int set, VertexId dst);
   const Local& far_shortest(Level& lv, int h, int set, VertexId dst);
+  // The one vertex of host h that entry set `set` lets a route enter at with a reached label, and
+  // that label with its predecessor outside (as the search seeds it); `many`: more than one.
+  struct Entry {
+    VertexId at = kNoStop;
+    bool many = false;
+    double best = 0;  // widest
+    Label label;      // shortest
+    VertexId parent = 0;
+    LinkId parent_link = 0;
+  };
+  Entry widest_entry(int h, int set) const;
+  Entry shortest_entry(const Level& lv, int h, int set) const;
   // Far hosts' labels of sources done on this thread, whose vectors a new far host's labels take
   // over (their storage assigned again, not allocated): a source of 1024 reaches 128 hosts, and
   // allocating and freeing their labels was a third of the time the routes of all pairs took.
@@ -194,6 +240,7 @@ class AcrossHosts {
   VertexId src_;
   int home_;  // -1: the source is a fabric vertex
   bool use_tables_;
+  bool use_entries_;
   bool widest_done_ = false;
   Local home_w_, fabric_w_;
   // Per (far host, entry set), far_key(): a source reaches a few hosts of thousands, so a map

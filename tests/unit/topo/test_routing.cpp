@@ -235,6 +235,52 @@ TEST_CASE("routes between hosts through fabric tables are the plain searches' ro
   }
 }
 
+TEST_CASE("routes into a host entered at one NIC, from the searches shared by all sources, are each source's own, to the bit") {
+  // Rail affinity lets a route into a GPU's host enter only at the GPU's NIC: the host is then
+  // crossed from that NIC alone, the same search for every source (FabricTables::FromEntry).
+  // Fabrics with spines, one switch, a torus, nodes of several shapes, a slower NIC (other
+  // bottleneck levels) and a host short of a GPU.
+  std::vector<Topology> topos;
+  topos.push_back(synth({"dgx-h100", 6, "fat-tree:rails=8,leaf_radix=8"}));
+  topos.push_back(synth({"dgx-a100", 4, "torus:dims=2x2"}));
+  topos.push_back(synth({"dgx1-v100", 4, "fat-tree:rails=2,oversub=2,leaf_radix=4"}));
+  topos.push_back(synth({"mi300x", 3, "single-switch"}));
+  topos.push_back(synth({"pcie-8gpu", 3, "fat-tree:rails=1,leaf_radix=4"}));
+  topos.push_back(mini_cluster(4, "fat-tree:rails=2,leaf_radix=4"));
+  Topology slow = synth({"dgx-h100", 3, "fat-tree:rails=8"});
+  for (LinkId l = 0; l < slow.num_links(); ++l)
+    if (slow.vertex(slow.link(l).a).id == "node1/nic2" || slow.vertex(slow.link(l).b).id == "node1/nic2") slow.mutable_link(l).bw_gbps /= 2;
+  topos.push_back(std::move(slow));
+  std::size_t compared = 0, across = 0, by_tables = 0;
+  for (const Topology& t : topos) {
+    Router shared(t), own(t);
+    own.use_entry_tables(false);
+    std::vector<VertexId> all(t.num_vertices());
+    for (VertexId v = 0; v < t.num_vertices(); ++v) all[v] = v;
+    for (VertexId src = 0; src < t.num_vertices(); ++src) {
+      auto a = shared.routes_to(src, all), b = own.routes_to(src, all);
+      for (VertexId dst = 0; dst < t.num_vertices(); ++dst) {
+        CAPTURE(t.vertex(src).id);
+        CAPTURE(t.vertex(dst).id);
+        REQUIRE(a[dst].found == b[dst].found);
+        REQUIRE(a[dst].bottleneck_gbps == b[dst].bottleneck_gbps);
+        REQUIRE(a[dst].latency_us == b[dst].latency_us);
+        REQUIRE(a[dst].hops.size() == b[dst].hops.size());
+        for (std::size_t k = 0; k < a[dst].hops.size(); ++k) REQUIRE(a[dst].hops[k].channel() == b[dst].hops[k].channel());
+        ++compared;
+        if (a[dst].found && t.vertex(src).host != t.vertex(dst).host && t.vertex(dst).kind == VertexKind::Gpu) ++across;
+      }
+    }
+    CHECK(own.routes_by_entry_tables() == 0);
+    by_tables += shared.routes_by_entry_tables();
+  }
+  // Routes into a GPU of another host (from another or from the fabric) nearly all through the
+  // tables (those into a NIC or a CPU too, where they enter at one vertex).
+  CHECK(compared > 60000);
+  CHECK(across > 10000);
+  CHECK(by_tables * 10 >= across * 9);
+}
+
 TEST_CASE("routes between hosts leave and enter through the GPUs' own NICs") {
   // DGX A100: GPUs 2k and 2k+1 share a PCIe switch with NICs 2k and 2k+1. Both NICs tie on
   // every route; a hash used to pick, so two GPUs' traffic shared one NIC while the other idled.

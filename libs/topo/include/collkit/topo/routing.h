@@ -86,6 +86,11 @@ class Router {
   /// sources (the default: a search per source then costs its hosts, not the whole fabric) or
   /// by plain searches. The routes are the same either way; tests compare the two.
   void use_fabric_tables(bool on) { fabric_tables_ = on; }
+  /// Whether a far host entered at one vertex is crossed by the tables' search from that vertex,
+  /// shared by all sources (the default), or searched per source. The same routes either way.
+  void use_entry_tables(bool on) { entry_tables_ = on; }
+  /// How many routes so far crossed their far host by those tables.
+  std::size_t routes_by_entry_tables() const;
 
   /// The NICs each vertex's traffic to other hosts goes through (affinity.h), computed once.
   const NicAffinity& affinity() const;
@@ -104,6 +109,7 @@ class Router {
   mutable std::shared_ptr<routing::FabricTables> fabric_;  // made on first use
   mutable std::shared_ptr<NicAffinity> aff_, none_;        // made on first use
   bool fabric_tables_ = true;
+  bool entry_tables_ = true;
 };
 
 /// Routes kept once found: for callers that ask for the same pairs again and again (the planner
