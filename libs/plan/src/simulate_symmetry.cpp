@@ -65,14 +65,28 @@ struct PairIndex : FlatIndex {
   static std::uint64_t key(int a, int b) { return pair(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b)); }
 };
 
+// A pair's receiver with its channel's route code (fold_nic: the NIC it names, -1 for the route's
+// own, kHostPath for a path staged through host memory) in one int's 32 bits: ranks are below
+// 2^24 (kMaxPlanRanks), codes + 2 from 0 to kMaxChannelNic + 2 = 128 in the 8 bits above.
+constexpr int kNicShift = 24;
+static_assert(kMaxPlanRanks <= (1 << kNicShift) && kHostPath == -2 && (kMaxChannelNic + 2) < (1 << (32 - kNicShift)));
+int with_nic(int receiver, int nic) {
+  return static_cast<int>(static_cast<std::uint32_t>(receiver) | (static_cast<std::uint32_t>(nic + 2) << kNicShift));
+}
+int receiver_of(int code) { return static_cast<int>(static_cast<std::uint32_t>(code) & ((1u << kNicShift) - 1)); }
+int nic_of(int code) { return static_cast<int>(static_cast<std::uint32_t>(code) >> kNicShift) - 2; }
+
 // Rank pairs (sender, receiver code) seen, by sender: a short list scanned while it is short (a
 // rank talks to a few peers; hashing every pair of the closure below missed the cache once per
-// pair, 300 k pairs per plan at 16k ranks), a PairIndex for a sender past that. The short lists
-// sit in one array, a cache line per sender (count, then up to 15 peers): a list per sender on
-// the heap cost a miss for its header and another for its peers, and 16k allocations a plan.
+// pair, 300 k pairs per plan at 16k ranks), a bitmap of receiver codes for a sender past that.
+// The short lists sit in one array, a cache line per sender (count, then up to 15 peers): a list
+// per sender on the heap cost a miss for its header and another for its peers, and 16k
+// allocations a plan. A bitmap (p bits, or more for codes that name a NIC or the host path) rather
+// than a hash of pairs: pairwise and direct at 1024 ranks have every sender past its short list,
+// a million pairs whose hash index grew, and was faulted in, six times over.
 class PairSet {
  public:
-  explicit PairSet(int p) : short_(static_cast<std::size_t>(p)) {}
+  explicit PairSet(int p) : p_(p), short_(static_cast<std::size_t>(p)), long_of_(static_cast<std::size_t>(p), -1) {}
   // Adds (a, b) unless there; true when it was added.
   bool insert(int a, int b) {
     Short& s = short_[static_cast<std::size_t>(a)];
@@ -83,15 +97,13 @@ class PairSet {
         s.peer[s.n++] = b;
         return true;
       }
-      // Past the short list: a's peers move to the index and a list of their own.
-      std::vector<int>& v = long_[a];
-      v.assign(s.peer, s.peer + kShort);
-      for (int x : v) many_.emplace(PairIndex::key(a, x), 0);
+      // Past the short list: a's peers move to a list and a bitmap of their own.
+      long_of_[static_cast<std::size_t>(a)] = static_cast<std::int32_t>(long_.size());
+      Long& l = long_.emplace_back();
+      for (int x : s.peer) l.add(x, bit_of(x));
       s.n = kShort + 1;
     }
-    if (!many_.emplace(PairIndex::key(a, b), 0)) return false;
-    long_[a].push_back(b);
-    return true;
+    return long_[static_cast<std::size_t>(long_of_[static_cast<std::size_t>(a)])].add(b, bit_of(b));
   }
   // Every pair, ascending (as std::sort orders pairs).
   std::vector<std::pair<int, int>> sorted() {
@@ -101,7 +113,7 @@ class PairSet {
       int* first = s.peer;
       int* last = s.peer;
       if (s.n > kShort) {  // (s.peer + s.n would point past the array's end)
-        std::vector<int>& v = long_[static_cast<int>(a)];
+        std::vector<int>& v = long_[static_cast<std::size_t>(long_of_[a])].peers;
         first = v.data();
         last = v.data() + v.size();
       } else {
@@ -119,9 +131,27 @@ class PairSet {
     int n = 0;  // peers; kShort + 1: they are in long_
     int peer[kShort]{};
   };
+  // A receiver code's bit: p bits per route code (nic_of + 2), in the order codes come.
+  std::size_t bit_of(int code) const {
+    return static_cast<std::size_t>(nic_of(code) + 2) * static_cast<std::size_t>(p_) + static_cast<std::size_t>(receiver_of(code));
+  }
+  struct Long {
+    std::vector<std::uint64_t> bits;
+    std::vector<int> peers;
+    bool add(int b, std::size_t at) {
+      std::size_t word = at / 64;
+      if (word >= bits.size()) bits.resize(std::max(word + 1, 2 * bits.size()), 0);
+      std::uint64_t bit = std::uint64_t{1} << (at % 64);
+      if (bits[word] & bit) return false;
+      bits[word] |= bit;
+      peers.push_back(b);
+      return true;
+    }
+  };
+  int p_;
   std::vector<Short> short_;
-  std::unordered_map<int, std::vector<int>> long_;  // senders past kShort peers
-  PairIndex many_;
+  std::vector<std::int32_t> long_of_;  // per sender: its index in long_ past kShort peers, else -1
+  std::vector<Long> long_;
 };
 
 // The resources of a transfer, as the simulator names them (simulate.cpp): the link directions of
@@ -139,17 +169,6 @@ double resource_bw(const topo::Topology& t, std::uint32_t res) {
 
 double resource_latency(const topo::Topology& t, std::uint32_t res) { return res >= 2 * t.num_links() ? 0.0 : t.link(res / 2).latency_us; }
 
-// A pair's receiver with its channel's route code (fold_nic: the NIC it names, -1 for the route's
-// own, kHostPath for a path staged through host memory) in one int's 32 bits: ranks are below
-// 2^24 (kMaxPlanRanks), codes + 2 from 0 to kMaxChannelNic + 2 = 128 in the 8 bits above.
-constexpr int kNicShift = 24;
-static_assert(kMaxPlanRanks <= (1 << kNicShift) && kHostPath == -2 && (kMaxChannelNic + 2) < (1 << (32 - kNicShift)));
-int with_nic(int receiver, int nic) {
-  return static_cast<int>(static_cast<std::uint32_t>(receiver) | (static_cast<std::uint32_t>(nic + 2) << kNicShift));
-}
-int receiver_of(int code) { return static_cast<int>(static_cast<std::uint32_t>(code) & ((1u << kNicShift) - 1)); }
-int nic_of(int code) { return static_cast<int>(static_cast<std::uint32_t>(code) >> kNicShift) - 2; }
-
 // Rank pairs (sender, receiver with its NIC) with the resources of their routes, flat (pair i's
 // are res[first[i] .. first[i + 1])): the plan's transfers, scanned once per generator checked.
 struct Routes {
@@ -160,6 +179,7 @@ struct Routes {
 
   Routes(const topo::Topology& t, topo::RouteCache& cache, std::vector<std::pair<int, int>> sorted_pairs) : pairs(std::move(sorted_pairs)) {
     first.reserve(pairs.size() + 1);
+    index.reserve(pairs.size());
     std::optional<NicRoutes> nr;
     std::optional<HostRoutes> hr;
     for (std::size_t i = 0; i < pairs.size();) {

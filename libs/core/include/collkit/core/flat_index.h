@@ -21,13 +21,18 @@ class FlatIndex {
 
   /// Adds key -> value unless key is there; true when it was added.
   bool emplace(std::uint64_t key, std::uint32_t value) {
-    if (2 * (used_ + 1) > keys_.size()) grow();
+    if (2 * (used_ + 1) > keys_.size()) grow(std::max<std::size_t>(64, 2 * keys_.size()));
     std::size_t i = slot(key);
     if (keys_[i] == key) return false;
     keys_[i] = key;
     values_[i] = value;
     ++used_;
     return true;
+  }
+  /// Room for n keys in all without growing (one table of the final size, where growing by
+  /// doubling would fill and rehash every smaller one first).
+  void reserve(std::size_t n) {
+    if (2 * n > keys_.size()) grow(std::bit_ceil(2 * n));
   }
   /// The value of key, or kNone.
   std::uint32_t find(std::uint64_t key) const {
@@ -45,10 +50,10 @@ class FlatIndex {
     while (keys_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask;
     return i;
   }
-  void grow() {
+  void grow(std::size_t slots) {
     std::vector<std::uint64_t> keys = std::move(keys_);
     std::vector<std::uint32_t> values = std::move(values_);
-    keys_.assign(std::max<std::size_t>(64, 2 * keys.size()), kEmpty);
+    keys_.assign(slots, kEmpty);
     values_.assign(keys_.size(), 0);
     shift_ = 64 - std::countr_zero(keys_.size());
     for (std::size_t i = 0; i < keys.size(); ++i)
