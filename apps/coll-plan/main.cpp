@@ -15,6 +15,7 @@
 
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
+#include "collkit/core/memory.h"
 #include "collkit/core/size.h"
 #include "collkit/exec/fidelity.h"
 #include "collkit/plan/algorithm.h"
@@ -332,6 +333,7 @@ int run_shell(const Options& o) {
 }
 
 int main(int argc, char** argv) {
+  collkit::restart_on_huge_pages(argv);
   // Expanding a plan allocates and frees a program per rank (1.5 MB for a 1024-rank ring); glibc
   // would hand each back to the kernel and fault it in again, a sixth of verify's time. Keep them.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest

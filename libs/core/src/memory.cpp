@@ -1,7 +1,11 @@
 #include "collkit/core/memory.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace collkit {
@@ -35,6 +39,27 @@ std::uint64_t host_memory_available() {
     avail = avail == 0 ? left : std::min(avail, left);
   }
   return avail;
+}
+
+std::optional<std::string> huge_page_tunables(const char* current, const char* opt_out, std::string_view thp_enabled) {
+  constexpr std::string_view kTunable = "glibc.malloc.hugetlb";
+  std::string now = current ? current : "";
+  if (opt_out && std::string_view(opt_out) == "0") return std::nullopt;
+  if (now.find(kTunable) != std::string::npos) return std::nullopt;
+  if (thp_enabled.find("[madvise]") == std::string_view::npos) return std::nullopt;
+  return (now.empty() ? "" : now + ":") + std::string(kTunable) + "=1";
+}
+
+void restart_on_huge_pages(char** argv) {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::optional<std::string> tunables = huge_page_tunables(std::getenv("GLIBC_TUNABLES"), std::getenv("COLLKIT_HUGE_PAGES"), mode);
+  if (!tunables || setenv("GLIBC_TUNABLES", tunables->c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);  // returns only where it failed: go on as started
+#else
+  (void)argv;
+#endif
 }
 
 }  // namespace collkit

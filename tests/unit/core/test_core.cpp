@@ -13,7 +13,9 @@
 
 #include "collkit/core/error.h"
 #include "collkit/core/file.h"
+#include "collkit/core/flat_index.h"
 #include "collkit/core/json_cursor.h"
+#include "collkit/core/memory.h"
 #include "collkit/core/size.h"
 
 using namespace collkit;
@@ -132,6 +134,40 @@ TEST_CASE("a writer ended by SIGTERM or SIGINT removes its temporary file, stale
   CHECK(std::filesystem::exists(other));
   CHECK(read_file(target) == "{}");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the flat index keeps every pair, reserved ahead or grown as it fills") {
+  for (bool reserved : {false, true}) {
+    FlatIndex index;
+    if (reserved) index.reserve(5000);
+    std::size_t added = 0, found = 0;
+    for (std::uint32_t a = 0; a < 50; ++a)
+      for (std::uint32_t b = 0; b < 100; ++b) added += index.emplace(FlatIndex::pair(a, b), a * 100 + b) ? 1 : 0;
+    CHECK_FALSE(index.emplace(FlatIndex::pair(7, 7), 1));  // there already: kept as it was
+    for (std::uint32_t a = 0; a < 50; ++a)
+      for (std::uint32_t b = 0; b < 100; ++b) found += index.find(FlatIndex::pair(a, b)) == a * 100 + b ? 1 : 0;
+    CHECK(added == 5000);
+    CHECK(found == 5000);
+    CHECK(index.find(FlatIndex::pair(50, 0)) == FlatIndex::kNone);
+    CHECK(index.find(FlatIndex::pair(0, 100)) == FlatIndex::kNone);
+  }
+}
+
+TEST_CASE("huge pages: the glibc tunable added once, kept where the user set it, left out where it changes nothing") {
+  const std::string_view madvise = "always [madvise] never\n", always = "[always] madvise never\n", never = "always madvise [never]\n";
+  CHECK(huge_page_tunables(nullptr, nullptr, madvise) == "glibc.malloc.hugetlb=1");
+  CHECK(huge_page_tunables("", nullptr, madvise) == "glibc.malloc.hugetlb=1");
+  // The user's own tunables stay, ahead of it.
+  CHECK(huge_page_tunables("glibc.malloc.arena_max=2", nullptr, madvise) == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+  // Set already (by the user, either way, or by the start before the restart): no restart.
+  CHECK_FALSE(huge_page_tunables("glibc.malloc.hugetlb=0", nullptr, madvise));
+  CHECK_FALSE(huge_page_tunables("glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1", nullptr, madvise));
+  // Opted out; or THP on every mapping already, or on none; or no THP file at all.
+  CHECK_FALSE(huge_page_tunables(nullptr, "0", madvise));
+  CHECK(huge_page_tunables(nullptr, "1", madvise) == "glibc.malloc.hugetlb=1");
+  CHECK_FALSE(huge_page_tunables(nullptr, nullptr, always));
+  CHECK_FALSE(huge_page_tunables(nullptr, nullptr, never));
+  CHECK_FALSE(huge_page_tunables(nullptr, nullptr, ""));
 }
 
 TEST_CASE("exit codes follow the error kind") {
