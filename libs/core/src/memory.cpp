@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -55,8 +56,12 @@ void restart_on_huge_pages(char** argv) {
   std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::optional<std::string> tunables = huge_page_tunables(std::getenv("GLIBC_TUNABLES"), std::getenv("COLLKIT_HUGE_PAGES"), mode);
-  if (!tunables || setenv("GLIBC_TUNABLES", tunables->c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);  // returns only where it failed: go on as started
+  if (!tunables) return;
+  // The program's own path, not /proc/self/exe, which would name the process "exe" in ps and top.
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || setenv("GLIBC_TUNABLES", tunables->c_str(), 1) != 0) return;
+  execv(self.c_str(), argv);  // returns only where it failed: go on as started
 #else
   (void)argv;
 #endif

@@ -21,7 +21,7 @@ std::uint64_t host_memory_available();
 /// "[madvise]" (with "[always]" every large mapping is on huge pages already; "[never]" none can be).
 std::optional<std::string> huge_page_tunables(const char* current, const char* opt_out, std::string_view thp_enabled);
 
-/// Starts the program again (execv of /proc/self/exe, the same arguments) with huge_page_tunables()
+/// Starts the program again (execv of the file /proc/self/exe names, the same arguments) with huge_page_tunables()
 /// in GLIBC_TUNABLES, which glibc reads only at start, where it gives any (opt-out:
 /// COLLKIT_HUGE_PAGES=0); returns where it does not restart, or the restart fails. For tools that
 /// build and walk hundreds of MB of plans and routes: first touches of 4 KiB pages were a fifth of
