@@ -51,8 +51,17 @@ std::optional<std::string> huge_page_tunables(const char* current, const char* o
   return (now.empty() ? "" : now + ":") + std::string(kTunable) + "=1";
 }
 
+// A sanitizer's allocator stands in for glibc's (GCC's macros; clang's __has_feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define COLLKIT_OWN_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define COLLKIT_OWN_ALLOCATOR 1
+#endif
+#endif
+
 void restart_on_huge_pages(char** argv) {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__GLIBC__) && !defined(COLLKIT_OWN_ALLOCATOR)
   std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::optional<std::string> tunables = huge_page_tunables(std::getenv("GLIBC_TUNABLES"), std::getenv("COLLKIT_HUGE_PAGES"), mode);
