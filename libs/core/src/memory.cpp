@@ -42,10 +42,11 @@ std::uint64_t host_memory_available() {
   return avail;
 }
 
-std::optional<std::string> huge_page_tunables(const char* current, const char* opt_out, std::string_view thp_enabled) {
+std::optional<std::string> huge_page_tunables(const char* current, const char* opt_out, const char* preload, std::string_view thp_enabled) {
   constexpr std::string_view kTunable = "glibc.malloc.hugetlb";
   std::string now = current ? current : "";
   if (opt_out && std::string_view(opt_out) == "0") return std::nullopt;
+  if (preload && *preload) return std::nullopt;
   if (now.find(kTunable) != std::string::npos) return std::nullopt;
   if (thp_enabled.find("[madvise]") == std::string_view::npos) return std::nullopt;
   return (now.empty() ? "" : now + ":") + std::string(kTunable) + "=1";
@@ -64,7 +65,8 @@ void restart_on_huge_pages(char** argv) {
 #if defined(__GLIBC__) && !defined(COLLKIT_OWN_ALLOCATOR)
   std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::optional<std::string> tunables = huge_page_tunables(std::getenv("GLIBC_TUNABLES"), std::getenv("COLLKIT_HUGE_PAGES"), mode);
+  std::optional<std::string> tunables =
+      huge_page_tunables(std::getenv("GLIBC_TUNABLES"), std::getenv("COLLKIT_HUGE_PAGES"), std::getenv("LD_PRELOAD"), mode);
   if (!tunables) return;
   // The program's own path, not /proc/self/exe, which would name the process "exe" in ps and top.
   std::error_code ec;

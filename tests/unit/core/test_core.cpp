@@ -155,19 +155,22 @@ TEST_CASE("the flat index keeps every pair, reserved ahead or grown as it fills"
 
 TEST_CASE("huge pages: the glibc tunable added once, kept where the user set it, left out where it changes nothing") {
   const std::string_view madvise = "always [madvise] never\n", always = "[always] madvise never\n", never = "always madvise [never]\n";
-  CHECK(huge_page_tunables(nullptr, nullptr, madvise) == "glibc.malloc.hugetlb=1");
-  CHECK(huge_page_tunables("", nullptr, madvise) == "glibc.malloc.hugetlb=1");
+  CHECK(huge_page_tunables(nullptr, nullptr, nullptr, madvise) == "glibc.malloc.hugetlb=1");
+  CHECK(huge_page_tunables("", nullptr, nullptr, madvise) == "glibc.malloc.hugetlb=1");
   // The user's own tunables stay, ahead of it.
-  CHECK(huge_page_tunables("glibc.malloc.arena_max=2", nullptr, madvise) == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+  CHECK(huge_page_tunables("glibc.malloc.arena_max=2", nullptr, nullptr, madvise) == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
   // Set already (by the user, either way, or by the start before the restart): no restart.
-  CHECK_FALSE(huge_page_tunables("glibc.malloc.hugetlb=0", nullptr, madvise));
-  CHECK_FALSE(huge_page_tunables("glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1", nullptr, madvise));
+  CHECK_FALSE(huge_page_tunables("glibc.malloc.hugetlb=0", nullptr, nullptr, madvise));
+  CHECK_FALSE(huge_page_tunables("glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1", nullptr, nullptr, madvise));
   // Opted out; or THP on every mapping already, or on none; or no THP file at all.
-  CHECK_FALSE(huge_page_tunables(nullptr, "0", madvise));
-  CHECK(huge_page_tunables(nullptr, "1", madvise) == "glibc.malloc.hugetlb=1");
-  CHECK_FALSE(huge_page_tunables(nullptr, nullptr, always));
-  CHECK_FALSE(huge_page_tunables(nullptr, nullptr, never));
-  CHECK_FALSE(huge_page_tunables(nullptr, nullptr, ""));
+  CHECK_FALSE(huge_page_tunables(nullptr, "0", nullptr, madvise));
+  CHECK(huge_page_tunables(nullptr, "1", nullptr, madvise) == "glibc.malloc.hugetlb=1");
+  CHECK_FALSE(huge_page_tunables(nullptr, nullptr, nullptr, always));
+  CHECK_FALSE(huge_page_tunables(nullptr, nullptr, nullptr, never));
+  CHECK_FALSE(huge_page_tunables(nullptr, nullptr, nullptr, ""));
+  // Something preloaded (an allocator of its own; valgrind, which would not follow the restart).
+  CHECK_FALSE(huge_page_tunables(nullptr, nullptr, "/usr/libexec/valgrind/vgpreload_core-amd64-linux.so", madvise));
+  CHECK(huge_page_tunables(nullptr, nullptr, "", madvise) == "glibc.malloc.hugetlb=1");
 }
 
 TEST_CASE("exit codes follow the error kind") {

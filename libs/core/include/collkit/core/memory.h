@@ -15,11 +15,13 @@ namespace collkit {
 std::uint64_t host_memory_available();
 
 /// The GLIBC_TUNABLES value that puts malloc's heap and large blocks on transparent huge pages
-/// (glibc.malloc.hugetlb=1, appended to `current`), or nothing where that would change nothing:
-/// the tunable is set already (by the user, or by an earlier start), `opt_out` is "0", or the
-/// kernel's THP mode (`thp_enabled`, the text of /sys/kernel/mm/transparent_hugepage/enabled) is not
-/// "[madvise]" (with "[always]" every large mapping is on huge pages already; "[never]" none can be).
-std::optional<std::string> huge_page_tunables(const char* current, const char* opt_out, std::string_view thp_enabled);
+/// (glibc.malloc.hugetlb=1, appended to `current`), or nothing where that would change nothing or
+/// should not restart the program: the tunable is set already (by the user, or by an earlier
+/// start), `opt_out` (COLLKIT_HUGE_PAGES) is "0", something is preloaded (`preload`, LD_PRELOAD: an
+/// allocator of its own, or valgrind, which does not follow an exec by default), or the kernel's THP
+/// mode (`thp_enabled`, the text of /sys/kernel/mm/transparent_hugepage/enabled) is not "[madvise]"
+/// (with "[always]" every large mapping is on huge pages already; "[never]" none can be).
+std::optional<std::string> huge_page_tunables(const char* current, const char* opt_out, const char* preload, std::string_view thp_enabled);
 
 /// Starts the program again (execv of the file /proc/self/exe names, the same arguments) with huge_page_tunables()
 /// in GLIBC_TUNABLES, which glibc reads only at start, where it gives any (opt-out:
