@@ -103,13 +103,11 @@ bool FabricTables::pay() const {
   return 2 * entries <= members.size() && entries * fabric.size() <= kTableLabelsMax;
 }
 
-// The widest bottleneck from `entry` to every fabric vertex over fabric
-// vertices only.
-const std::vector<double>& FabricTables::widest(VertexId entry) {
-  std::vector<double>& best = widest_from[pos[entry]];
-  if (!best.empty()) return best;
-  best.assign(fabric.size(), 0.0);
-  std::vector<char> done(fabric.size(), 0);
+// The widest bottleneck from `entry` to every vertex of region h (a host number; -1: the fabric)
+// over that region's vertices only, into `best` (by pos, sized to the region); a vertex relays
+// only where it forwards, the entry too unless `entry_relays`.
+void FabricTables::widest_within(int h, VertexId entry, bool entry_relays, std::vector<double>& best) const {
+  std::vector<char> done(best.size(), 0);
   best[pos[entry]] = kInf;
   std::priority_queue<Widest> heap;
   heap.push({kInf, entry});
@@ -118,9 +116,9 @@ const std::vector<double>& FabricTables::widest(VertexId entry) {
     heap.pop();
     if (done[pos[u]]) continue;
     done[pos[u]] = 1;
-    if (!fwd[u] && u != entry) continue;
+    if (!fwd[u] && !(entry_relays && u == entry)) continue;
     for (const Adjacent& a : t.adjacent(u)) {
-      if (host[a.peer] >= 0 || done[pos[a.peer]]) continue;
+      if (host[a.peer] != h || done[pos[a.peer]]) continue;
       double nb = std::min(bw, t.link(a.link).bw_gbps);
       if (nb > best[pos[a.peer]]) {
         best[pos[a.peer]] = nb;
@@ -128,6 +126,14 @@ const std::vector<double>& FabricTables::widest(VertexId entry) {
       }
     }
   }
+}
+
+// The widest bottleneck from `entry` to every fabric vertex over fabric vertices only.
+const std::vector<double>& FabricTables::widest(VertexId entry) {
+  std::vector<double>& best = widest_from[pos[entry]];
+  if (!best.empty()) return best;
+  best.assign(fabric.size(), 0.0);
+  widest_within(-1, entry, true, best);
   return best;
 }
 
@@ -166,32 +172,14 @@ const std::vector<Label>& FabricTables::shortest(VertexId entry, double level) {
 }
 
 // Inside the entry's host, by the rules of AcrossHosts::search: a vertex relays only if it
-// forwards (the source is in no far host), over links at least `level` wide (shortest).
+// forwards (the source is in no far host, and the entry is no source), over links at least
+// `level` wide (shortest).
 const std::vector<double>& FabricTables::widest_in_host(VertexId entry) {
   std::int32_t& slot = widest_in_slot_[entry];
   if (slot >= 0) return widest_in_[static_cast<std::size_t>(slot)];
   slot = static_cast<std::int32_t>(widest_in_.size());
-  const int h = host[entry];
-  std::vector<double>& best = widest_in_.emplace_back(members[static_cast<std::size_t>(h)].size(), 0.0);
-  std::vector<char> done(best.size(), 0);
-  best[pos[entry]] = kInf;
-  std::priority_queue<Widest> heap;
-  heap.push({kInf, entry});
-  while (!heap.empty()) {
-    auto [bw, u] = heap.top();
-    heap.pop();
-    if (done[pos[u]]) continue;
-    done[pos[u]] = 1;
-    if (!fwd[u]) continue;
-    for (const Adjacent& a : t.adjacent(u)) {
-      if (host[a.peer] != h || done[pos[a.peer]]) continue;
-      double nb = std::min(bw, t.link(a.link).bw_gbps);
-      if (nb > best[pos[a.peer]]) {
-        best[pos[a.peer]] = nb;
-        heap.push({nb, a.peer});
-      }
-    }
-  }
+  std::vector<double>& best = widest_in_.emplace_back(members[static_cast<std::size_t>(host[entry])].size(), 0.0);
+  widest_within(host[entry], entry, false, best);
   return best;
 }
 

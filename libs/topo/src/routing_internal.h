@@ -133,6 +133,7 @@ struct FabricTables {
 
  private:
   bool pay() const;
+  void widest_within(int h, VertexId entry, bool entry_relays, std::vector<double>& best) const;
   std::vector<std::int32_t> widest_in_slot_;  // per vertex: index in widest_in_, -1 until needed
   std::deque<std::vector<double>> widest_in_;
   struct FromEntries {

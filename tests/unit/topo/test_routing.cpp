@@ -203,6 +203,33 @@ TEST_CASE("hops name link directions as distinct channels") {
   CHECK(there.hops[0].channel() != back.hops[1].channel());
 }
 
+namespace {
+
+// Routes from every vertex to every vertex by two routers of t: the same, to the bit. Returns how
+// many were compared; `into_gpus` (when given) counts those found into a GPU of another host.
+std::size_t require_same_routes(const Topology& t, const Router& a, const Router& b, std::size_t* into_gpus = nullptr) {
+  std::vector<VertexId> all(t.num_vertices());
+  for (VertexId v = 0; v < t.num_vertices(); ++v) all[v] = v;
+  std::size_t compared = 0;
+  for (VertexId src = 0; src < t.num_vertices(); ++src) {
+    auto x = a.routes_to(src, all), y = b.routes_to(src, all);
+    for (VertexId dst = 0; dst < t.num_vertices(); ++dst) {
+      CAPTURE(t.vertex(src).id);
+      CAPTURE(t.vertex(dst).id);
+      REQUIRE(x[dst].found == y[dst].found);
+      REQUIRE(x[dst].bottleneck_gbps == y[dst].bottleneck_gbps);
+      REQUIRE(x[dst].latency_us == y[dst].latency_us);
+      REQUIRE(x[dst].hops.size() == y[dst].hops.size());
+      for (std::size_t k = 0; k < x[dst].hops.size(); ++k) REQUIRE(x[dst].hops[k].channel() == y[dst].hops[k].channel());
+      ++compared;
+      if (into_gpus && x[dst].found && t.vertex(src).host != t.vertex(dst).host && t.vertex(dst).kind == VertexKind::Gpu) ++*into_gpus;
+    }
+  }
+  return compared;
+}
+
+}  // namespace
+
 TEST_CASE("routes between hosts through fabric tables are the plain searches' routes, to the bit") {
   // Every source vertex to every vertex, on fabrics with spines (ECMP choices), one switch, a
   // torus of routers, and nodes of several shapes.
@@ -218,28 +245,15 @@ TEST_CASE("routes between hosts through fabric tables are the plain searches' ro
   for (const Topology& t : topos) {
     Router tables(t), plain(t);
     plain.use_fabric_tables(false);
-    std::vector<VertexId> all(t.num_vertices());
-    for (VertexId v = 0; v < t.num_vertices(); ++v) all[v] = v;
-    for (VertexId src = 0; src < t.num_vertices(); ++src) {
-      auto a = tables.routes_to(src, all), b = plain.routes_to(src, all);
-      for (VertexId dst = 0; dst < t.num_vertices(); ++dst) {
-        CAPTURE(t.vertex(src).id);
-        CAPTURE(t.vertex(dst).id);
-        REQUIRE(a[dst].found == b[dst].found);
-        REQUIRE(a[dst].bottleneck_gbps == b[dst].bottleneck_gbps);
-        REQUIRE(a[dst].latency_us == b[dst].latency_us);
-        REQUIRE(a[dst].hops.size() == b[dst].hops.size());
-        for (std::size_t k = 0; k < a[dst].hops.size(); ++k) REQUIRE(a[dst].hops[k].channel() == b[dst].hops[k].channel());
-      }
-    }
+    CHECK(require_same_routes(t, tables, plain) == std::size_t{t.num_vertices()} * t.num_vertices());
   }
 }
 
 TEST_CASE("routes into a host entered at one NIC, from the searches shared by all sources, are each source's own, to the bit") {
   // Rail affinity lets a route into a GPU's host enter only at the GPU's NIC: the host is then
   // crossed from that NIC alone, the same search for every source (FabricTables::FromEntry).
-  // Fabrics with spines, one switch, a torus, nodes of several shapes, a slower NIC (other
-  // bottleneck levels) and a host short of a GPU.
+  // Fabrics with spines, one switch, a torus, nodes of several shapes, and a slower NIC (other
+  // bottleneck levels).
   std::vector<Topology> topos;
   topos.push_back(synth({"dgx-h100", 6, "fat-tree:rails=8,leaf_radix=8"}));
   topos.push_back(synth({"dgx-a100", 4, "torus:dims=2x2"}));
@@ -255,22 +269,7 @@ TEST_CASE("routes into a host entered at one NIC, from the searches shared by al
   for (const Topology& t : topos) {
     Router shared(t), own(t);
     own.use_entry_tables(false);
-    std::vector<VertexId> all(t.num_vertices());
-    for (VertexId v = 0; v < t.num_vertices(); ++v) all[v] = v;
-    for (VertexId src = 0; src < t.num_vertices(); ++src) {
-      auto a = shared.routes_to(src, all), b = own.routes_to(src, all);
-      for (VertexId dst = 0; dst < t.num_vertices(); ++dst) {
-        CAPTURE(t.vertex(src).id);
-        CAPTURE(t.vertex(dst).id);
-        REQUIRE(a[dst].found == b[dst].found);
-        REQUIRE(a[dst].bottleneck_gbps == b[dst].bottleneck_gbps);
-        REQUIRE(a[dst].latency_us == b[dst].latency_us);
-        REQUIRE(a[dst].hops.size() == b[dst].hops.size());
-        for (std::size_t k = 0; k < a[dst].hops.size(); ++k) REQUIRE(a[dst].hops[k].channel() == b[dst].hops[k].channel());
-        ++compared;
-        if (a[dst].found && t.vertex(src).host != t.vertex(dst).host && t.vertex(dst).kind == VertexKind::Gpu) ++across;
-      }
-    }
+    compared += require_same_routes(t, shared, own, &across);
     CHECK(own.routes_by_entry_tables() == 0);
     by_tables += shared.routes_by_entry_tables();
   }
