@@ -440,7 +440,7 @@ const AcrossHosts::Local& AcrossHosts::far_widest(int h, int set, VertexId dst) 
   // A new one stops at dst; one stopped before dst is searched again, to the end.
   const std::vector<VertexId>& m = f_.members[static_cast<std::size_t>(h)];
   l.best.assign(m.size(), 0.0);
-  for (VertexId y : m) {
+  for (VertexId y : f_.border[static_cast<std::size_t>(h)]) {
     if (!entry_ok(y, set)) continue;
     for (const Adjacent& a : t_.adjacent(y)) {
       if (f_.host[a.peer] == h) continue;
@@ -511,7 +511,7 @@ const AcrossHosts::Local& AcrossHosts::far_shortest(Level& lv, int h, int set, V
   l.label.assign(m.size(), Label{});
   l.parent.assign(m.size(), 0);
   l.parent_link.assign(m.size(), 0);
-  for (VertexId y : m) {
+  for (VertexId y : f_.border[static_cast<std::size_t>(h)]) {
     if (!entry_ok(y, set)) continue;
     for (const Adjacent& a : t_.adjacent(y)) {
       const Link& link = t_.link(a.link);
@@ -533,29 +533,29 @@ Path AcrossHosts::path(VertexId dst, double lvl) {
   p.hops.reserve(8);  // a route across a fat-tree: one allocation rather than four
   VertexId v = dst;
   std::uint32_t key = 0;
-  // A host entered at one vertex: the route inside it is the tables' from there, where no
-  // candidate on it came within the ties' tolerance (routing_internal.h) of the chosen one, shifted
-  // by the entry's label (with a hundredfold margin).
-  std::optional<Entry> one;
-  if (f_.host[dst] >= 0 && use_entries_) {
-    Entry e = shortest_entry(lv, f_.host[dst], aff_.set[dst]);
-    if (e.at == kNoStop && !e.many) return p;
-    if (!e.many) {
-      const FabricTables::FromEntry& in = f_.shortest_in_host(e.at, lvl);
-      const std::uint32_t k = f_.pos[dst];
-      if (!in.label[k].reached()) return p;
-      if (in.gap[k] > 1e-7 * std::max(1.0, e.label.latency + in.label[k].latency)) one = e;
-    }
-  }
   if (f_.host[dst] >= 0) {
     int h = f_.host[dst];
     LinkId entry = 0;
-    if (one) {
-      const FabricTables::FromEntry& in = f_.shortest_in_host(one->at, lvl);
-      for (; v != one->at; v = in.parent[f_.pos[v]]) p.hops.push_back(hop_from(t_, in.parent_link[f_.pos[v]], in.parent[f_.pos[v]]));
-      entry = one->parent_link;
-      p.hops.push_back(hop_from(t_, entry, one->parent));
-      v = one->parent;
+    // A host entered at one vertex: the route inside it is the tables' from there, where no
+    // candidate on it came within the ties' tolerance (routing_internal.h) of the chosen one,
+    // shifted by the entry's label (with a hundredfold margin).
+    const FabricTables::FromEntry* in = nullptr;
+    Entry one;
+    if (use_entries_) {
+      one = shortest_entry(lv, h, aff_.set[dst]);
+      if (one.at == kNoStop && !one.many) return p;
+      if (!one.many) {
+        in = &f_.shortest_in_host(one.at, lvl);
+        const std::uint32_t k = f_.pos[dst];
+        if (!in->label[k].reached()) return p;
+        if (!(in->gap[k] > 1e-7 * std::max(1.0, one.label.latency + in->label[k].latency))) in = nullptr;
+      }
+    }
+    if (in) {
+      for (; v != one.at; v = in->parent[f_.pos[v]]) p.hops.push_back(hop_from(t_, in->parent_link[f_.pos[v]], in->parent[f_.pos[v]]));
+      entry = one.parent_link;
+      p.hops.push_back(hop_from(t_, entry, one.parent));
+      v = one.parent;
       ++f_.entered;
     } else {
       const Local& far = far_shortest(lv, h, aff_.set[dst], dst);
