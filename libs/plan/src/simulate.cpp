@@ -32,10 +32,13 @@
 //    their sends are posted; one posted at s on hops h = 1..H (latency L_h, bandwidth b_h)
 //    takes, at every moment t >= s, the least over its hops of what hop h has left at
 //    t + lambda_h, lambda_h = L_1 + ... + L_{h-1} (b_h less the earlier transfers' rates), until
-//    its bytes have left; it arrives sum_h L_h after its last byte left. A lone transfer runs at
-//    min_h b_h; a link that earlier transfers use only in part (held to a slower hop elsewhere)
-//    serves the next with what is left, as a switch port does; one whose hops are all busy waits
-//    (backfilling: it takes any room left ahead of later reservations).
+//    its bytes have left; it arrives sum_h L_h after its last byte passed the last hop. A lone
+//    transfer runs at min_h b_h; a link that earlier transfers use only in part (held to a slower
+//    hop elsewhere) serves the next with what is left, as a switch port does; one whose hops are
+//    all busy waits (backfilling: it takes any room left ahead of later reservations). A message
+//    of at most SimOptions::queue_store_bytes may wait whole in front of a hop that starts at a
+//    network switch (the switch stores it) while the hops before it go on: its first hops need
+//    not wait for room on the later ones at the same moment (sim::Admission).
 //  - MaxMin. Each transfer is a flow holding every resource of its route at once; rates are the
 //    max-min fair allocation (progressive filling, simulate_maxmin.cpp), recomputed whenever a flow
 //    arrives or leaves. A flow's data is delivered its route's latency after its last byte left.
@@ -156,6 +159,7 @@ struct QueueHop {
 union QueueSlot {
   struct {
     std::uint32_t count;
+    std::uint32_t stores;  // bit h: hop h starts at a network switch, which may store a message
     double latency_us;
   } head;
   sim::Admission::Hop hop;
@@ -714,9 +718,27 @@ class Simulator {
     if (opt_.top_links > 0)
       for (std::uint32_t h = 0; h < count; ++h)
         book(static_cast<std::uint32_t>(hops[h].profile - profile_.data()), bytes, static_cast<double>(bytes) / hops[h].rate);
-    double left = admission_.admit(hops, count, now_, static_cast<double>(bytes), now_);
-    finish_at(g, left);
-    arrive_at(g, left + route->head.latency_us);
+    // A message a switch can store whole waits in front of a busy hop behind it while the hops
+    // before go on; a larger one moves on all of its hops at once (SimOptions::queue_store_bytes).
+    auto size = static_cast<double>(bytes);
+    sim::Admission::Admitted done =
+        admission_.admit(hops, count, now_, size, now_, size <= opt_.queue_store_bytes ? route->head.stores : 0u);
+    finish_at(g, done.left);
+    arrive_at(g, done.last + route->head.latency_us);
+  }
+
+  // The hops of route r (up to 32) that start at a network switch (a leaf, spine or torus
+  // router): a message may wait whole in front of such a hop (SimOptions::queue_store_bytes).
+  // Inside a host, PCIe, NVLink and xGMI hold a sender back hop by hop.
+  std::uint32_t stores(const Route& r) const {
+    std::uint32_t mask = 0;
+    for (std::uint32_t h = 1; h < std::min<std::uint32_t>(r.count, 32); ++h) {
+      std::uint32_t res = queue_hops_[r.first + h].res;
+      if (res >= 2 * topo_.num_links()) continue;  // a vertex's own copy engine
+      const topo::Link& link = topo_.link(res / 2);
+      if (topo_.vertex(res % 2 == 0 ? link.a : link.b).kind == topo::VertexKind::NetSwitch) mask |= 1u << h;
+    }
+    return mask;
   }
 
   // queue_routes_ for this simulation's profiles (the lambdas summed as queue_send() summed them).
@@ -732,7 +754,7 @@ class Simulator {
       const Route& r = net_.routes[k];
       queue_route_at_[k] = static_cast<std::uint32_t>(queue_routes_.size());
       QueueSlot head{};
-      head.head = {r.count, r.latency_us};
+      head.head = {r.count, stores(r), r.latency_us};
       queue_routes_.push_back(head);
       double lambda = 0;
       for (std::uint32_t h = r.first; h < r.first + r.count; ++h) {
@@ -795,7 +817,7 @@ class Simulator {
     // sooner than one core does it alone.
     const QueueHop& hop = queue_hops_[r.first];
     sim::Admission::Hop on{&profile_[hop.res], 0, hop.rate};
-    double done = admission_.admit(&on, 1, now_, occupied * hop.rate, now_);
+    double done = admission_.admit(&on, 1, now_, occupied * hop.rate, now_).left;
     finish_at(g, std::max(done, now_ + one_core_us(g)));
   }
 
@@ -1040,6 +1062,7 @@ void check_options(const SimOptions& opt) {
   };
   check(opt.per_message_us, "per-message overhead", "us");
   check(opt.reduce_gbps, "reduction rate", "GB/s");
+  check(opt.queue_store_bytes, "largest message a hop stores", "bytes");
 }
 
 namespace sim {

@@ -223,12 +223,14 @@ class alignas(32) Profile {  // two to a cache line, none across two
 };
 
 /// Admits Queue-model transfers, in the order their sends are posted, into the profiles of
-/// their hops (the fluid form of first come, first served with backfilling): from its post on, a
-/// transfer takes at every moment the least of what its hops have left once the transfers
-/// admitted before it have taken theirs (hop h seeing the bytes lambda_h after they leave the
-/// source), until its bytes have left; those rates are then taken from each hop. A link that
-/// an earlier transfer uses only in part (held to a slower hop elsewhere) serves the next with
-/// the rest; a transfer waits only while some hop has nothing left.
+/// their hops (the fluid form of first come, first served with backfilling): from its post on,
+/// each hop serves the transfer's bytes as they reach it (hop h lambda_h after they leave the
+/// source), with what the transfers admitted before it left on that hop, never faster than the
+/// route carries a lone transfer (its slowest hop). A transfer moves on all of its hops at once
+/// (a hop that has no room holds the ones before it: back-pressure), but where a hop starts at
+/// a switch that stores the whole message (`stores`, bit h) the bytes may wait in front of it
+/// while the hops before go on. A link that an earlier transfer uses only in part serves the
+/// next with the rest; a transfer that ends just as a hop fills up is done, not held behind it.
 class Admission {
  public:
   struct Hop {
@@ -236,12 +238,18 @@ class Admission {
     double lambda_us;  ///< latency of the hops before this one
     double rate;       ///< capacity, bytes per microsecond
   };
-  /// Admits `bytes` over `hops` from `from` on; returns when its last byte leaves the source.
-  double admit(const Hop* hops, std::uint32_t n, double from, double bytes, double now);
+  struct Admitted {
+    double left;  ///< the last byte leaves the source (passes the first hop)
+    double last;  ///< ... passes the last hop, in the source's time (add the route's latency)
+  };
+  /// Admits `bytes` over `hops` from `from` on; `now` lets the profiles drop what has ended.
+  /// Bit h of `stores` (h < 32): the whole message may wait in front of hop h.
+  Admitted admit(const Hop* hops, std::uint32_t n, double from, double bytes, double now, std::uint32_t stores = 0);
 
  private:
-  std::vector<Piece> pieces_;
+  std::vector<std::vector<Piece>> pieces_;  // per hop, in the source's time
   std::vector<std::size_t> at_;
+  std::vector<double> rate_, served_;
   std::vector<Profile::Segment> merged_;  // Profile::add()'s scratch
 };
 

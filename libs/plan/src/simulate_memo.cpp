@@ -61,6 +61,7 @@ std::string TimeMemo::key(const Plan& plan, const SimOptions& opt) {
   add(k, static_cast<std::uint64_t>(opt.model));
   add(k, opt.per_message_us);
   add(k, opt.reduce_gbps);
+  add(k, opt.queue_store_bytes);
   add(k, static_cast<std::uint64_t>(opt.max_in_flight));
   add(k, static_cast<std::uint64_t>(opt.fold_symmetry));
   return k;

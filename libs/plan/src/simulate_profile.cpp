@@ -5,12 +5,15 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <stdexcept>
 
 #include "simulate_internal.h"
 
 namespace collkit::plan::sim {
 
 namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool same_rate(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
 
@@ -115,56 +118,87 @@ void Profile::add(const Piece* p, std::size_t n, double shift, double now, std::
   }
 }
 
-double Admission::admit(const Hop* hops, std::uint32_t n, double from, double bytes, double now) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  pieces_.clear();
+Admission::Admitted Admission::admit(const Hop* hops, std::uint32_t n, double from, double bytes, double now, std::uint32_t stores) {
+  double cap = kInf;  // what the route carries alone: its slowest hop's rate
+  for (std::uint32_t h = 0; h < n; ++h) cap = std::min(cap, hops[h].rate);
   at_.resize(n);
-  for (std::uint32_t h = 0; h < n; ++h) at_[h] = hops[h].profile->first_after(from + hops[h].lambda_us);
-  double t = from, left = bytes;
-  for (;;) {
-    // What every hop has left at t (in the source's time), and when the least of it next changes.
-    // While a hop has nothing left the transfer waits: at least until the latest end of such a
-    // hop's full stretch, whatever the others do meanwhile.
-    double rate = kInf, next = kInf, waits = -kInf;
+  rate_.resize(n);
+  served_.assign(n, 0.0);
+  if (pieces_.size() < n) pieces_.resize(n);
+  for (std::uint32_t h = 0; h < n; ++h) {
+    pieces_[h].clear();
+    at_[h] = hops[h].profile->first_after(from + hops[h].lambda_us);
+  }
+  const double eps = 1e-9 * bytes;
+  // Bytes that may wait in front of hop h: the whole message where a switch stores it.
+  auto room = [&](std::uint32_t h) { return h < 32 && (stores >> h & 1u) ? bytes : 0.0; };
+  double t = from, left = from;
+  // Time runs at the source: hop h sees a byte lambda_h after it left, had it not waited.
+  // served_[h]: bytes past hop h; in front of hop h > 0 wait served_[h - 1] - served_[h], at most
+  // room(h). The steps end exactly where a hop's room changes or a transfer's bytes run out (to
+  // within eps bytes), so a transfer that ends as a hop fills up is done there: the sum of its
+  // rates times the times, rounded, once left a few bytes' sliver behind the whole full stretch.
+  while (served_[n - 1] < bytes) {
+    // What each hop has left now, and when that next changes (a full hop: the end of its full
+    // stretch, whatever the others do meanwhile).
+    double next = kInf;
     for (std::uint32_t h = 0; h < n; ++h) {
       const std::vector<Profile::Segment>& s = hops[h].profile->segments();
       double x = t + hops[h].lambda_us;
       std::size_t i = at_[h];
       while (i < s.size() && s[i].end <= x + Profile::tol(x)) ++i;
       at_[h] = i;
-      if (i == s.size() || s[i].begin > x + Profile::tol(x)) {  // idle at t
-        rate = std::min(rate, hops[h].rate);
-        if (i < s.size()) next = std::min(next, s[i].begin - hops[h].lambda_us);
-        continue;
+      double free = hops[h].rate, until = kInf;
+      if (i < s.size()) {
+        if (s[i].begin > x + Profile::tol(x)) {
+          until = s[i].begin;
+        } else {
+          free = hops[h].rate - s[i].rate;
+          std::size_t j = i;
+          if (free <= 1e-9 * hops[h].rate) {
+            free = 0;
+            while (j + 1 < s.size() && s[j + 1].begin <= s[j].end + Profile::tol(s[j].end) &&
+                   hops[h].rate - s[j + 1].rate <= 1e-9 * hops[h].rate)
+              ++j;
+          }
+          until = s[j].end;
+        }
       }
-      double free = hops[h].rate - s[i].rate;
-      if (free > 1e-9 * hops[h].rate) {
-        rate = std::min(rate, free);
-        next = std::min(next, s[i].end - hops[h].lambda_us);
-        continue;
+      next = std::min(next, until - hops[h].lambda_us);
+      // Forward: a hop with bytes waiting in front of it serves as fast as it has room (never
+      // faster than the route carries a lone transfer); one without, no faster than they come.
+      double r = std::min(free, cap);
+      if (served_[h] == bytes) r = 0;  // done here (snapped below)
+      else if (h > 0 && served_[h - 1] < bytes && served_[h - 1] - served_[h] <= eps) r = std::min(r, rate_[h - 1]);
+      rate_[h] = r;
+    }
+    // Back: a hop whose buffer in front is full holds the one before it to its own pace.
+    for (std::uint32_t h = n - 1; h > 0; --h)
+      if (served_[h - 1] - served_[h] >= room(h) - eps) rate_[h - 1] = std::min(rate_[h - 1], rate_[h]);
+    // The step: up to the next change of room, a buffer running empty or full, a hop done.
+    double dt = next - t;
+    if (rate_[0] > 0) dt = std::min(dt, (bytes - served_[0]) / rate_[0]);
+    for (std::uint32_t h = 1; h < n; ++h) {
+      double waiting = served_[h - 1] - served_[h], grow = rate_[h - 1] - rate_[h];
+      if (grow < 0 && waiting > 0) dt = std::min(dt, waiting / -grow);
+      else if (grow > 0 && room(h) - waiting > eps) dt = std::min(dt, (room(h) - waiting) / grow);
+    }
+    if (rate_[n - 1] > 0) dt = std::min(dt, (bytes - served_[n - 1]) / rate_[n - 1]);
+    if (!(dt < kInf)) throw std::logic_error("simulate: a transfer waits for room that never comes");
+    dt = std::max(dt, 0.0);
+    for (std::uint32_t h = 0; h < n; ++h) {
+      if (rate_[h] > 0) {
+        append(pieces_[h], t, t + dt, rate_[h]);
+        served_[h] += rate_[h] * dt;
       }
-      rate = 0;
-      std::size_t j = i;
-      while (j + 1 < s.size() && s[j + 1].begin <= s[j].end + Profile::tol(s[j].end) && hops[h].rate - s[j + 1].rate <= 1e-9 * hops[h].rate)
-        ++j;
-      waits = std::max(waits, s[j].end - hops[h].lambda_us);
+      if (h > 0) served_[h] = std::min(served_[h], served_[h - 1]);
+      if (served_[h] >= bytes - eps) served_[h] = bytes;  // within rounding of done: done
     }
-    if (rate <= 0) {
-      t = waits;
-      continue;
-    }
-    double done = t + left / rate;
-    if (done <= next) {
-      append(pieces_, t, done, rate);
-      t = done;
-      break;
-    }
-    append(pieces_, t, next, rate);
-    left -= rate * (next - t);
-    t = next;
+    t += dt;
+    if (left == from && served_[0] == bytes) left = t;
   }
-  for (std::uint32_t h = 0; h < n; ++h) hops[h].profile->add(pieces_.data(), pieces_.size(), hops[h].lambda_us, now, merged_);
-  return t;
+  for (std::uint32_t h = 0; h < n; ++h) hops[h].profile->add(pieces_[h].data(), pieces_[h].size(), hops[h].lambda_us, now, merged_);
+  return {left, t};
 }
 
 }  // namespace collkit::plan::sim

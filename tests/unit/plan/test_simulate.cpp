@@ -9,6 +9,7 @@
 #include "collkit/plan/verify.h"
 #include "collkit/topo/synth.h"
 #include "plan/sim_topologies.h"
+#include "simulate_internal.h"
 
 using namespace collkit::plan;
 using namespace collkit::plan::testing;
@@ -190,6 +191,62 @@ TEST_CASE("simulate: Queue and MaxMin differ where they should") {
     CHECK(q.critical_path.back() == "rank 2 op 1 recv from 1 ch 1 ends 30 us");
     CHECK(m.critical_path.back() == "rank 2 op 1 recv from 1 ch 1 ends 30 us");  // 40 if B kept its half
   }
+}
+
+TEST_CASE("simulate: under Queue a network switch stores a message that fits while the hop behind it is busy") {
+  using namespace algo;
+  // X: 0 -> 2 and Y: 1 -> 2, both posted at 0 (X first), then Z: 1 -> 3 on Y's channel once Y's
+  // send completes; every link 100 GB/s, a message 2 us. The switch stores Y while sw -> g2
+  // carries X: Y crosses g1 -> sw at 0-2 and sw -> g2 at 2-4, its send completes at 2, and Z
+  // runs at 2-4. Without the store Y waits for both hops at once (2-4) and Z runs at 4-6, as
+  // under MaxMin, where X and Y share sw -> g2 and both end at 4.
+  auto plan_of = [](std::uint64_t n) {
+    return hand_plan(n, 1,
+                     {{send(2, in(0), 1, 0)},
+                      {send(2, in(0), 1, 1), send(3, in(0), 1, 1)},
+                      {recv(0, out(0), 1, 0), recv(1, out(0), 1, 1)},
+                      {recv(1, out(0), 1, 1)}});
+  };
+  const std::uint64_t n = 200000;  // within the default store (256 KiB)
+  auto t = uniform(4, 100, 0);     // its switch is a network switch
+  SimResult q = simulate(plan_of(n), t, with(LinkModel::Queue));
+  CHECK(q.time_us == doctest::Approx(4));
+  bool y_left_at_2 = false;
+  for (const std::string& line : q.critical_path) y_left_at_2 |= line == "rank 1 op 0 send to 2 ch 1 ends 2 us";
+  CHECK(y_left_at_2);
+  SimOptions no_store = with(LinkModel::Queue);
+  no_store.queue_store_bytes = 0;
+  CHECK(simulate(plan_of(n), t, no_store).time_us == doctest::Approx(6));
+  CHECK(simulate(plan_of(n), t, with(LinkModel::MaxMin)).time_us == doctest::Approx(6));
+  // A message larger than the store moves on both hops at once: 4 us each, 12 in all.
+  CHECK(simulate(plan_of(2 * n), t, with(LinkModel::Queue)).time_us == doctest::Approx(12));
+  // Inside a host (an NVSwitch) nothing is stored: the same plan on host a of two takes 6.
+  CHECK(simulate(plan_of(n), two_hosts(4, 100, 0, 100, 0), with(LinkModel::Queue)).time_us == doctest::Approx(6));
+  SimOptions bad = with(LinkModel::Queue);
+  bad.queue_store_bytes = -1;
+  CHECK_THROWS_AS(check_options(bad), InputError);
+}
+
+TEST_CASE("simulate: a Queue transfer that ends just as a hop fills up is done there") {
+  // Rate 10 bytes/us, the hop full from 42.1 to 51.7: 41 bytes posted at 38 fit exactly before
+  // it. The steps once summed to a sliver short of 41 bytes, which then waited out the full
+  // stretch and ended at 51.7.
+  collkit::plan::sim::Profile profile;
+  std::vector<collkit::plan::sim::Profile::Segment> scratch;
+  const collkit::plan::sim::Piece busy{42.1, 51.7, 10};
+  profile.add(&busy, 1, 0, 0, scratch);
+  collkit::plan::sim::Admission admission;
+  const collkit::plan::sim::Admission::Hop hop{&profile, 0, 10};
+  collkit::plan::sim::Admission::Admitted a = admission.admit(&hop, 1, 38, 41, 38);
+  CHECK(a.left == doctest::Approx(42.1).epsilon(1e-12));
+  CHECK(a.last == doctest::Approx(42.1).epsilon(1e-12));
+  // Two hops, the second (latency 0.5 behind) full from 62.6: 63 bytes at 10 from 53.6 fit.
+  collkit::plan::sim::Profile first, second;
+  const collkit::plan::sim::Piece later{62.6, 68.9, 10};
+  second.add(&later, 1, 0, 0, scratch);
+  const collkit::plan::sim::Admission::Hop hops[2] = {{&first, 0, 20}, {&second, 0.5, 10}};
+  a = admission.admit(hops, 2, 55.8, 63, 55.8);
+  CHECK(a.left == doctest::Approx(62.1).epsilon(1e-12));
 }
 
 TEST_CASE("simulate: Queue lets a link that an earlier transfer uses in part serve the next with the rest") {

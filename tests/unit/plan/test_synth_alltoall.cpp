@@ -268,16 +268,17 @@ TEST_CASE("synth alltoall: hosts with more NICs than ranks spread each lane over
   CHECK(fair < 0.9 * own_lp);
   CHECK(own >= own_lp * (1 - 1e-6));
   // A 4x4 torus: the LP over the own-NIC routes relays (1.09 x the bound); lanes through both
-  // NICs without relays send an antipodal pair's chunks both ways round its ring of 4.
+  // NICs without relays send an antipodal pair's chunks both ways round its ring of 4. Both
+  // reach the bound under MaxMin; Queue now prefers the plan without lane_nics (1.006 x, lanes 1.012;
+  // 1.082 and 1.054 under the Queue model before 2026-12-07: docs/plan.md, "Link models").
   collkit::topo::Topology t44 = collkit::topo::synth({"pcie-8gpu:gpus=1", 16, "torus:dims=4x4"});
   Request req44{Collective::AlltoAll, std::uint64_t{256} << 20, 16, 0};
   auto plan44 = generate("synth", req44, &t44, {});
-  REQUIRE(plan44->info().params.count("lane_nics"));
-  CHECK(plan44->info().params.at("relays").empty());
   CHECK(verify(*plan44).ok);
   double bound44 = lower_bound(req44, t44).time_us(), fair44 = simulate(*plan44, t44, maxmin).time_us;
   MESSAGE("4x4 torus AlltoAll, MaxMin: " << fair44 / bound44 << " x the bound");
   CHECK(fair44 <= bound44 * 1.01);
+  CHECK(simulate(*plan44, t44).time_us <= bound44 * 1.015);
   // Where each rank has a NIC of its own (DGX hosts) lanes keep to it.
   collkit::topo::Topology two = collkit::topo::synth({"dgx-h100", 2, ""});
   CHECK_FALSE(generate("synth", {Collective::AlltoAll, 16ull * 16 * 64 * 1024, 16, 0}, &two, {})->info().params.count("lane_nics"));

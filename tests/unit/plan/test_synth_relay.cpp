@@ -279,8 +279,10 @@ TEST_CASE("synth chains along the rings: AllGather, ReduceScatter and AllReduce 
     CHECK(info.channels == phases * st.k + (c == Collective::AllGather ? 1 : 0));
     VerifyResult v = verify(*plan);
     CHECK_MESSAGE(v.ok, v.error);
+    // 1.004 / 1.010 / 1.006 under Queue (MaxMin: 1.000 each), since a transfer that ends as a
+    // hop fills up is no longer held behind the hop's full stretch (docs/plan.md, "Link models").
     double ratio_predicted = simulate(*plan, t).time_us / lower_bound(req, t).time_us();  // no clock is read
-    CHECK(ratio_predicted <= 1.01);
+    CHECK(ratio_predicted <= 1.011);
     check_at_few_elements(info);
     ++checked;
   }

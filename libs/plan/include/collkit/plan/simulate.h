@@ -31,6 +31,13 @@ struct SimOptions {
   /// more send than this waits for the oldest to arrive. NCCL keeps NCCL_STEPS = 8 slots in
   /// flight per channel, which is what lets a pipelined ring hide hop latency.
   int max_in_flight = 8;
+  /// Queue model: a message of at most this many bytes may wait whole in front of a busy hop
+  /// while the hops before it serve the messages behind it (a switch stores it); a larger one
+  /// moves on all of its hops at once, at the least of what they have left (back-pressure).
+  /// Without it pipelined trees across 8 or more hosts simulated 1.15-1.25 x what MaxMin gives
+  /// (docs/plan.md, "Link models"); with every message stored, incast (many senders into one
+  /// NIC) grew worse than MaxMin, a message pushed early holding a link another needed.
+  double queue_store_bytes = 256 * 1024;
   /// Run one thread per orbit of the plan's stated symmetries where the topology has them too
   /// (docs/plan.md, "Symmetry"); the same result, in a fraction of the time and memory.
   bool fold_symmetry = true;
