@@ -73,7 +73,6 @@ void Profile::add(const Piece* p, std::size_t n, double shift, double now, std::
   merged.clear();
   std::size_t i = lo, j = 0;
   double t = std::min(a, lo < hi ? seg_[lo].begin : a);
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   while (i < hi || j < n) {
     double used = 0, next = kInf;
     if (i < hi) {
