@@ -278,7 +278,9 @@ TEST_CASE("synth alltoall: hosts with more NICs than ranks spread each lane over
   double bound44 = lower_bound(req44, t44).time_us(), fair44 = simulate(*plan44, t44, maxmin).time_us;
   MESSAGE("4x4 torus AlltoAll, MaxMin: " << fair44 / bound44 << " x the bound");
   CHECK(fair44 <= bound44 * 1.01);
-  CHECK(simulate(*plan44, t44).time_us <= bound44 * 1.015);
+  // The Queue model's prediction against the bound (a model figure; no clock is read).
+  double predicted44 = simulate(*plan44, t44).time_us;
+  CHECK(predicted44 <= bound44 * 1.015);
   // Where each rank has a NIC of its own (DGX hosts) lanes keep to it.
   collkit::topo::Topology two = collkit::topo::synth({"dgx-h100", 2, ""});
   CHECK_FALSE(generate("synth", {Collective::AlltoAll, 16ull * 16 * 64 * 1024, 16, 0}, &two, {})->info().params.count("lane_nics"));
